@@ -1,0 +1,75 @@
+/* lg_test.c — the shared fixture (see lg_test.h). */
+#define _GNU_SOURCE
+#include "lg_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct trk_tracker *T;
+static char tmpdir[256];
+
+void lg_test_setup(void)
+{
+    lg_clear_error();
+    cr_assert_eq(trk_tracker_new(&T, &(struct trk_options){.stacks = false}), LG_OK, "%s",
+                 lg_errmsg());
+}
+
+static void rm_tmpdir(void)
+{
+    if (!tmpdir[0]) return;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+    tmpdir[0] = '\0';
+}
+
+static void finish(int allow_errors)
+{
+    if (!T) return; /* a test's own .fini ran before the suite's */
+    struct trk_totals host, dev;
+    trk_totals(T, TRK_HOST, &host);
+    trk_totals(T, TRK_DEVICE, &dev);
+    if (host.live_bytes || host.live_count || dev.live_bytes) {
+        struct trk_leaks *lk = NULL;
+        /* list everything still live, whatever generation it was born in */
+        for (uint32_t g = 0; g <= trk_generation(T) + 64; g++) {
+            if (trk_leaks_of(T, g, &lk) == LG_OK && lk && lk->n_groups) trk_leaks_print(lk, stderr, 20);
+            trk_leaks_free(lk);
+            lk = NULL;
+        }
+    }
+    size_t nerr = trk_error_count(T);
+    if (nerr && !allow_errors) {
+        struct trk_error *e = NULL;
+        size_t n = trk_errors(T, &e);
+        for (size_t i = 0; i < n; i++) fprintf(stderr, "tracker error: %s\n", e[i].what);
+        trk_errors_free(e, n);
+    }
+    trk_tracker_free(T);
+    T = NULL;
+    rm_tmpdir();
+    cr_assert_eq(host.live_bytes, 0, "test leaked %lld tagged host bytes in %lld allocations",
+                 (long long)host.live_bytes, (long long)host.live_count);
+    cr_assert_eq(dev.live_bytes, 0, "test leaked %lld tagged device bytes", (long long)dev.live_bytes);
+    if (!allow_errors) cr_assert_eq(nerr, 0, "tracker recorded %zu invalid free(s)", nerr);
+}
+
+void lg_test_teardown(void) { finish(0); }
+void lg_test_teardown_allow_errors(void) { finish(1); }
+
+const char *lg_test_data_dir(void)
+{
+    const char *d = getenv("LG_TEST_DATA");
+    return d ? d : LG_TEST_DATA_DIR;
+}
+
+const char *lg_test_tmpdir(void)
+{
+    if (!tmpdir[0]) {
+        snprintf(tmpdir, sizeof tmpdir, "/tmp/lgtest.XXXXXX");
+        if (!mkdtemp(tmpdir)) cr_assert_fail("mkdtemp failed");
+    }
+    return tmpdir;
+}

@@ -1,0 +1,22 @@
+/* lg_test.h — shared test fixture: every test gets a fresh tracker, and the fixture's .fini
+ * asserts that nothing tagged is still live and that the tracker saw no invalid free, so every
+ * test is also a leak test. */
+#ifndef LG_TEST_H
+#define LG_TEST_H
+
+#include <criterion/criterion.h>
+
+#include "tracking.h"
+
+extern struct trk_tracker *T; /* the test's tracker */
+
+void lg_test_setup(void);
+void lg_test_teardown(void);                /* asserts zero live bytes and no errors */
+void lg_test_teardown_allow_errors(void);   /* for tests that provoke invalid frees */
+
+/* Directory of committed test data (tests/data). */
+const char *lg_test_data_dir(void);
+/* A fresh empty scratch directory for this test; removed at teardown. */
+const char *lg_test_tmpdir(void);
+
+#endif

@@ -1,0 +1,72 @@
+/* lg_base.h — what every leakgate module shares: status codes, the two error tiers,
+ * small helpers. It sits in tracking/ because tracking/ is the bottom of the stack.
+ *
+ * Two tiers of errors (STYLE.md):
+ *   - a broken contract is a programming error: LG_ASSERT(n > 0 && "need at least one row")
+ *     prints file, line and message and aborts;
+ *   - a runtime failure (bad file, bad config, out of memory, CUDA error) returns a status and
+ *     leaves a message the user can act on in a thread-local buffer:
+ *
+ *       if (len > size) return lg_fail(LG_EFORMAT, "%s: header length %zu exceeds file size %zu",
+ *                                      path, len, size);
+ *       ...
+ *       int rc = vm_load(vm, path);
+ *       if (rc != LG_OK) fprintf(stderr, "leakgate: %s\n", lg_errmsg());
+ *
+ * Library code never calls exit(); the CLI turns statuses into exit codes.
+ */
+#ifndef LG_BASE_H
+#define LG_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LG_MAX_NAME 96 /* tensor names and allocation tags, NUL included */
+
+enum lg_status {
+    LG_OK = 0,
+    LG_EINVAL = 1,  /* invalid argument, shape or configuration */
+    LG_ENOMEM = 2,  /* out of memory (host or device) */
+    LG_EIO = 3,     /* a file could not be opened, read or written */
+    LG_EFORMAT = 4, /* malformed input: checkpoint, CSV, JSON, flags */
+    LG_EBUSY = 5,   /* a close over live children (session end with live allocations) */
+    LG_ECUDA = 6,   /* a CUDA runtime, cuBLAS or driver error */
+    LG_EUNAVAIL = 7,/* a feature not built in or not present (no GPU, no gnuplot) */
+    LG_EINTERNAL = 8,
+    LG_EINTR = 9,   /* interrupted by a signal */
+};
+
+/* Records a runtime failure: formats the message into this thread's error buffer and returns
+ * `code`, so a failing path reads `return lg_fail(...)`. */
+int lg_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prepends context ("loading ckpt.safetensors: ") to the current message; returns `code`. */
+int lg_fail_ctx(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The last message recorded on this thread ("" when none). Valid until the next lg_fail. */
+const char *lg_errmsg(void);
+int lg_errcode(void);
+void lg_clear_error(void);
+const char *lg_status_name(int code);
+
+/* Broken contract: print and abort. Kept in release builds (GGML_ASSERT). */
+#define LG_ASSERT(cond)                                                                    \
+    do {                                                                                   \
+        if (!(cond)) lg_assert_fail(__FILE__, __LINE__, #cond);                            \
+    } while (0)
+_Noreturn void lg_assert_fail(const char *file, int line, const char *what);
+
+/* Copies a string into a fixed buffer, always NUL-terminated; returns 1 when truncated. */
+int lg_strlcpy(char *dst, const char *src, size_t size);
+/* snprintf into a fixed buffer; returns 1 when truncated. */
+int lg_snprintf(char *dst, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Monotonic clock in seconds. */
+double lg_now(void);
+
+/* Human-readable byte count ("815.05 MiB", "-12.0 KiB") into buf; returns buf. */
+char *lg_fmt_bytes(char *buf, size_t size, double bytes);
+
+#define LG_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define LG_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define LG_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#endif

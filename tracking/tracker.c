@@ -1,0 +1,475 @@
+/* tracker.c — the allocation ledger: tagged host and device allocations, invalid-free
+ * detection, and the tracker's life cycle.
+ *
+ * Host memory comes from a dedicated jemalloc arena with the thread cache bypassed
+ * (MALLOCX_TCACHE_NONE): jemalloc's automatic thread caches are shared by all arenas, so a
+ * cached region could come from the default arena and the model's memory would no longer be
+ * separable. The ledger is 64 shards of open-addressing tables keyed by pointer, each with its
+ * own mutex, so concurrent threads rarely meet. Per-tag counters are atomics.
+ *
+ * With LG_TRACKING=OFF (LG_NO_TRACKING) trk_alloc/trk_free compile down to the same mallocx /
+ * dallocx calls with no ledger, for measuring the tracker's overhead.
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef LG_HAVE_JEMALLOC
+#include <jemalloc/jemalloc.h>
+#endif
+
+#include "trk_impl.h"
+
+#define TRK_ALIGN 64
+
+static _Atomic uint64_t next_serial = 1;
+
+/* ---- the raw host allocator ----------------------------------------------------------- */
+
+static void *raw_alloc(struct trk_tracker *trk, size_t size)
+{
+#ifdef LG_HAVE_JEMALLOC
+    return mallocx(size ? size : 1, trk->mallocx_flags);
+#else
+    void *p = NULL;
+    (void)trk;
+    return posix_memalign(&p, TRK_ALIGN, size ? size : 1) == 0 ? p : NULL;
+#endif
+}
+
+static void raw_free(struct trk_tracker *trk, void *p)
+{
+#ifdef LG_HAVE_JEMALLOC
+    dallocx(p, trk->mallocx_flags);
+#else
+    (void)trk;
+    free(p);
+#endif
+}
+
+/* ---- life cycle ------------------------------------------------------------------------- */
+
+int trk_tracker_new(struct trk_tracker **out, const struct trk_options *opt)
+{
+    *out = NULL;
+    struct trk_tracker *trk = calloc(1, sizeof *trk);
+    if (!trk) return lg_fail(LG_ENOMEM, "tracker: out of memory");
+    if (opt) trk->opt = *opt;
+    trk->serial = atomic_fetch_add(&next_serial, 1);
+    atomic_store(&trk->overhead, (int64_t)sizeof *trk);
+    for (int i = 0; i < TRK_NSHARDS; i++) pthread_mutex_init(&trk->shards[i].mu, NULL);
+    pthread_mutex_init(&trk->errs.mu, NULL);
+    trk_stacks_init(trk);
+    trk_refs_init(trk);
+    int rc = trk_tags_init(trk);
+    if (rc != LG_OK) goto fail;
+#ifdef LG_HAVE_JEMALLOC
+    trk->mallocx_flags = MALLOCX_ALIGN(TRK_ALIGN) | MALLOCX_TCACHE_NONE;
+    if (!trk->opt.no_arena) {
+        unsigned arena;
+        size_t len = sizeof arena;
+        if (mallctl("arenas.create", &arena, &len, NULL, 0) != 0) {
+            rc = lg_fail(LG_ENOMEM, "tracker: jemalloc could not create an arena");
+            goto fail;
+        }
+        trk->arena = arena;
+        trk->have_arena = true;
+        trk->mallocx_flags |= MALLOCX_ARENA(arena);
+    }
+#endif
+    *out = trk;
+    return LG_OK;
+fail:
+    trk_tracker_free(trk);
+    return rc;
+}
+
+size_t trk_tracker_free(struct trk_tracker *trk)
+{
+    if (!trk) return 0;
+    size_t left = 0;
+    for (int i = 0; i < TRK_NSHARDS; i++) {
+        struct trk_shard *sh = &trk->shards[i];
+        for (size_t j = 0; j < sh->cap; j++) {
+            struct trk_rec *r = &sh->recs[j];
+            if (r->ptr == TRK_EMPTY || r->ptr == TRK_TOMB) continue;
+            left++;
+            if (r->space == TRK_HOST)
+                raw_free(trk, (void *)r->ptr);
+            else if (trk->have_dev)
+                trk->dev.free(trk->dev.ctx, (void *)r->ptr);
+        }
+        free(sh->recs);
+        pthread_mutex_destroy(&sh->mu);
+    }
+#ifdef LG_HAVE_JEMALLOC
+    /* Arenas cannot be destroyed while jemalloc 5.3 may reuse their index; purge instead so
+     * the pages go back to the system. */
+    if (trk->have_arena) {
+        char name[64];
+        snprintf(name, sizeof name, "arena.%u.destroy", trk->arena);
+        if (mallctl(name, NULL, NULL, NULL, 0) != 0) {
+            snprintf(name, sizeof name, "arena.%u.purge", trk->arena);
+            mallctl(name, NULL, NULL, NULL, 0);
+        }
+    }
+#endif
+    trk_tags_fini(trk);
+    trk_stacks_fini(trk);
+    trk_refs_fini(trk);
+    pthread_mutex_destroy(&trk->errs.mu);
+    free(trk);
+    return left;
+}
+
+uint32_t trk_generation(const struct trk_tracker *trk) { return atomic_load(&trk->gen); }
+
+/* ---- the ledger ------------------------------------------------------------------------- */
+
+static inline size_t ptr_hash(uintptr_t p)
+{
+    uint64_t h = (uint64_t)p >> 6; /* 64-byte aligned: low bits carry nothing */
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return (size_t)h;
+}
+
+static inline struct trk_shard *shard_of(struct trk_tracker *trk, uintptr_t p, size_t h)
+{
+    (void)p;
+    return &trk->shards[(h >> 52) % TRK_NSHARDS];
+}
+
+/* Rebuilds a shard's table at `ncap` slots; caller holds the lock. */
+static int rehash_locked(struct trk_tracker *trk, struct trk_shard *sh, size_t ncap)
+{
+    struct trk_rec *nv = calloc(ncap, sizeof *nv);
+    if (!nv) return LG_ENOMEM;
+    for (size_t i = 0; i < sh->cap; i++) {
+        struct trk_rec *r = &sh->recs[i];
+        if (r->ptr == TRK_EMPTY || r->ptr == TRK_TOMB) continue;
+        size_t j = ptr_hash(r->ptr) & (ncap - 1);
+        while (nv[j].ptr != TRK_EMPTY) j = (j + 1) & (ncap - 1);
+        nv[j] = *r;
+    }
+    atomic_fetch_add(&trk->overhead, (int64_t)((ncap - sh->cap) * sizeof *nv));
+    free(sh->recs);
+    sh->recs = nv;
+    sh->cap = ncap;
+    sh->tombs = 0;
+    return LG_OK;
+}
+
+static int ledger_insert(struct trk_tracker *trk, const struct trk_rec *rec)
+{
+    size_t h = ptr_hash(rec->ptr);
+    struct trk_shard *sh = shard_of(trk, rec->ptr, h);
+    pthread_mutex_lock(&sh->mu);
+    if ((sh->used + sh->tombs + 1) * 4 > sh->cap * 3) {
+        size_t ncap = sh->cap ? sh->cap : 64;
+        while ((sh->used + 1) * 2 > ncap) ncap *= 2;
+        if (rehash_locked(trk, sh, ncap) != LG_OK) {
+            pthread_mutex_unlock(&sh->mu);
+            return LG_ENOMEM;
+        }
+    }
+    size_t mask = sh->cap - 1;
+    size_t i = h & mask;
+    while (sh->recs[i].ptr != TRK_EMPTY && sh->recs[i].ptr != TRK_TOMB) i = (i + 1) & mask;
+    if (sh->recs[i].ptr == TRK_TOMB) sh->tombs--;
+    sh->recs[i] = *rec;
+    sh->used++;
+    pthread_mutex_unlock(&sh->mu);
+    return LG_OK;
+}
+
+/* Removes p from the ledger into *out; false when p is not a live allocation of `space`. */
+static bool ledger_remove(struct trk_tracker *trk, uintptr_t p, uint32_t space,
+                          struct trk_rec *out)
+{
+    size_t h = ptr_hash(p);
+    struct trk_shard *sh = shard_of(trk, p, h);
+    bool found = false;
+    pthread_mutex_lock(&sh->mu);
+    if (sh->cap) {
+        size_t mask = sh->cap - 1;
+        for (size_t i = h & mask; sh->recs[i].ptr != TRK_EMPTY; i = (i + 1) & mask) {
+            if (sh->recs[i].ptr != p) continue;
+            if (sh->recs[i].space != space) break;
+            *out = sh->recs[i];
+            sh->recs[i].ptr = TRK_TOMB;
+            sh->used--;
+            sh->tombs++;
+            found = true;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&sh->mu);
+    return found;
+}
+
+static bool ledger_find(struct trk_tracker *trk, uintptr_t p, struct trk_rec *out)
+{
+    size_t h = ptr_hash(p);
+    struct trk_shard *sh = shard_of(trk, p, h);
+    bool found = false;
+    pthread_mutex_lock(&sh->mu);
+    if (sh->cap) {
+        size_t mask = sh->cap - 1;
+        for (size_t i = h & mask; sh->recs[i].ptr != TRK_EMPTY; i = (i + 1) & mask)
+            if (sh->recs[i].ptr == p) {
+                *out = sh->recs[i];
+                found = true;
+                break;
+            }
+    }
+    pthread_mutex_unlock(&sh->mu);
+    return found;
+}
+
+static void count_alloc(struct trk_tracker *trk, uint32_t tag, uint32_t space, int64_t size)
+{
+    struct trk_tag *t = trk_tag_get(trk, tag);
+    int64_t live = atomic_fetch_add_explicit(&t->live_bytes[space], size, memory_order_relaxed);
+    trk_atomic_max(&t->peak_bytes[space], live + size);
+    atomic_fetch_add_explicit(&t->live_count[space], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&t->total_bytes[space], size, memory_order_relaxed);
+    atomic_fetch_add_explicit(&t->total_count[space], 1, memory_order_relaxed);
+    int64_t all = atomic_fetch_add_explicit(&trk->live[space], size, memory_order_relaxed);
+    trk_atomic_max(&trk->peak[space], all + size);
+    atomic_fetch_add_explicit(&trk->count[space], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&trk->total[space], size, memory_order_relaxed);
+    atomic_fetch_add_explicit(&trk->total_count[space], 1, memory_order_relaxed);
+}
+
+static void count_free(struct trk_tracker *trk, uint32_t tag, uint32_t space, int64_t size)
+{
+    struct trk_tag *t = trk_tag_get(trk, tag);
+    atomic_fetch_sub_explicit(&t->live_bytes[space], size, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&t->live_count[space], 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&trk->live[space], size, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&trk->count[space], 1, memory_order_relaxed);
+}
+
+static void remember_freed(struct trk_tracker *trk, const struct trk_rec *r)
+{
+    pthread_mutex_lock(&trk->errs.mu);
+    trk->errs.freed[trk->errs.freed_pos] = (struct trk_freed){r->ptr, r->tag, r->space};
+    trk->errs.freed_pos = (trk->errs.freed_pos + 1) % TRK_FREED_RING;
+    pthread_mutex_unlock(&trk->errs.mu);
+}
+
+void trk_record_error(struct trk_tracker *trk, uint32_t stack, const char *fmt, ...)
+{
+    pthread_mutex_lock(&trk->errs.mu);
+    size_t slot = trk->errs.count % TRK_MAX_ERRORS;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(trk->errs.ring[slot].what, sizeof trk->errs.ring[slot].what, fmt, ap);
+    va_end(ap);
+    trk->errs.ring[slot].stack = stack;
+    trk->errs.count++;
+    pthread_mutex_unlock(&trk->errs.mu);
+}
+
+/* Records an invalid free of p, telling a double free from a pointer never seen.
+ * Called directly from trk_free / trk_dev_free (one frame above the caller). */
+__attribute__((noinline)) static void invalid_free(struct trk_tracker *trk, uintptr_t p, uint32_t space)
+{
+    uint32_t stack = trk_stack_capture(trk, 2); /* always: errors are rare and need a site */
+    int tag = -1;
+    pthread_mutex_lock(&trk->errs.mu);
+    for (size_t i = 0; i < TRK_FREED_RING; i++)
+        if (trk->errs.freed[i].ptr == p && trk->errs.freed[i].space == space)
+            tag = (int)trk->errs.freed[i].tag;
+    pthread_mutex_unlock(&trk->errs.mu);
+    const char *sp = space == TRK_DEVICE ? "device " : "";
+    if (tag >= 0)
+        trk_record_error(trk, stack, "double %sfree of %p (tag %s)", sp, (void *)p,
+                         trk_tag_get(trk, (uint32_t)tag)->name);
+    else
+        trk_record_error(trk, stack, "%sfree of unknown pointer %p", sp, (void *)p);
+}
+
+/* ---- host allocations ---------------------------------------------------------------------- */
+
+/* Stack capture skips frames by count, so the call chain from the public entry points to
+ * here is kept free of inlining: entry → alloc_impl/trk_dev_alloc → track_new. */
+__attribute__((noinline)) static void *track_new(struct trk_tracker *trk, void *p, size_t size,
+                                                  const char *tag, uint32_t space, int skip)
+{
+    uint32_t id = trk_tag_intern(trk, tag);
+    struct trk_rec rec = {.ptr = (uintptr_t)p, .size = size, .tag = id,
+                          .gen = atomic_load_explicit(&trk->gen, memory_order_relaxed),
+                          .space = space};
+    if (id == UINT32_MAX) goto nomem;
+    if (trk->opt.stacks) rec.stack = trk_stack_capture(trk, skip + 1);
+    if (ledger_insert(trk, &rec) != LG_OK) goto nomem;
+    count_alloc(trk, id, space, (int64_t)size);
+    return p;
+nomem:
+    if (space == TRK_HOST)
+        raw_free(trk, p);
+    else
+        trk->dev.free(trk->dev.ctx, p);
+    lg_fail(LG_ENOMEM, "tracker: no memory for the ledger entry of %s", tag ? tag : "untagged");
+    return NULL;
+}
+
+/* Frames above this one up to the caller: 1 (the public entry point). */
+__attribute__((noinline)) static void *alloc_impl(struct trk_tracker *trk, size_t size,
+                                                   const char *tag)
+{
+    void *p = raw_alloc(trk, size);
+    if (!p) {
+        char b[32];
+        lg_fail(LG_ENOMEM, "out of host memory allocating %s for %s",
+                lg_fmt_bytes(b, sizeof b, (double)size), tag ? tag : "untagged");
+        return NULL;
+    }
+#ifdef LG_NO_TRACKING
+    (void)tag;
+    return p;
+#else
+    return track_new(trk, p, size, tag, TRK_HOST, 2);
+#endif
+}
+
+__attribute__((noinline)) void *trk_alloc(struct trk_tracker *trk, size_t size, const char *tag)
+{
+    return alloc_impl(trk, size, tag);
+}
+
+__attribute__((noinline)) void *trk_calloc(struct trk_tracker *trk, size_t size, const char *tag)
+{
+    void *p = alloc_impl(trk, size, tag);
+    if (p) memset(p, 0, size);
+    return p;
+}
+
+__attribute__((noinline)) void *trk_allocf(struct trk_tracker *trk, size_t size, const char *fmt,
+                                           ...)
+{
+    char tag[LG_MAX_NAME];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tag, sizeof tag, fmt, ap);
+    va_end(ap);
+    return alloc_impl(trk, size, tag);
+}
+
+__attribute__((noinline)) void trk_free(struct trk_tracker *trk, void *p)
+{
+    if (!p) return;
+#ifdef LG_NO_TRACKING
+    raw_free(trk, p);
+#else
+    struct trk_rec rec;
+    if (!ledger_remove(trk, (uintptr_t)p, TRK_HOST, &rec)) {
+        invalid_free(trk, (uintptr_t)p, TRK_HOST);
+        return;
+    }
+    count_free(trk, rec.tag, TRK_HOST, (int64_t)rec.size);
+    remember_freed(trk, &rec);
+    raw_free(trk, p);
+#endif
+}
+
+size_t trk_size_of(struct trk_tracker *trk, const void *p)
+{
+    struct trk_rec rec;
+    return p && ledger_find(trk, (uintptr_t)p, &rec) ? (size_t)rec.size : 0;
+}
+
+bool trk_tag_of(struct trk_tracker *trk, const void *p, char *buf, size_t size)
+{
+    struct trk_rec rec;
+    if (!p || !ledger_find(trk, (uintptr_t)p, &rec)) return false;
+    lg_strlcpy(buf, trk_tag_get(trk, rec.tag)->name, size);
+    return true;
+}
+
+/* ---- device allocations -------------------------------------------------------------------- */
+
+void trk_set_device_backend(struct trk_tracker *trk, const struct trk_device_backend *be)
+{
+    if (be) {
+        trk->dev = *be;
+        trk->have_dev = true;
+    } else {
+        memset(&trk->dev, 0, sizeof trk->dev);
+        trk->have_dev = false;
+    }
+}
+
+bool trk_has_device(const struct trk_tracker *trk) { return trk->have_dev; }
+
+__attribute__((noinline)) void *trk_dev_alloc(struct trk_tracker *trk, size_t size,
+                                              const char *tag)
+{
+    if (!trk->have_dev) {
+        lg_fail(LG_EUNAVAIL, "no device backend: %s needs CUDA", tag ? tag : "untagged");
+        return NULL;
+    }
+    void *p = NULL;
+    int rc = trk->dev.alloc(trk->dev.ctx, &p, size ? size : 1);
+    if (rc != LG_OK || !p) {
+        char b[32];
+        lg_fail(rc ? rc : LG_ENOMEM, "out of device memory allocating %s for %s",
+                lg_fmt_bytes(b, sizeof b, (double)size), tag ? tag : "untagged");
+        return NULL;
+    }
+    return track_new(trk, p, size, tag, TRK_DEVICE, 1);
+}
+
+__attribute__((noinline)) void trk_dev_free(struct trk_tracker *trk, void *p)
+{
+    if (!p) return;
+    struct trk_rec rec;
+    if (!ledger_remove(trk, (uintptr_t)p, TRK_DEVICE, &rec)) {
+        invalid_free(trk, (uintptr_t)p, TRK_DEVICE);
+        return;
+    }
+    count_free(trk, rec.tag, TRK_DEVICE, (int64_t)rec.size);
+    remember_freed(trk, &rec);
+    trk->dev.free(trk->dev.ctx, p);
+}
+
+/* ---- errors ------------------------------------------------------------------------------- */
+
+size_t trk_error_count(struct trk_tracker *trk)
+{
+    pthread_mutex_lock(&trk->errs.mu);
+    size_t n = trk->errs.count;
+    pthread_mutex_unlock(&trk->errs.mu);
+    return n;
+}
+
+size_t trk_errors(struct trk_tracker *trk, struct trk_error **out)
+{
+    pthread_mutex_lock(&trk->errs.mu);
+    size_t total = trk->errs.count;
+    size_t n = LG_MIN(total, (size_t)TRK_MAX_ERRORS);
+    uint32_t ids[TRK_MAX_ERRORS];
+    struct trk_error *v = calloc(n ? n : 1, sizeof *v);
+    if (v)
+        for (size_t i = 0; i < n; i++) {
+            size_t slot = (total - n + i) % TRK_MAX_ERRORS;
+            lg_strlcpy(v[i].what, trk->errs.ring[slot].what, sizeof v[i].what);
+            ids[i] = trk->errs.ring[slot].stack;
+        }
+    pthread_mutex_unlock(&trk->errs.mu);
+    *out = v;
+    if (!v) return 0;
+    for (size_t i = 0; i < n; i++) v[i].stack = trk_stack_text(trk, ids[i]);
+    return n;
+}
+
+void trk_errors_free(struct trk_error *e, size_t n)
+{
+    if (!e) return;
+    for (size_t i = 0; i < n; i++) free(e[i].stack);
+    free(e);
+}

@@ -1,0 +1,242 @@
+/* tracking.h — the instrumented allocator: tagged host and device memory, session
+ * generations, a reference ledger for shared objects, and snapshots of every memory view.
+ *
+ * Worked example (a session that forgets one tensor):
+ *
+ *   struct trk_tracker *trk;
+ *   if (trk_tracker_new(&trk, &(struct trk_options){ .stacks = true }) != LG_OK)
+ *       die(lg_errmsg());
+ *   trk_session_begin(trk);                                  // generation 1
+ *   float *w = trk_alloc(trk, 1024 * sizeof(float), "varmap/out.weight");
+ *   float *m = trk_alloc(trk, 1024 * sizeof(float), "adam.m/out.weight");
+ *   trk_free(trk, w);                                        // m is forgotten
+ *   struct trk_leaks *lk = NULL;
+ *   if (trk_session_end(trk, &lk) == LG_EBUSY)               // like uv_loop_close: refuses
+ *       trk_leaks_print(lk, stderr);  // "adam.m/out.weight  4.0 KiB  1 alloc  gen 1" + stack
+ *   trk_leaks_free(lk);
+ *   trk_free(trk, m);
+ *   trk_tracker_free(trk);                                   // frees what is left, and says so
+ *
+ * Tags are the tensor's own name with a class prefix (varmap/, grad/, adam.m/, adam.v/, act/,
+ * int8/, ckpt/, data/, ...), so a leak report speaks the model's words. The class is the part
+ * before the first '/'.
+ *
+ * Host memory comes from a dedicated jemalloc arena (mallocx with MALLOCX_ARENA, 64-byte
+ * aligned), so the model's memory is separable from everything else the process allocates.
+ * Device memory goes through a backend the CUDA part registers (trk_cuda_attach).
+ * All functions are thread-safe unless they say otherwise.
+ */
+#ifndef LG_TRACKING_H
+#define LG_TRACKING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "lg_base.h"
+
+struct trk_tracker;
+
+enum trk_space { TRK_HOST = 0, TRK_DEVICE = 1, TRK_NSPACES = 2 };
+
+struct trk_options {
+    bool stacks;      /* capture a call stack per allocation and per retain (costly) */
+    int stack_depth;  /* frames to keep; 0 means 16 */
+    bool no_arena;    /* use jemalloc's default arenas instead of a dedicated one */
+};
+
+/* Creates a tracker; *out is freed with trk_tracker_free. */
+int trk_tracker_new(struct trk_tracker **out, const struct trk_options *opt);
+/* Frees the tracker. Allocations still live are freed and counted in the return value
+ * (the number of allocations that were still live); NULL does nothing and returns 0. */
+size_t trk_tracker_free(struct trk_tracker *trk);
+
+/* ---- host allocations ------------------------------------------------------------ */
+
+/* Allocates `size` bytes (64-byte aligned) tagged `tag`; the caller frees with trk_free.
+ * Returns NULL and records LG_ENOMEM on failure. size 0 is allowed and returns a unique
+ * pointer. Tags longer than LG_MAX_NAME-1 are truncated. */
+void *trk_alloc(struct trk_tracker *trk, size_t size, const char *tag);
+/* As trk_alloc, zero-filled. */
+void *trk_calloc(struct trk_tracker *trk, size_t size, const char *tag);
+/* As trk_alloc with a printf-formatted tag. */
+void *trk_allocf(struct trk_tracker *trk, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Frees memory from trk_alloc. NULL does nothing. A pointer the tracker does not know
+ * (never allocated, or already freed) is recorded as an invalid free, with its stack when
+ * stacks are on, and left alone: never a crash. */
+void trk_free(struct trk_tracker *trk, void *p);
+/* Usable size and tag of a live allocation; 0 / NULL when unknown. */
+size_t trk_size_of(struct trk_tracker *trk, const void *p);
+/* Copies the tag of a live allocation into buf; returns false when p is unknown. */
+bool trk_tag_of(struct trk_tracker *trk, const void *p, char *buf, size_t size);
+
+/* ---- device allocations (through a backend; see trk_cuda.h) --------------------- */
+
+struct trk_device_backend {
+    const char *name;                                   /* "cuda" */
+    int (*alloc)(void *ctx, void **out, size_t size);   /* LG_OK or an lg status */
+    void (*free)(void *ctx, void *p);
+    void (*sync)(void *ctx);                            /* quiesce: wait for the device */
+    /* driver view: used and total device bytes, and this process's bytes (-1 if n/a) */
+    void (*usage)(void *ctx, int64_t *used, int64_t *total, int64_t *process);
+    void *ctx;
+};
+/* Registers the device backend (one per tracker; NULL detaches). Not thread-safe against
+ * concurrent device allocations. */
+void trk_set_device_backend(struct trk_tracker *trk, const struct trk_device_backend *be);
+bool trk_has_device(const struct trk_tracker *trk);
+/* Device memory tagged like host memory; NULL + LG_EUNAVAIL when no backend. */
+void *trk_dev_alloc(struct trk_tracker *trk, size_t size, const char *tag);
+void trk_dev_free(struct trk_tracker *trk, void *p);
+
+/* ---- per-tag accounting --------------------------------------------------------- */
+
+struct trk_tag_stat {
+    char tag[LG_MAX_NAME];
+    enum trk_space space;
+    int64_t live_bytes, live_count;   /* now */
+    int64_t peak_bytes;               /* highest live_bytes seen */
+    int64_t total_bytes, total_count; /* ever allocated */
+};
+
+/* Totals over all tags of one space, now. */
+struct trk_totals {
+    int64_t live_bytes, live_count, peak_bytes, total_bytes, total_count;
+};
+void trk_totals(struct trk_tracker *trk, enum trk_space space, struct trk_totals *out);
+/* Resets the peak of every tag and of the totals to the current live bytes. */
+void trk_reset_peaks(struct trk_tracker *trk);
+/* Copies every tag's stats (tags with nothing ever allocated are not listed) into a new
+ * array; *out is freed by the caller with free(). Returns the count. */
+size_t trk_tag_stats(struct trk_tracker *trk, struct trk_tag_stat **out);
+
+/* ---- session generations ---------------------------------------------------------- */
+
+/* Starts a new generation; allocations and retains made from now on are born in it.
+ * Returns the generation number (1, 2, ...). Generation 0 is "outside any session". */
+uint32_t trk_session_begin(struct trk_tracker *trk);
+uint32_t trk_generation(const struct trk_tracker *trk);
+
+/* One group of allocations that outlived their session: same tag, same space. */
+struct trk_leak_group {
+    char tag[LG_MAX_NAME];
+    enum trk_space space;
+    uint32_t generation;
+    int64_t bytes, count;
+    int n_stacks;        /* distinct allocation stacks kept (at most TRK_MAX_GROUP_STACKS) */
+    char **stacks;       /* each a symbolised multi-line string, innermost frame first */
+    int64_t *stack_counts;
+};
+#define TRK_MAX_GROUP_STACKS 3
+
+/* A retain on a tracked object that was never matched by a release. */
+struct trk_retain_site {
+    const void *holder;
+    char site[160];      /* "func (file:line)" */
+    uint32_t generation;
+    char *stack;         /* symbolised, or NULL when stacks are off */
+};
+
+/* A tracked shared object still alive at a session's end, with its outstanding retains. */
+struct trk_ref_leak {
+    char kind[32];       /* "varmap" */
+    char name[LG_MAX_NAME];
+    const void *object;
+    uint32_t generation; /* when the object was created */
+    int refs;            /* outstanding retains */
+    int n_retains;
+    struct trk_retain_site *retains;
+};
+
+struct trk_leaks {
+    uint32_t generation;
+    int64_t host_bytes, host_count, device_bytes, device_count;
+    size_t n_groups;                 /* sorted by bytes, largest first */
+    struct trk_leak_group *groups;
+    size_t n_refs;
+    struct trk_ref_leak *refs;
+    size_t n_invalid_frees;          /* invalid frees recorded during the generation */
+};
+
+/* Ends the current generation and sets the tracker back to generation 0.
+ * Returns LG_OK when nothing born in it is still live, LG_EBUSY when something is; in both
+ * cases *out (if out is non-NULL) receives the report, freed with trk_leaks_free.
+ * LG_EINVAL when no session is open. */
+int trk_session_end(struct trk_tracker *trk, struct trk_leaks **out);
+/* The same report for any generation without ending it (gen 0: allocations made outside
+ * sessions). *out is freed with trk_leaks_free. */
+int trk_leaks_of(struct trk_tracker *trk, uint32_t generation, struct trk_leaks **out);
+void trk_leaks_free(struct trk_leaks *lk);
+/* Prints a report: groups largest first with stacks, then objects and their retain sites. */
+void trk_leaks_print(const struct trk_leaks *lk, FILE *f, int max_groups);
+
+/* ---- the reference ledger --------------------------------------------------------- */
+
+/* Where a retain or release happened: TRK_HERE fills it in. */
+struct trk_site {
+    const char *file;
+    int line;
+    const char *func;
+};
+#define TRK_HERE ((struct trk_site){__FILE__, __LINE__, __func__})
+
+/* Starts tracking a shared object that is born holding one reference, owned by `holder`
+ * (any pointer that identifies the owner, e.g. the model struct). */
+void trk_ref_track(struct trk_tracker *trk, const void *obj, const char *kind, const char *name,
+                   const void *holder, struct trk_site site);
+/* Records that `holder` took a reference at `site`. */
+void trk_ref_retain(struct trk_tracker *trk, const void *obj, const void *holder,
+                    struct trk_site site);
+/* Records that `holder` dropped its reference; it matches the holder's most recent retain.
+ * A release by a holder with no outstanding retain is recorded as an invalid release. */
+void trk_ref_release(struct trk_tracker *trk, const void *obj, const void *holder,
+                     struct trk_site site);
+/* Stops tracking the object (it was destroyed). Retains still outstanding are recorded as
+ * errors (destroyed while held). */
+void trk_ref_untrack(struct trk_tracker *trk, const void *obj, struct trk_site site);
+
+/* ---- errors the tracker saw (invalid frees and releases) ----------------------------- */
+
+struct trk_error {
+    char what[200];     /* "free of unknown pointer 0x...", "double free of ... (tag x)" */
+    char *stack;        /* symbolised, or NULL */
+};
+size_t trk_error_count(struct trk_tracker *trk);
+/* Copies the recorded errors (at most the 64 most recent) into *out; the caller frees them
+ * with trk_errors_free. Returns the count copied. */
+size_t trk_errors(struct trk_tracker *trk, struct trk_error **out);
+void trk_errors_free(struct trk_error *e, size_t n);
+
+/* ---- snapshots of every memory view ------------------------------------------------ */
+
+/* -1 in any field means "not available in this build or on this machine". */
+struct trk_snapshot {
+    double t;                                     /* lg_now() when taken */
+    uint32_t generation;
+    int64_t tagged_host, tagged_host_count;       /* tracker ledger */
+    int64_t tagged_device, tagged_device_count;
+    int64_t je_allocated, je_active, je_resident, je_mapped, je_retained, je_metadata;
+    int64_t arena_allocated, arena_active, arena_dirty; /* the dedicated arena's own */
+    int64_t rss, rss_anon, rss_file, lazyfree;    /* /proc/self/smaps_rollup */
+    int64_t dev_used, dev_total, dev_process;     /* device driver view (backend usage) */
+    int64_t tracker_overhead;                     /* bytes the tracker's own tables use */
+};
+/* Fills a snapshot. Reads jemalloc stats after an epoch write. Allocates nothing tagged. */
+void trk_snapshot(struct trk_tracker *trk, struct trk_snapshot *out);
+/* Quiesce before a snapshot: device sync, tcache flush, purge all arenas. */
+void trk_quiesce(struct trk_tracker *trk);
+
+/* Prints one line per tag whose live bytes differ between two tag-stat arrays (b − a). */
+void trk_tag_diff_print(const struct trk_tag_stat *a, size_t na, const struct trk_tag_stat *b,
+                        size_t nb, FILE *f);
+
+/* ---- stacks --------------------------------------------------------------------------- */
+/* Captures the caller's stack and returns it symbolised, skipping `skip` frames; the caller
+ * frees the string with free(). Used for sites that are not allocations. */
+char *trk_stack_here(int skip, int depth);
+
+/* The class of a tag ("varmap" for "varmap/out.weight") into buf. */
+void trk_tag_class(const char *tag, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,163 @@
+/* trk_impl.h — the tracker's private parts, shared by the files of tracking/. */
+#ifndef LG_TRK_IMPL_H
+#define LG_TRK_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "tracking.h"
+
+/* ---- the allocation ledger: sharded open-addressing tables keyed by pointer ---------- */
+
+#define TRK_NSHARDS 64
+#define TRK_EMPTY ((uintptr_t)0)
+#define TRK_TOMB ((uintptr_t)1)
+
+struct trk_rec {
+    uintptr_t ptr;     /* TRK_EMPTY, TRK_TOMB, or a live pointer */
+    uint64_t size;
+    uint32_t tag;      /* index into the tag table */
+    uint32_t gen;      /* generation it was born in */
+    uint32_t stack;    /* index into the stack table; 0 = none */
+    uint32_t space;    /* enum trk_space */
+};
+
+struct trk_shard {
+    pthread_mutex_t mu;
+    struct trk_rec *recs;
+    size_t cap, used, tombs; /* used counts live records */
+    char pad[64];
+};
+
+/* ---- tags: interned names with per-space counters ---------------------------------- */
+
+struct trk_tag {
+    char name[LG_MAX_NAME];
+    _Atomic int64_t live_bytes[TRK_NSPACES], live_count[TRK_NSPACES];
+    _Atomic int64_t peak_bytes[TRK_NSPACES];
+    _Atomic int64_t total_bytes[TRK_NSPACES], total_count[TRK_NSPACES];
+};
+
+#define TRK_TAG_CHUNK 1024
+#define TRK_TAG_MAX_CHUNKS 1024 /* a million tags */
+
+struct trk_tags {
+    pthread_rwlock_t lock;
+    struct trk_tag *chunks[TRK_TAG_MAX_CHUNKS]; /* chunks never move: readers need no lock */
+    _Atomic uint32_t count;
+    uint32_t *index;          /* open addressing over tag ids + 1 (0 = empty) */
+    size_t index_cap;
+};
+
+/* ---- stacks: deduplicated frame arrays ----------------------------------------------- */
+
+#define TRK_MAX_FRAMES 32
+
+struct trk_stack {
+    uint64_t hash;
+    int depth;
+    void *frames[TRK_MAX_FRAMES];
+};
+
+struct trk_stacks {
+    pthread_mutex_t mu;
+    struct trk_stack *v; /* v[0] unused: id 0 means "no stack" */
+    size_t n, cap;
+    uint32_t *index;     /* open addressing over ids */
+    size_t index_cap;
+};
+
+/* ---- the reference ledger -------------------------------------------------------------- */
+
+struct trk_retain {
+    const void *holder;
+    struct trk_site site;
+    uint32_t gen;
+    uint32_t stack;
+};
+
+struct trk_refobj {
+    const void *obj;
+    char kind[32];
+    char name[LG_MAX_NAME];
+    uint32_t gen;
+    struct trk_retain *retains; /* outstanding only */
+    int n, cap;
+};
+
+struct trk_refs {
+    pthread_mutex_t mu;
+    struct trk_refobj *v;
+    size_t n, cap;
+};
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+#define TRK_MAX_ERRORS 64
+#define TRK_FREED_RING 4096
+
+struct trk_freed {
+    uintptr_t ptr;
+    uint32_t tag;
+    uint32_t space;
+};
+
+struct trk_errlog {
+    pthread_mutex_t mu;
+    size_t count;                   /* ever */
+    uint32_t gen_count_base;        /* count at the current generation's start */
+    struct {
+        char what[200];
+        uint32_t stack;
+    } ring[TRK_MAX_ERRORS];
+    struct trk_freed freed[TRK_FREED_RING]; /* recently freed, to tell double from unknown */
+    size_t freed_pos;
+};
+
+struct trk_tracker {
+    struct trk_options opt;
+    uint64_t serial;     /* unique per tracker in this process (never 0) */
+    unsigned arena;      /* jemalloc arena index */
+    int mallocx_flags;
+    bool have_arena;
+    _Atomic uint32_t gen;         /* current generation; 0 outside sessions */
+    _Atomic uint32_t gen_counter; /* last generation handed out */
+    struct trk_shard shards[TRK_NSHARDS];
+    struct trk_tags tags;
+    struct trk_stacks stacks;
+    struct trk_refs refs;
+    struct trk_errlog errs;
+    _Atomic int64_t live[TRK_NSPACES], count[TRK_NSPACES], peak[TRK_NSPACES];
+    _Atomic int64_t total[TRK_NSPACES], total_count[TRK_NSPACES];
+    _Atomic int64_t overhead; /* bytes of the tracker's own tables */
+    struct trk_device_backend dev;
+    bool have_dev;
+};
+
+/* tags.c */
+int trk_tags_init(struct trk_tracker *trk);
+void trk_tags_fini(struct trk_tracker *trk);
+uint32_t trk_tag_intern(struct trk_tracker *trk, const char *name); /* UINT32_MAX on OOM */
+static inline struct trk_tag *trk_tag_get(struct trk_tracker *trk, uint32_t id)
+{
+    return &trk->tags.chunks[id / TRK_TAG_CHUNK][id % TRK_TAG_CHUNK];
+}
+void trk_atomic_max(_Atomic int64_t *p, int64_t v);
+
+/* stacks.c */
+int trk_stacks_init(struct trk_tracker *trk);
+void trk_stacks_fini(struct trk_tracker *trk);
+uint32_t trk_stack_capture(struct trk_tracker *trk, int skip); /* 0 when off or on failure */
+/* Symbolised text of a stack id; the caller frees it with free(). NULL for id 0. */
+char *trk_stack_text(struct trk_tracker *trk, uint32_t id);
+
+/* refs.c */
+int trk_refs_init(struct trk_tracker *trk);
+void trk_refs_fini(struct trk_tracker *trk);
+int trk_refs_report(struct trk_tracker *trk, uint32_t gen, struct trk_leaks *lk);
+
+/* tracker.c */
+void trk_record_error(struct trk_tracker *trk, uint32_t stack, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif
