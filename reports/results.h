@@ -1,0 +1,204 @@
+/* results.h — the results of a leakgate run as data: what the harness writes (one JSON line
+ * per event, flushed) and what every report is made from. Schema: docs/results-schema.md
+ * ("leakgate.results/1").
+ *
+ * Worked example (the harness side):
+ *
+ *   struct rpt_writer *w = NULL;
+ *   rpt_writer_open(&w, "out/results.jsonl", &run);    // writes the "run" line
+ *   for each session: rpt_writer_session(w, &s);       // one "session" line, fflush + fsync
+ *   rpt_writer_verdict(w, &v);                         // the "verdict" line
+ *   rpt_writer_close(w);
+ *
+ * and the reports side:
+ *
+ *   struct rpt_results *r = NULL;
+ *   if (rpt_results_load(&r, "out/results.jsonl") != LG_OK) die(lg_errmsg());
+ *   rpt_write_all(r, "out", RPT_ALL);                  // plots, JUnit, Markdown, CSV, HTML
+ *   rpt_results_free(r);
+ *
+ * Memory here is ordinary heap memory (reports are not the model's memory); a writer keeps
+ * nothing per session, so a soak's memory stays flat.
+ */
+#ifndef LG_RESULTS_H
+#define LG_RESULTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "lg_base.h"
+
+#define RPT_SCHEMA "leakgate.results/1"
+
+/* The measurement channels, most exact first (docs/DESIGN.md). */
+enum rpt_channel {
+    RPT_CH_TAGGED_HOST = 0, /* tagged host bytes born in a session and still live */
+    RPT_CH_TAGGED_DEVICE,   /* the same for device memory */
+    RPT_CH_REFS,            /* shared objects with unbalanced references (a count) */
+    RPT_CH_JE_ALLOCATED,    /* jemalloc stats.allocated */
+    RPT_CH_JE_ACTIVE,       /* jemalloc stats.active */
+    RPT_CH_JE_RESIDENT,     /* jemalloc stats.resident */
+    RPT_CH_RSS,             /* process RSS (smaps_rollup), after purge */
+    RPT_CH_DEV_DRIVER,      /* device memory used, driver view (cudaMemGetInfo) */
+    RPT_CH_DEV_PROCESS,     /* this process's device memory (NVML) */
+    RPT_NCHANNELS
+};
+const char *rpt_channel_name(enum rpt_channel c);  /* "tagged_host", ... */
+int rpt_channel_from_name(const char *name);        /* -1 when unknown */
+bool rpt_channel_exact(enum rpt_channel c);         /* zero-tolerance channels */
+
+enum rpt_status {
+    RPT_PASS = 0,
+    RPT_LEAK,          /* a leak was found */
+    RPT_SATURATING,    /* growth that shrinks each session: reported, not a leak */
+    RPT_INCONCLUSIVE,  /* the data cannot decide: more sessions needed */
+    RPT_UNAVAILABLE,   /* channel not measured in this build or on this machine */
+    RPT_ERROR,         /* the run itself failed (usage, input, internal) */
+};
+const char *rpt_status_name(enum rpt_status s); /* "pass", "leak", ... */
+int rpt_status_from_name(const char *name);
+
+#define RPT_NONE INT64_MIN /* a value not measured */
+
+/* ---- the run line ------------------------------------------------------------------------ */
+
+struct rpt_budget {                /* per channel, as used by the verdict */
+    double band;                   /* bytes: |delta| tolerated (statistical channels) */
+    double slope;                  /* bytes per session tolerated */
+    double floor;                  /* bytes: late-vs-early median shift needed to call a leak */
+    char source[64];               /* "default (measured 2026-11-30, docs/detection.md)", "flag" */
+};
+
+struct rpt_run {
+    char schema[32];               /* RPT_SCHEMA */
+    char version[32];              /* leakgate version */
+    char command[16];              /* "run", "reproduce", "soak" */
+    char started[32];              /* ISO 8601 UTC */
+    char hostname[64];
+    int cpus;
+    int64_t mem_bytes;
+    char device[96];               /* "cpu" or "cuda: NVIDIA H200" */
+    char preset[32];
+    char modes[64];                /* "fp32,int8" */
+    int sessions, warmup, steps;
+    uint64_t seed;
+    bool stacks;
+    char inject[96];               /* "" or "raw-malloc:256KiB@40" */
+    char shard[16];                /* "" or "2/4" */
+    struct rpt_budget budgets[RPT_NCHANNELS];
+};
+
+/* ---- a session line ---------------------------------------------------------------------- */
+
+struct rpt_stack {
+    int64_t count;
+    char *frames;                  /* symbolised, one frame a line */
+};
+
+struct rpt_leak_group {
+    char tag[96];
+    char space[8];                 /* "host" or "device" */
+    int64_t bytes, count;
+    int n_stacks;
+    struct rpt_stack *stacks;
+};
+
+struct rpt_retain {
+    char site[160];
+    uint32_t generation;
+    char *stack;                   /* may be NULL */
+};
+
+struct rpt_ref_leak {
+    char kind[32];
+    char name[96];
+    int refs;
+    int n_retains;
+    struct rpt_retain *retains;
+};
+
+struct rpt_sample {                /* a timeline point inside a session */
+    int step;                      /* training step, or -1 for phase marks */
+    char phase[16];                /* "build", "train", "validate", "save", "int8", "qat", "free" */
+    double t;                      /* seconds since the session began */
+    int64_t tagged_host, tagged_device, je_allocated, rss;
+};
+
+struct rpt_class_bytes {           /* leaked bytes of one tag class ("varmap") */
+    char cls[32];
+    int64_t bytes;
+};
+
+struct rpt_session {
+    int index;                     /* 0-based over the run, warm-up included */
+    char mode[8];                  /* "fp32", "int8", "qat" */
+    bool warmup;
+    double duration_s;
+    int steps;
+    double train_loss, val_loss, quant_val_loss; /* NaN when not measured */
+    int64_t absolute[RPT_NCHANNELS]; /* after quiesce; RPT_NONE when unavailable */
+    int64_t delta[RPT_NCHANNELS];    /* against the baseline; RPT_NONE in warm-up */
+    int64_t peak_tagged_host, peak_tagged_device;
+    int64_t leaked_host_bytes, leaked_device_bytes; /* born in the session, still live */
+    int n_groups;
+    struct rpt_leak_group *groups; /* largest first */
+    int n_refs;
+    struct rpt_ref_leak *refs;
+    int n_classes;
+    struct rpt_class_bytes *classes;
+    int n_samples;
+    struct rpt_sample *samples;
+    char error[256];               /* "" or what failed inside the session */
+};
+
+/* ---- the verdict line -------------------------------------------------------------------- */
+
+struct rpt_channel_verdict {
+    enum rpt_channel channel;
+    enum rpt_status status;
+    double figure;                 /* the number judged: bytes per session, or total bytes */
+    double budget;                 /* what it was judged against */
+    double slope, slope_lo, slope_hi; /* Theil–Sen bytes/session with its confidence bound */
+    double shift;                  /* late-vs-early median shift, bytes */
+    char why[320];                 /* one sentence: "slope 262 KiB/session [250, 270] > 64 KiB" */
+};
+
+struct rpt_verdict {
+    enum rpt_status status;        /* the run's overall verdict */
+    int exit_code;                 /* 0 pass, 1 leak, 2 usage/input, 3 inconclusive, 4 internal */
+    int sessions_measured;
+    int n_channels;
+    struct rpt_channel_verdict channels[RPT_NCHANNELS];
+    char summary[512];
+    bool partial;                  /* the run ended early (signal, crash, time) */
+};
+
+/* ---- writing (harness side) ----------------------------------------------------------------- */
+
+struct rpt_writer;
+/* Creates/truncates path and writes the run line; *out is closed with rpt_writer_close. */
+int rpt_writer_open(struct rpt_writer **out, const char *path, const struct rpt_run *run);
+/* Appends a session line and flushes it to disk. */
+int rpt_writer_session(struct rpt_writer *w, const struct rpt_session *s);
+int rpt_writer_verdict(struct rpt_writer *w, const struct rpt_verdict *v);
+void rpt_writer_close(struct rpt_writer *w);
+
+/* ---- reading (reports side) ------------------------------------------------------------------ */
+
+struct rpt_results {
+    struct rpt_run run;
+    int n_sessions;
+    struct rpt_session *sessions;
+    bool has_verdict;
+    struct rpt_verdict verdict;
+    int truncated_lines;           /* a partial last line (crash mid-write) is skipped, counted */
+};
+
+/* Loads a results JSONL file. LG_EFORMAT with file and line on malformed input. */
+int rpt_results_load(struct rpt_results **out, const char *path);
+void rpt_results_free(struct rpt_results *r);
+/* Frees what a session owns (groups, refs, classes, samples), not the struct. */
+void rpt_session_fini(struct rpt_session *s);
+
+#endif
