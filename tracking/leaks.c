@@ -47,9 +47,9 @@ int trk_leaks_of(struct trk_tracker *trk, uint32_t gen, struct trk_leaks **out)
     }
     lk->generation = gen;
 
-    for (int s = 0; s < TRK_NSHARDS; s++) {
-        struct trk_shard *sh = &trk->shards[s];
-        pthread_mutex_lock(&sh->mu);
+    {
+        struct trk_ledger *sh = &trk->led;
+        trk_spin_lock(&sh->lock);
         for (size_t i = 0; i < sh->cap; i++) {
             struct trk_rec *r = &sh->recs[i];
             if (r->ptr == TRK_EMPTY || r->ptr == TRK_TOMB || r->gen != gen) continue;
@@ -75,7 +75,7 @@ int trk_leaks_of(struct trk_tracker *trk, uint32_t gen, struct trk_leaks **out)
                 g->stack_counts[g->n_stacks++] = 1;
             }
         }
-        pthread_mutex_unlock(&sh->mu);
+        trk_spin_unlock(&sh->lock);
     }
 
     size_t ng = 0;

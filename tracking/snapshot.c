@@ -59,10 +59,13 @@ void trk_snapshot(struct trk_tracker *trk, struct trk_snapshot *s)
     memset(s, 0, sizeof *s);
     s->t = lg_now();
     s->generation = atomic_load(&trk->gen);
-    s->tagged_host = atomic_load(&trk->live[TRK_HOST]);
-    s->tagged_host_count = atomic_load(&trk->count[TRK_HOST]);
-    s->tagged_device = atomic_load(&trk->live[TRK_DEVICE]);
-    s->tagged_device_count = atomic_load(&trk->count[TRK_DEVICE]);
+    struct trk_totals host, dev;
+    trk_totals(trk, TRK_HOST, &host);
+    trk_totals(trk, TRK_DEVICE, &dev);
+    s->tagged_host = host.live_bytes;
+    s->tagged_host_count = host.live_count;
+    s->tagged_device = dev.live_bytes;
+    s->tagged_device_count = dev.live_count;
     s->tracker_overhead = atomic_load(&trk->overhead);
     s->je_allocated = s->je_active = s->je_resident = s->je_mapped = s->je_retained = -1;
     s->je_metadata = s->arena_allocated = s->arena_active = s->arena_dirty = -1;

@@ -17,14 +17,6 @@ static uint64_t hash_str(const char *s)
     return h;
 }
 
-void trk_atomic_max(_Atomic int64_t *p, int64_t v)
-{
-    int64_t cur = atomic_load_explicit(p, memory_order_relaxed);
-    while (v > cur && !atomic_compare_exchange_weak_explicit(p, &cur, v, memory_order_relaxed,
-                                                             memory_order_relaxed)) {
-    }
-}
-
 int trk_tags_init(struct trk_tracker *trk)
 {
     struct trk_tags *t = &trk->tags;
@@ -86,11 +78,13 @@ uint32_t trk_tag_intern(struct trk_tracker *trk, const char *name)
 {
     char buf[LG_MAX_NAME];
     if (!name || !*name) name = "untagged";
+    /* the common case: the same tag as this thread's last call (equal means short enough) */
+    if (tl_last.serial == trk->serial && strcmp(tl_last.name, name) == 0) return tl_last.id;
     if (strlen(name) >= LG_MAX_NAME) { /* truncate long tags */
         lg_strlcpy(buf, name, sizeof buf);
         name = buf;
+        if (tl_last.serial == trk->serial && strcmp(tl_last.name, name) == 0) return tl_last.id;
     }
-    if (tl_last.serial == trk->serial && strcmp(tl_last.name, name) == 0) return tl_last.id;
 
     struct trk_tags *t = &trk->tags;
     uint64_t h = hash_str(name);
@@ -146,41 +140,51 @@ size_t trk_tag_stats(struct trk_tracker *trk, struct trk_tag_stat **out)
     *out = v;
     if (!v) return 0;
     size_t k = 0;
+    trk_spin_lock(&trk->led.lock);
     for (uint32_t id = 0; id < n; id++) {
         struct trk_tag *t = trk_tag_get(trk, id);
         for (int s = 0; s < TRK_NSPACES; s++) {
-            if (atomic_load(&t->total_count[s]) == 0) continue;
+            if (t->total_count[s] == 0) continue;
             struct trk_tag_stat *o = &v[k++];
             lg_strlcpy(o->tag, t->name, sizeof o->tag);
             o->space = (enum trk_space)s;
-            o->live_bytes = atomic_load(&t->live_bytes[s]);
-            o->live_count = atomic_load(&t->live_count[s]);
-            o->peak_bytes = atomic_load(&t->peak_bytes[s]);
-            o->total_bytes = atomic_load(&t->total_bytes[s]);
-            o->total_count = atomic_load(&t->total_count[s]);
+            o->live_bytes = t->live_bytes[s];
+            o->live_count = t->live_count[s];
+            o->peak_bytes = t->peak_bytes[s];
+            o->total_bytes = t->total_bytes[s];
+            o->total_count = t->total_count[s];
         }
     }
+    trk_spin_unlock(&trk->led.lock);
     return k;
 }
 
 void trk_reset_peaks(struct trk_tracker *trk)
 {
     uint32_t n = atomic_load(&trk->tags.count);
+    trk_spin_lock(&trk->led.lock);
     for (uint32_t id = 0; id < n; id++) {
         struct trk_tag *t = trk_tag_get(trk, id);
-        for (int s = 0; s < TRK_NSPACES; s++)
-            atomic_store(&t->peak_bytes[s], atomic_load(&t->live_bytes[s]));
+        for (int s = 0; s < TRK_NSPACES; s++) t->peak_bytes[s] = t->live_bytes[s];
     }
-    for (int s = 0; s < TRK_NSPACES; s++) atomic_store(&trk->peak[s], atomic_load(&trk->live[s]));
+    for (int s = 0; s < TRK_NSPACES; s++) trk->led.peak[s] = trk->led.live[s];
+    trk_spin_unlock(&trk->led.lock);
 }
 
 void trk_totals(struct trk_tracker *trk, enum trk_space space, struct trk_totals *out)
 {
-    out->live_bytes = atomic_load(&trk->live[space]);
-    out->live_count = atomic_load(&trk->count[space]);
-    out->peak_bytes = atomic_load(&trk->peak[space]);
-    out->total_bytes = atomic_load(&trk->total[space]);
-    out->total_count = atomic_load(&trk->total_count[space]);
+    memset(out, 0, sizeof *out);
+    uint32_t n = atomic_load(&trk->tags.count);
+    trk_spin_lock(&trk->led.lock);
+    for (uint32_t id = 0; id < n; id++) {
+        struct trk_tag *t = trk_tag_get(trk, id);
+        out->live_count += t->live_count[space];
+        out->total_bytes += t->total_bytes[space];
+        out->total_count += t->total_count[space];
+    }
+    out->live_bytes = trk->led.live[space];
+    out->peak_bytes = trk->led.peak[space];
+    trk_spin_unlock(&trk->led.lock);
 }
 
 static int cmp_stat_key(const struct trk_tag_stat *a, const struct trk_tag_stat *b)

@@ -4,8 +4,8 @@
  * Host memory comes from a dedicated jemalloc arena with the thread cache bypassed
  * (MALLOCX_TCACHE_NONE): jemalloc's automatic thread caches are shared by all arenas, so a
  * cached region could come from the default arena and the model's memory would no longer be
- * separable. The ledger is 64 shards of open-addressing tables keyed by pointer, each with its
- * own mutex, so concurrent threads rarely meet. Per-tag counters are atomics.
+ * separable. The ledger is one open-addressing table keyed by pointer; one spinlock guards it
+ * together with the per-tag counters (see trk_impl.h for why one lock, measured).
  *
  * With LG_TRACKING=OFF (LG_NO_TRACKING) trk_alloc/trk_free compile down to the same mallocx /
  * dallocx calls with no ledger, for measuring the tracker's overhead.
@@ -58,7 +58,6 @@ int trk_tracker_new(struct trk_tracker **out, const struct trk_options *opt)
     if (opt) trk->opt = *opt;
     trk->serial = atomic_fetch_add(&next_serial, 1);
     atomic_store(&trk->overhead, (int64_t)sizeof *trk);
-    for (int i = 0; i < TRK_NSHARDS; i++) pthread_mutex_init(&trk->shards[i].mu, NULL);
     pthread_mutex_init(&trk->errs.mu, NULL);
     trk_stacks_init(trk);
     trk_refs_init(trk);
@@ -89,20 +88,17 @@ size_t trk_tracker_free(struct trk_tracker *trk)
 {
     if (!trk) return 0;
     size_t left = 0;
-    for (int i = 0; i < TRK_NSHARDS; i++) {
-        struct trk_shard *sh = &trk->shards[i];
-        for (size_t j = 0; j < sh->cap; j++) {
-            struct trk_rec *r = &sh->recs[j];
-            if (r->ptr == TRK_EMPTY || r->ptr == TRK_TOMB) continue;
-            left++;
-            if (r->space == TRK_HOST)
-                raw_free(trk, (void *)r->ptr);
-            else if (trk->have_dev)
-                trk->dev.free(trk->dev.ctx, (void *)r->ptr);
-        }
-        free(sh->recs);
-        pthread_mutex_destroy(&sh->mu);
+    struct trk_ledger *led = &trk->led;
+    for (size_t j = 0; j < led->cap; j++) {
+        struct trk_rec *r = &led->recs[j];
+        if (r->ptr == TRK_EMPTY || r->ptr == TRK_TOMB) continue;
+        left++;
+        if (r->space == TRK_HOST)
+            raw_free(trk, (void *)r->ptr);
+        else if (trk->have_dev)
+            trk->dev.free(trk->dev.ctx, (void *)r->ptr);
     }
+    free(led->recs);
 #ifdef LG_HAVE_JEMALLOC
     /* Arenas cannot be destroyed while jemalloc 5.3 may reuse their index; purge instead so
      * the pages go back to the system. */
@@ -136,129 +132,106 @@ static inline size_t ptr_hash(uintptr_t p)
     return (size_t)h;
 }
 
-static inline struct trk_shard *shard_of(struct trk_tracker *trk, uintptr_t p, size_t h)
-{
-    (void)p;
-    return &trk->shards[(h >> 52) % TRK_NSHARDS];
-}
-
-/* Rebuilds a shard's table at `ncap` slots; caller holds the lock. */
-static int rehash_locked(struct trk_tracker *trk, struct trk_shard *sh, size_t ncap)
+/* Rebuilds the table at `ncap` slots; caller holds the lock. */
+static int rehash_locked(struct trk_tracker *trk, struct trk_ledger *led, size_t ncap)
 {
     struct trk_rec *nv = calloc(ncap, sizeof *nv);
     if (!nv) return LG_ENOMEM;
-    for (size_t i = 0; i < sh->cap; i++) {
-        struct trk_rec *r = &sh->recs[i];
+    for (size_t i = 0; i < led->cap; i++) {
+        struct trk_rec *r = &led->recs[i];
         if (r->ptr == TRK_EMPTY || r->ptr == TRK_TOMB) continue;
         size_t j = ptr_hash(r->ptr) & (ncap - 1);
         while (nv[j].ptr != TRK_EMPTY) j = (j + 1) & (ncap - 1);
         nv[j] = *r;
     }
-    atomic_fetch_add(&trk->overhead, (int64_t)((ncap - sh->cap) * sizeof *nv));
-    free(sh->recs);
-    sh->recs = nv;
-    sh->cap = ncap;
-    sh->tombs = 0;
+    atomic_fetch_add(&trk->overhead, (int64_t)((ncap - led->cap) * sizeof *nv));
+    free(led->recs);
+    led->recs = nv;
+    led->cap = ncap;
+    led->tombs = 0;
     return LG_OK;
 }
 
-static int ledger_insert(struct trk_tracker *trk, const struct trk_rec *rec)
+/* Caller holds the lock. */
+static int ledger_insert_locked(struct trk_tracker *trk, const struct trk_rec *rec)
 {
-    size_t h = ptr_hash(rec->ptr);
-    struct trk_shard *sh = shard_of(trk, rec->ptr, h);
-    pthread_mutex_lock(&sh->mu);
-    if ((sh->used + sh->tombs + 1) * 4 > sh->cap * 3) {
-        size_t ncap = sh->cap ? sh->cap : 64;
-        while ((sh->used + 1) * 2 > ncap) ncap *= 2;
-        if (rehash_locked(trk, sh, ncap) != LG_OK) {
-            pthread_mutex_unlock(&sh->mu);
-            return LG_ENOMEM;
-        }
+    struct trk_ledger *led = &trk->led;
+    if ((led->used + led->tombs + 1) * 4 > led->cap * 3) {
+        size_t ncap = led->cap ? led->cap : 1024;
+        while ((led->used + 1) * 2 > ncap) ncap *= 2;
+        if (rehash_locked(trk, led, ncap) != LG_OK) return LG_ENOMEM;
     }
-    size_t mask = sh->cap - 1;
-    size_t i = h & mask;
-    while (sh->recs[i].ptr != TRK_EMPTY && sh->recs[i].ptr != TRK_TOMB) i = (i + 1) & mask;
-    if (sh->recs[i].ptr == TRK_TOMB) sh->tombs--;
-    sh->recs[i] = *rec;
-    sh->used++;
-    pthread_mutex_unlock(&sh->mu);
+    size_t mask = led->cap - 1;
+    size_t i = ptr_hash(rec->ptr) & mask;
+    while (led->recs[i].ptr != TRK_EMPTY && led->recs[i].ptr != TRK_TOMB) i = (i + 1) & mask;
+    if (led->recs[i].ptr == TRK_TOMB) led->tombs--;
+    led->recs[i] = *rec;
+    led->used++;
     return LG_OK;
 }
 
-/* Removes p from the ledger into *out; false when p is not a live allocation of `space`. */
-static bool ledger_remove(struct trk_tracker *trk, uintptr_t p, uint32_t space,
-                          struct trk_rec *out)
+/* The slot of live pointer p, or NULL; caller holds the lock. */
+static struct trk_rec *ledger_find_locked(struct trk_ledger *led, uintptr_t p)
 {
-    size_t h = ptr_hash(p);
-    struct trk_shard *sh = shard_of(trk, p, h);
-    bool found = false;
-    pthread_mutex_lock(&sh->mu);
-    if (sh->cap) {
-        size_t mask = sh->cap - 1;
-        for (size_t i = h & mask; sh->recs[i].ptr != TRK_EMPTY; i = (i + 1) & mask) {
-            if (sh->recs[i].ptr != p) continue;
-            if (sh->recs[i].space != space) break;
-            *out = sh->recs[i];
-            sh->recs[i].ptr = TRK_TOMB;
-            sh->used--;
-            sh->tombs++;
-            found = true;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&sh->mu);
-    return found;
+    if (!led->cap) return NULL;
+    size_t mask = led->cap - 1;
+    for (size_t i = ptr_hash(p) & mask; led->recs[i].ptr != TRK_EMPTY; i = (i + 1) & mask)
+        if (led->recs[i].ptr == p) return &led->recs[i];
+    return NULL;
 }
 
 static bool ledger_find(struct trk_tracker *trk, uintptr_t p, struct trk_rec *out)
 {
-    size_t h = ptr_hash(p);
-    struct trk_shard *sh = shard_of(trk, p, h);
-    bool found = false;
-    pthread_mutex_lock(&sh->mu);
-    if (sh->cap) {
-        size_t mask = sh->cap - 1;
-        for (size_t i = h & mask; sh->recs[i].ptr != TRK_EMPTY; i = (i + 1) & mask)
-            if (sh->recs[i].ptr == p) {
-                *out = sh->recs[i];
-                found = true;
-                break;
-            }
+    trk_spin_lock(&trk->led.lock);
+    struct trk_rec *r = ledger_find_locked(&trk->led, p);
+    if (r) *out = *r;
+    trk_spin_unlock(&trk->led.lock);
+    return r != NULL;
+}
+
+/* Caller holds the lock. */
+static void count_alloc_locked(struct trk_tracker *trk, uint32_t tag, uint32_t space, int64_t size)
+{
+    struct trk_tag *t = trk_tag_get(trk, tag);
+    t->live_bytes[space] += size;
+    if (t->live_bytes[space] > t->peak_bytes[space]) t->peak_bytes[space] = t->live_bytes[space];
+    t->live_count[space]++;
+    t->total_bytes[space] += size;
+    t->total_count[space]++;
+    struct trk_ledger *led = &trk->led;
+    led->live[space] += size;
+    if (led->live[space] > led->peak[space]) led->peak[space] = led->live[space];
+}
+
+/* Removes live pointer p of `space` from the ledger and its counters into *out; false when p
+ * is not a live allocation of that space. */
+static bool ledger_remove(struct trk_tracker *trk, uintptr_t p, uint32_t space, struct trk_rec *out)
+{
+    struct trk_ledger *led = &trk->led;
+    trk_spin_lock(&led->lock);
+    struct trk_rec *r = ledger_find_locked(led, p);
+    bool ok = r && r->space == space;
+    if (ok) {
+        *out = *r;
+        r->ptr = TRK_TOMB;
+        led->used--;
+        led->tombs++;
+        struct trk_tag *t = trk_tag_get(trk, out->tag);
+        t->live_bytes[space] -= (int64_t)out->size;
+        t->live_count[space]--;
+        led->live[space] -= (int64_t)out->size;
     }
-    pthread_mutex_unlock(&sh->mu);
-    return found;
-}
-
-static void count_alloc(struct trk_tracker *trk, uint32_t tag, uint32_t space, int64_t size)
-{
-    struct trk_tag *t = trk_tag_get(trk, tag);
-    int64_t live = atomic_fetch_add_explicit(&t->live_bytes[space], size, memory_order_relaxed);
-    trk_atomic_max(&t->peak_bytes[space], live + size);
-    atomic_fetch_add_explicit(&t->live_count[space], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&t->total_bytes[space], size, memory_order_relaxed);
-    atomic_fetch_add_explicit(&t->total_count[space], 1, memory_order_relaxed);
-    int64_t all = atomic_fetch_add_explicit(&trk->live[space], size, memory_order_relaxed);
-    trk_atomic_max(&trk->peak[space], all + size);
-    atomic_fetch_add_explicit(&trk->count[space], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&trk->total[space], size, memory_order_relaxed);
-    atomic_fetch_add_explicit(&trk->total_count[space], 1, memory_order_relaxed);
-}
-
-static void count_free(struct trk_tracker *trk, uint32_t tag, uint32_t space, int64_t size)
-{
-    struct trk_tag *t = trk_tag_get(trk, tag);
-    atomic_fetch_sub_explicit(&t->live_bytes[space], size, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&t->live_count[space], 1, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&trk->live[space], size, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&trk->count[space], 1, memory_order_relaxed);
+    trk_spin_unlock(&led->lock);
+    return ok;
 }
 
 static void remember_freed(struct trk_tracker *trk, const struct trk_rec *r)
 {
-    pthread_mutex_lock(&trk->errs.mu);
-    trk->errs.freed[trk->errs.freed_pos] = (struct trk_freed){r->ptr, r->tag, r->space};
-    trk->errs.freed_pos = (trk->errs.freed_pos + 1) % TRK_FREED_RING;
-    pthread_mutex_unlock(&trk->errs.mu);
+    /* a load and a store, not a locked add: two threads may write one slot, which only
+     * costs a diagnosis its detail */
+    size_t pos = atomic_load_explicit(&trk->errs.freed_pos, memory_order_relaxed);
+    atomic_store_explicit(&trk->errs.freed_pos, pos + 1, memory_order_relaxed);
+    trk->errs.freed[pos % TRK_FREED_RING] = (struct trk_freed){r->ptr, r->tag, r->space};
 }
 
 void trk_record_error(struct trk_tracker *trk, uint32_t stack, const char *fmt, ...)
@@ -306,8 +279,11 @@ __attribute__((noinline)) static void *track_new(struct trk_tracker *trk, void *
                           .space = space};
     if (id == UINT32_MAX) goto nomem;
     if (trk->opt.stacks) rec.stack = trk_stack_capture(trk, skip + 1);
-    if (ledger_insert(trk, &rec) != LG_OK) goto nomem;
-    count_alloc(trk, id, space, (int64_t)size);
+    trk_spin_lock(&trk->led.lock);
+    int rc = ledger_insert_locked(trk, &rec);
+    if (rc == LG_OK) count_alloc_locked(trk, id, space, (int64_t)size);
+    trk_spin_unlock(&trk->led.lock);
+    if (rc != LG_OK) goto nomem;
     return p;
 nomem:
     if (space == TRK_HOST)
@@ -371,7 +347,6 @@ __attribute__((noinline)) void trk_free(struct trk_tracker *trk, void *p)
         invalid_free(trk, (uintptr_t)p, TRK_HOST);
         return;
     }
-    count_free(trk, rec.tag, TRK_HOST, (int64_t)rec.size);
     remember_freed(trk, &rec);
     raw_free(trk, p);
 #endif
@@ -432,7 +407,6 @@ __attribute__((noinline)) void trk_dev_free(struct trk_tracker *trk, void *p)
         invalid_free(trk, (uintptr_t)p, TRK_DEVICE);
         return;
     }
-    count_free(trk, rec.tag, TRK_DEVICE, (int64_t)rec.size);
     remember_freed(trk, &rec);
     trk->dev.free(trk->dev.ctx, p);
 }
