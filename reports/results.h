@@ -195,7 +195,8 @@ struct rpt_results {
     int truncated_lines;           /* a partial last line (crash mid-write) is skipped, counted */
 };
 
-/* Loads a results JSONL file. LG_EFORMAT with file and line on malformed input. */
+/* Loads a results JSONL file; *out is freed with rpt_results_free. LG_EFORMAT with file and
+ * line on malformed input. */
 int rpt_results_load(struct rpt_results **out, const char *path);
 void rpt_results_free(struct rpt_results *r);
 /* Frees what a session owns (groups, refs, classes, samples), not the struct. */

@@ -1,0 +1,163 @@
+/* compare.c — two runs side by side: per channel, the median per-session growth (statistical
+ * channels) or the median bytes a session leaves behind (exact channels); per tag, the leaked
+ * bytes per measured session. HEAD regressed when a statistical channel's median growth grew
+ * by more than HEAD's band, an exact channel went from zero to non-zero (or leaks more per
+ * session than BASE did), or a tag leaks in HEAD that did not leak in BASE. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpt_impl.h"
+
+#define MAX_TAG_LINES 30
+
+/* The median of what each measured session itself left on an exact channel; NaN when none. */
+static double exact_median(const struct rpt_results *r, enum rpt_channel c, int *nonzero)
+{
+    double *v = malloc(sizeof(double) * (size_t)(r->n_sessions ? r->n_sessions : 1));
+    int n = 0;
+    *nonzero = 0;
+    if (!v) return NAN;
+    for (int i = 0; i < r->n_sessions; i++) {
+        int64_t x;
+        bool over;
+        if (!rpt_session_judge(r, i, c, &x, &over)) continue;
+        v[n++] = (double)x;
+        *nonzero += x != 0;
+    }
+    double m = rpt_median(v, n);
+    free(v);
+    return m;
+}
+
+static bool compare_channel(const struct rpt_results *base, const struct rpt_results *head,
+                            enum rpt_channel c, FILE *out)
+{
+    char a[48], b[48], d[48], bud[48];
+    bool in_b = rpt_channel_measured(base, c), in_h = rpt_channel_measured(head, c), worse = false;
+    if (!in_b && !in_h) return false;
+    fprintf(out, "  %-14s", rpt_channel_name(c));
+    if (!in_b || !in_h) {
+        fprintf(out, " %s\n",
+                in_b ? "measured in BASE only: not compared"
+                     : "measured in HEAD only: not compared");
+        return false;
+    }
+    if (rpt_channel_exact(c)) {
+        int nzb, nzh;
+        double mb = exact_median(base, c, &nzb), mh = exact_median(head, c, &nzh);
+        worse = (nzb == 0 && nzh > 0) || (isfinite(mb) && isfinite(mh) && mh > mb);
+        fprintf(out, " %14s %14s %14s %14s  %s", rpt_fmt_figure(a, sizeof a, c, mb, false),
+                rpt_fmt_figure(b, sizeof b, c, mh, false),
+                rpt_fmt_figure(d, sizeof d, c, mh - mb, true), "0 (exact)",
+                worse     ? "REGRESSED"
+                : mh < mb ? "improved"
+                          : "ok");
+        fprintf(out, "  (sessions leaving any: %d → %d)\n", nzb, nzh);
+    } else {
+        struct rpt_channel_obs ob, oh;
+        rpt_channel_observe(base, c, &ob);
+        rpt_channel_observe(head, c, &oh);
+        double band = head->run.budgets[c].band, diff = oh.median_growth - ob.median_growth;
+        worse = isfinite(diff) && isfinite(band) && diff > band;
+        snprintf(bud, sizeof bud, "±%s", rpt_fmt_figure(a, sizeof a, c, band, false));
+        fprintf(out, " %14s %14s %14s %14s  %s\n",
+                rpt_fmt_figure(a, sizeof a, c, ob.median_growth, true),
+                rpt_fmt_figure(b, sizeof b, c, oh.median_growth, true),
+                rpt_fmt_figure(d, sizeof d, c, diff, true), bud,
+                worse                            ? "REGRESSED"
+                : isfinite(diff) && diff < -band ? "improved"
+                                                 : "ok");
+    }
+    return worse;
+}
+
+struct tag_diff {
+    const char *tag, *space;
+    double base, head; /* bytes per measured session; NaN when the run never leaked it */
+};
+
+static int cmp_diff(const void *x, const void *y)
+{
+    const struct tag_diff *a = x, *b = y;
+    double da = (isnan(a->head) ? 0 : a->head) - (isnan(a->base) ? 0 : a->base);
+    double db = (isnan(b->head) ? 0 : b->head) - (isnan(b->base) ? 0 : b->base);
+    if (da != db) return da < db ? 1 : -1;
+    return strcmp(a->tag, b->tag);
+}
+
+/* Prints per-tag differences; returns the count of tags new in HEAD, or -1 on ENOMEM. */
+static int compare_tags(const struct rpt_results *base, const struct rpt_results *head, FILE *out)
+{
+    struct rpt_tag_total *tb = NULL, *th = NULL;
+    struct tag_diff *v = NULL;
+    int nb = 0, nh = 0, nv = 0, fresh = -1;
+    if (rpt_tag_totals(base, &tb, &nb) != LG_OK || rpt_tag_totals(head, &th, &nh) != LG_OK)
+        goto cleanup;
+    v = calloc((size_t)(nb + nh + 1), sizeof *v);
+    if (!v) goto cleanup;
+    int mb = LG_MAX(rpt_measured_count(base), 1), mh = LG_MAX(rpt_measured_count(head), 1);
+    for (int k = 0; k < nb; k++)
+        v[nv++] = (struct tag_diff){tb[k].tag, tb[k].space, (double)tb[k].bytes / mb, NAN};
+    fresh = 0;
+    for (int k = 0; k < nh; k++) {
+        int j = 0;
+        while (j < nv && (strcmp(v[j].tag, th[k].tag) != 0 || strcmp(v[j].space, th[k].space) != 0))
+            j++;
+        if (j == nv) v[nv++] = (struct tag_diff){th[k].tag, th[k].space, NAN, 0};
+        v[j].head = (double)th[k].bytes / mh;
+        if (isnan(v[j].base) && th[k].bytes > 0) fresh++;
+    }
+    if (nv == 0) {
+        fputs("\nLeaked tags: none in either run.\n", out);
+        goto cleanup;
+    }
+    qsort(v, (size_t)nv, sizeof *v, cmp_diff);
+    fprintf(out, "\nLeaked tags, bytes per measured session:\n  %-44s %-6s %12s %12s %12s\n", "tag",
+            "space", "BASE", "HEAD", "change");
+    for (int k = 0; k < nv && k < MAX_TAG_LINES; k++) {
+        char a[48], b[48], d[48];
+        double bb = isnan(v[k].base) ? 0 : v[k].base, hh = isnan(v[k].head) ? 0 : v[k].head;
+        fprintf(out, "  %-44s %-6s %12s %12s %12s%s\n", v[k].tag, v[k].space,
+                isnan(v[k].base) ? "—" : lg_fmt_bytes(a, sizeof a, bb),
+                isnan(v[k].head) ? "—" : lg_fmt_bytes(b, sizeof b, hh),
+                rpt_fmt_sbytes(d, sizeof d, hh - bb),
+                isnan(v[k].base)   ? "  NEW"
+                : isnan(v[k].head) ? "  gone"
+                                   : "");
+    }
+    if (nv > MAX_TAG_LINES) fprintf(out, "  … and %d more tags\n", nv - MAX_TAG_LINES);
+cleanup:
+    free(tb);
+    free(th);
+    free(v);
+    return fresh;
+}
+
+bool rpt_compare(const struct rpt_results *base, const struct rpt_results *head, FILE *out)
+{
+    int regressed = 0;
+    fprintf(out, "BASE: %s %s · %s · %d measured sessions · %s\n", base->run.command,
+            base->run.preset, base->run.device, rpt_measured_count(base),
+            base->has_verdict ? rpt_status_word(base->verdict.status) : "no verdict");
+    fprintf(out, "HEAD: %s %s · %s · %d measured sessions · %s\n\n", head->run.command,
+            head->run.preset, head->run.device, rpt_measured_count(head),
+            head->has_verdict ? rpt_status_word(head->verdict.status) : "no verdict");
+    fprintf(out,
+            "Channels (exact: median bytes a session leaves; others: median growth per session):\n"
+            "  %-14s %14s %14s %14s %14s  %s\n",
+            "channel", "BASE", "HEAD", "change", "budget", "result");
+    for (int c = 0; c < RPT_NCHANNELS; c++)
+        regressed += compare_channel(base, head, c, out);
+    int fresh = compare_tags(base, head, out);
+    if (fresh < 0) {
+        fputs("\n(out of memory comparing leaked tags: tags not compared)\n", out);
+        fresh = 0;
+    }
+    if (regressed || fresh)
+        fprintf(out, "\nHEAD REGRESSED: %d channel%s beyond budget, %d new leaking tag%s.\n",
+                regressed, regressed == 1 ? "" : "s", fresh, fresh == 1 ? "" : "s");
+    else
+        fputs("\nNo regression beyond HEAD's budgets.\n", out);
+    return regressed || fresh;
+}

@@ -1,0 +1,238 @@
+/* markdown.c — a Markdown summary fit for a CI job summary page: the verdict first, then a
+ * table of channels (status, figure, budget, why), the top leaked tags with the retain sites
+ * that hold them, the figures and the run's configuration. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpt_impl.h"
+
+#define TOP_TAGS 10
+
+static void put_code(FILE *f, const char *s)
+{
+    /* a code span cannot hold a backquote; tags and sites never should, but stay safe */
+    fputc('`', f);
+    for (; *s; s++)
+        fputc(*s == '`' ? '\'' : *s == '|' ? '/' : *s == '\n' ? ' ' : *s, f);
+    fputc('`', f);
+}
+
+static void verdict_heading(const struct rpt_results *r, FILE *f)
+{
+    const struct rpt_run *run = &r->run;
+    if (r->has_verdict) {
+        const struct rpt_verdict *v = &r->verdict;
+        fprintf(f, "## leakgate: %s %s\n\n", rpt_status_mark(v->status),
+                rpt_status_word(v->status));
+        if (v->summary[0]) {
+            fputs("> ", f);
+            rpt_put_md(f, v->summary);
+            fputs("\n\n", f);
+        }
+        fprintf(f, "**Exit status %d** · %d measured session%s", v->exit_code, v->sessions_measured,
+                v->sessions_measured == 1 ? "" : "s");
+        if (v->partial) fputs(" · **partial run**", f);
+    } else {
+        fputs("## leakgate: ⏸️ NO VERDICT (run cut short)\n\n", f);
+        fprintf(f,
+                "> The results end after %d session%s without a verdict line%s. The table below "
+                "compares each "
+                "channel with its budget; the verdict engine decides.\n\n",
+                r->n_sessions, r->n_sessions == 1 ? "" : "s",
+                r->truncated_lines ? "; the last line was cut mid-write and skipped" : "");
+        fprintf(f, "%d measured session%s", rpt_measured_count(r),
+                rpt_measured_count(r) == 1 ? "" : "s");
+    }
+    fprintf(f, " (+%d warm-up) · ", rpt_warmup_count(r));
+    put_code(f, run->command);
+    fputs(" · preset ", f);
+    put_code(f, run->preset);
+    fputs(" · modes ", f);
+    put_code(f, run->modes);
+    fputs(" · ", f);
+    put_code(f, run->device);
+    if (run->inject[0]) {
+        fputs(" · inject ", f);
+        put_code(f, run->inject);
+    }
+    fputs("\n\n", f);
+}
+
+static void channel_table(const struct rpt_results *r, FILE *f)
+{
+    char a[48], b[48], c[48];
+    fputs("### Channels\n\n", f);
+    if (r->has_verdict) {
+        fputs("| channel | status | figure | budget | why |\n|---|---|---|---|---|\n", f);
+        for (int k = 0; k < r->verdict.n_channels; k++) {
+            const struct rpt_channel_verdict *cv = &r->verdict.channels[k];
+            const char *per = rpt_channel_exact(cv->channel) ? "" : "/session";
+            fprintf(f, "| %s (`%s`) | %s %s | ", rpt_channel_label(cv->channel),
+                    rpt_channel_name(cv->channel), rpt_status_mark(cv->status),
+                    rpt_status_name(cv->status));
+            rpt_fmt_figure(a, sizeof a, cv->channel, cv->figure, !rpt_channel_exact(cv->channel));
+            rpt_fmt_figure(b, sizeof b, cv->channel, cv->budget, false);
+            fprintf(f, "%s%s | %s%s | ", a, isnan(cv->figure) ? "" : per, b,
+                    isnan(cv->budget) ? "" : per);
+            rpt_put_md(f, cv->why);
+            fputs(" |\n", f);
+        }
+    } else {
+        fputs("| channel | sessions | largest | beyond budget | median growth/session | budget |\n"
+              "|---|---|---|---|---|---|\n",
+              f);
+        for (int ch = 0; ch < RPT_NCHANNELS; ch++) {
+            if (!rpt_channel_measured(r, ch)) continue;
+            struct rpt_channel_obs o;
+            rpt_channel_observe(r, ch, &o);
+            if (rpt_channel_exact(ch))
+                snprintf(c, sizeof c, "0 (exact)");
+            else
+                rpt_fmt_figure(c, sizeof c, ch, r->run.budgets[ch].band, false);
+            fprintf(f, "| %s (`%s`) | %d | %s | %s %d | %s | %s%s |\n", rpt_channel_label(ch),
+                    rpt_channel_name(ch), o.measured,
+                    rpt_fmt_value(a, sizeof a, ch, o.max_abs, false), o.over_budget ? "❌" : "✅",
+                    o.over_budget, rpt_fmt_figure(b, sizeof b, ch, o.median_growth, true),
+                    rpt_channel_exact(ch) ? "" : "±", c);
+        }
+    }
+    fputc('\n', f);
+}
+
+static int leak_table(const struct rpt_results *r, FILE *f)
+{
+    struct rpt_tag_total *t = NULL;
+    int nt = 0, measured = rpt_measured_count(r);
+    int rc = rpt_tag_totals(r, &t, &nt);
+    if (rc != LG_OK) return rc;
+    if (nt == 0) {
+        fputs("### Leaked tags\n\nNo tagged memory outlived its session in the measured "
+              "sessions.\n\n",
+              f);
+        return LG_OK;
+    }
+    int64_t all = 0;
+    for (int k = 0; k < nt; k++)
+        all += t[k].bytes;
+    char a[48], b[48];
+    fprintf(f, "### Top leaked tags (%d tag%s, %s over %d measured session%s)\n\n", nt,
+            nt == 1 ? "" : "s", lg_fmt_bytes(a, sizeof a, (double)all), measured,
+            measured == 1 ? "" : "s");
+    fputs("| tag | space | per session | total | allocations | sessions | retain sites |\n"
+          "|---|---|---|---|---|---|---|\n",
+          f);
+    for (int k = 0; k < nt && k < TOP_TAGS && rc == LG_OK; k++) {
+        char cls[32];
+        struct rpt_site_count *sites = NULL;
+        int nsites = 0;
+        rpt_tag_class(t[k].tag, cls, sizeof cls);
+        rc = rpt_retain_sites(r, cls, &sites, &nsites);
+        fputs("| ", f);
+        put_code(f, t[k].tag);
+        fprintf(f, " | %s | %s | %s | %lld | %d/%d | ", t[k].space,
+                lg_fmt_bytes(a, sizeof a, (double)t[k].bytes / LG_MAX(t[k].sessions, 1)),
+                lg_fmt_bytes(b, sizeof b, (double)t[k].bytes), (long long)t[k].count, t[k].sessions,
+                measured);
+        for (int s = 0; s < nsites; s++) {
+            if (s) fputs("<br>", f);
+            put_code(f, sites[s].site);
+            fprintf(f, " ×%d", sites[s].count);
+        }
+        fputs(nsites ? " |\n" : "— |\n", f);
+        free(sites);
+    }
+    if (nt > TOP_TAGS)
+        fprintf(f, "\n… and %d more tag%s (see report.html).\n", nt - TOP_TAGS,
+                nt - TOP_TAGS == 1 ? "" : "s");
+    fputc('\n', f);
+    free(t);
+    return rc;
+}
+
+static int refs_table(const struct rpt_results *r, FILE *f)
+{
+    struct rpt_site_count *sites = NULL;
+    int n = 0;
+    int rc = rpt_retain_sites(r, NULL, &sites, &n);
+    if (rc != LG_OK || n == 0) return rc;
+    fputs("### Unreleased references\n\n| kind | retain site (never released) | times "
+          "|\n|---|---|---|\n",
+          f);
+    for (int k = 0; k < n; k++) {
+        fputs("| ", f);
+        put_code(f, sites[k].kind);
+        fputs(" | ", f);
+        put_code(f, sites[k].site);
+        fprintf(f, " | %d |\n", sites[k].count);
+    }
+    fputc('\n', f);
+    free(sites);
+    return LG_OK;
+}
+
+static void config_table(const struct rpt_results *r, FILE *f)
+{
+    const struct rpt_run *run = &r->run;
+    char a[48], b[48], c[48];
+    fputs("<details><summary>Run configuration and budgets</summary>\n\n| setting | value "
+          "|\n|---|---|\n",
+          f);
+    const char *kv[][2] = {{"schema", run->schema},   {"version", run->version},
+                           {"command", run->command}, {"started", run->started},
+                           {"host", run->hostname},   {"device", run->device},
+                           {"preset", run->preset},   {"modes", run->modes},
+                           {"inject", run->inject},   {"shard", run->shard}};
+    for (size_t k = 0; k < LG_ARRAY_LEN(kv); k++) {
+        fprintf(f, "| %s | ", kv[k][0]);
+        rpt_put_md(f, kv[k][1][0] ? kv[k][1] : "—");
+        fputs(" |\n", f);
+    }
+    fprintf(f, "| sessions | %d measured + %d warm-up, %d steps each |\n", run->sessions,
+            run->warmup, run->steps);
+    fprintf(f, "| seed | %llu |\n| stacks | %s |\n| cpus | %d |\n| memory | %s |\n",
+            (unsigned long long)run->seed, run->stacks ? "on" : "off", run->cpus,
+            run->mem_bytes == RPT_NONE ? "n/a" : lg_fmt_bytes(a, sizeof a, (double)run->mem_bytes));
+    fputs("\n| channel | band | slope | floor | source |\n|---|---|---|---|---|\n", f);
+    for (int ch = 0; ch < RPT_NCHANNELS; ch++) {
+        const struct rpt_budget *bg = &run->budgets[ch];
+        fprintf(f, "| `%s` | %s | %s | %s | ", rpt_channel_name(ch),
+                rpt_fmt_figure(a, sizeof a, ch, bg->band, false),
+                rpt_fmt_figure(b, sizeof b, ch, bg->slope, false),
+                rpt_fmt_figure(c, sizeof c, ch, bg->floor, false));
+        rpt_put_md(f, bg->source);
+        fputs(" |\n", f);
+    }
+    fputs("\n</details>\n", f);
+}
+
+int rpt_write_markdown(const struct rpt_results *r, FILE *f)
+{
+    verdict_heading(r, f);
+    channel_table(r, f);
+    int rc = leak_table(r, f);
+    if (rc == LG_OK) rc = refs_table(r, f);
+    if (rc != LG_OK) return rc;
+    bool any = false;
+    for (int fig = 0; fig < RPT_NFIGURES; fig++) {
+        if (!rpt_figure_applies(r, fig)) continue;
+        if (!any) fputs("### Figures\n\n", f);
+        any = true;
+        fprintf(f, "![%s](%s.png)\n\n", rpt_figure_title(fig), rpt_figure_name(fig));
+    }
+    int errors = 0;
+    for (int i = 0; i < r->n_sessions; i++)
+        errors += r->sessions[i].error[0] != '\0';
+    if (errors) {
+        fputs("### Session errors\n\n", f);
+        for (int i = 0; i < r->n_sessions; i++) {
+            if (!r->sessions[i].error[0]) continue;
+            fprintf(f, "- session %d (%s): ", r->sessions[i].index, r->sessions[i].mode);
+            rpt_put_md(f, r->sessions[i].error);
+            fputc('\n', f);
+        }
+        fputc('\n', f);
+    }
+    config_table(r, f);
+    return ferror(f) ? lg_fail(LG_EIO, "writing the Markdown summary failed") : LG_OK;
+}

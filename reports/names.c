@@ -1,0 +1,82 @@
+/* names.c — the name tables of results: channels, statuses. The names are the schema's words
+ * (docs/results-schema.md); changing one is a schema change. */
+#include <string.h>
+
+#include "rpt_impl.h"
+
+static const struct {
+    const char *name, *label;
+    bool exact;
+} channels[RPT_NCHANNELS] = {
+    [RPT_CH_TAGGED_HOST] = {"tagged_host", "tagged host bytes", true},
+    [RPT_CH_TAGGED_DEVICE] = {"tagged_device", "tagged device bytes", true},
+    [RPT_CH_REFS] = {"refs", "unbalanced references", true},
+    [RPT_CH_JE_ALLOCATED] = {"je_allocated", "jemalloc allocated", false},
+    [RPT_CH_JE_ACTIVE] = {"je_active", "jemalloc active", false},
+    [RPT_CH_JE_RESIDENT] = {"je_resident", "jemalloc resident", false},
+    [RPT_CH_RSS] = {"rss", "process RSS", false},
+    [RPT_CH_DEV_DRIVER] = {"dev_driver", "device used (driver view)", false},
+    [RPT_CH_DEV_PROCESS] = {"dev_process", "device used by this process", false},
+};
+
+const char *rpt_channel_name(enum rpt_channel c)
+{
+    LG_ASSERT((unsigned)c < RPT_NCHANNELS && "channel out of range");
+    return channels[c].name;
+}
+
+const char *rpt_channel_label(enum rpt_channel c)
+{
+    LG_ASSERT((unsigned)c < RPT_NCHANNELS && "channel out of range");
+    return channels[c].label;
+}
+
+int rpt_channel_from_name(const char *name)
+{
+    for (int c = 0; c < RPT_NCHANNELS; c++)
+        if (strcmp(channels[c].name, name) == 0) return c;
+    return -1;
+}
+
+bool rpt_channel_exact(enum rpt_channel c)
+{
+    LG_ASSERT((unsigned)c < RPT_NCHANNELS && "channel out of range");
+    return channels[c].exact;
+}
+
+static const char *const statuses[] = {
+    [RPT_PASS] = "pass",
+    [RPT_LEAK] = "leak",
+    [RPT_SATURATING] = "saturating",
+    [RPT_INCONCLUSIVE] = "inconclusive",
+    [RPT_UNAVAILABLE] = "unavailable",
+    [RPT_ERROR] = "error",
+};
+
+const char *rpt_status_name(enum rpt_status s)
+{
+    LG_ASSERT((unsigned)s < LG_ARRAY_LEN(statuses) && "status out of range");
+    return statuses[s];
+}
+
+int rpt_status_from_name(const char *name)
+{
+    for (size_t s = 0; s < LG_ARRAY_LEN(statuses); s++)
+        if (strcmp(statuses[s], name) == 0) return (int)s;
+    return -1;
+}
+
+const char *rpt_status_word(enum rpt_status s)
+{
+    static const char *const words[] = {"PASS",         "LEAK",        "SATURATING",
+                                        "INCONCLUSIVE", "UNAVAILABLE", "ERROR"};
+    LG_ASSERT((unsigned)s < LG_ARRAY_LEN(words) && "status out of range");
+    return words[s];
+}
+
+const char *rpt_status_mark(enum rpt_status s)
+{
+    static const char *const marks[] = {"✅", "❌", "〰️", "⚠️", "➖", "💥"};
+    LG_ASSERT((unsigned)s < LG_ARRAY_LEN(marks) && "status out of range");
+    return marks[s];
+}

@@ -1,0 +1,230 @@
+/* results_io.c — the results file: a writer that appends one JSON line per event and pushes it
+ * to disk before returning (nothing is lost to a crash, an OOM kill or SIGTERM), and a loader
+ * that reads a whole run back, tolerating the partial last line such a death leaves. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rpt_impl.h"
+
+/* ---- writing ------------------------------------------------------------------------------ */
+
+struct rpt_writer {
+    FILE *f;
+    char path[4096];
+    int lines; /* lines written: the run line is line 1 */
+};
+
+/* Writes o as one line, flushes it and fsyncs the file; drops o. */
+static int write_line(struct rpt_writer *w, json_t *o, const char *what)
+{
+    int rc = LG_OK;
+    char *text = NULL;
+    if (!o) {
+        rc = lg_fail(LG_ENOMEM, "%s: out of memory encoding the %s line", w->path, what);
+        goto cleanup;
+    }
+    text = json_dumps(o, JSON_COMPACT);
+    if (!text) {
+        rc = lg_fail(LG_ENOMEM, "%s: out of memory encoding the %s line", w->path, what);
+        goto cleanup;
+    }
+    if (fputs(text, w->f) == EOF || fputc('\n', w->f) == EOF || fflush(w->f) != 0) {
+        rc = lg_fail(LG_EIO, "%s: writing the %s line: %s", w->path, what, strerror(errno));
+        goto cleanup;
+    }
+    /* a pipe or a terminal cannot be synced, and need not be */
+    if (fsync(fileno(w->f)) != 0 && errno != EINVAL && errno != EROFS && errno != ENOTSUP) {
+        rc = lg_fail(LG_EIO, "%s: syncing the %s line: %s", w->path, what, strerror(errno));
+        goto cleanup;
+    }
+    w->lines++;
+cleanup:
+    free(text);
+    json_decref(o);
+    return rc;
+}
+
+int rpt_writer_open(struct rpt_writer **out, const char *path, const struct rpt_run *run)
+{
+    int rc = LG_OK;
+    *out = NULL;
+    struct rpt_writer *w = calloc(1, sizeof *w);
+    if (!w) return lg_fail(LG_ENOMEM, "%s: out of memory opening the results file", path);
+    if (lg_strlcpy(w->path, path, sizeof w->path)) {
+        rc = lg_fail(LG_EINVAL, "results path too long: %.80s...", path);
+        goto cleanup;
+    }
+    w->f = fopen(path, "we");
+    if (!w->f) {
+        rc = lg_fail(LG_EIO, "%s: cannot create the results file: %s", path, strerror(errno));
+        goto cleanup;
+    }
+    rc = write_line(w, rpt_run_to_json(run), "run");
+cleanup:
+    if (rc != LG_OK) {
+        rpt_writer_close(w);
+        w = NULL;
+    }
+    *out = w;
+    return rc;
+}
+
+int rpt_writer_session(struct rpt_writer *w, const struct rpt_session *s)
+{
+    LG_ASSERT(w && s && "rpt_writer_session needs a writer and a session");
+    return write_line(w, rpt_session_to_json(s), "session");
+}
+
+int rpt_writer_verdict(struct rpt_writer *w, const struct rpt_verdict *v)
+{
+    LG_ASSERT(w && v && "rpt_writer_verdict needs a writer and a verdict");
+    return write_line(w, rpt_verdict_to_json(v), "verdict");
+}
+
+void rpt_writer_close(struct rpt_writer *w)
+{
+    if (!w) return;
+    if (w->f) fclose(w->f);
+    free(w);
+}
+
+/* ---- reading ------------------------------------------------------------------------------ */
+
+void rpt_session_fini(struct rpt_session *s)
+{
+    if (!s) return;
+    for (int i = 0; i < s->n_groups; i++) {
+        for (int k = 0; k < s->groups[i].n_stacks; k++)
+            free(s->groups[i].stacks[k].frames);
+        free(s->groups[i].stacks);
+    }
+    free(s->groups);
+    for (int i = 0; i < s->n_refs; i++) {
+        for (int k = 0; k < s->refs[i].n_retains; k++)
+            free(s->refs[i].retains[k].stack);
+        free(s->refs[i].retains);
+    }
+    free(s->refs);
+    free(s->classes);
+    free(s->samples);
+    s->groups = NULL;
+    s->refs = NULL;
+    s->classes = NULL;
+    s->samples = NULL;
+    s->n_groups = s->n_refs = s->n_classes = s->n_samples = 0;
+}
+
+void rpt_results_free(struct rpt_results *r)
+{
+    if (!r) return;
+    for (int i = 0; i < r->n_sessions; i++)
+        rpt_session_fini(&r->sessions[i]);
+    free(r->sessions);
+    free(r);
+}
+
+/* Handles one parsed record, keeping the order run, sessions, verdict (*seen_run and
+ * r->has_verdict say where the file is). */
+static int take_record(struct rpt_results *r, const struct rpt_dec *d, json_t *o, int *cap,
+                       bool *seen_run)
+{
+    const char *type = json_string_value(json_object_get(o, "type"));
+    if (!json_is_object(o) || !type)
+        return lg_fail(LG_EFORMAT, "%s:%d: not a results record (an object with a \"type\")",
+                       d->path, d->line);
+    if (strcmp(type, "run") == 0) {
+        if (*seen_run) return lg_fail(LG_EFORMAT, "%s:%d: a second \"run\" line", d->path, d->line);
+        *seen_run = true;
+        return rpt_run_from_json(d, o, &r->run);
+    }
+    if (strcmp(type, "session") != 0 && strcmp(type, "verdict") != 0)
+        return lg_fail(LG_EFORMAT, "%s:%d: unknown record type \"%s\"", d->path, d->line, type);
+    if (!*seen_run)
+        return lg_fail(LG_EFORMAT, "%s:%d: \"%s\" line before the \"run\" line", d->path, d->line,
+                       type);
+    if (r->has_verdict)
+        return lg_fail(LG_EFORMAT, "%s:%d: \"%s\" line after the \"verdict\" line", d->path,
+                       d->line, type);
+    if (strcmp(type, "verdict") == 0) {
+        int rc = rpt_verdict_from_json(d, o, &r->verdict);
+        if (rc == LG_OK) r->has_verdict = true;
+        return rc;
+    }
+    if (r->n_sessions == *cap) {
+        int ncap = *cap ? *cap * 2 : 16;
+        struct rpt_session *ns = realloc(r->sessions, (size_t)ncap * sizeof *ns);
+        if (!ns) return lg_fail(LG_ENOMEM, "%s:%d: out of memory", d->path, d->line);
+        r->sessions = ns;
+        *cap = ncap;
+    }
+    struct rpt_session *s = &r->sessions[r->n_sessions];
+    int rc = rpt_session_from_json(d, o, s);
+    if (rc != LG_OK) {
+        rpt_session_fini(s);
+        return rc;
+    }
+    r->n_sessions++;
+    return LG_OK;
+}
+
+int rpt_results_load(struct rpt_results **out, const char *path)
+{
+    int rc = LG_OK, cap = 0;
+    bool seen_run = false;
+    char *line = NULL;
+    size_t line_cap = 0;
+    struct rpt_dec d = {.path = path, .line = 0};
+    *out = NULL;
+    struct rpt_results *r = calloc(1, sizeof *r);
+    if (!r) return lg_fail(LG_ENOMEM, "%s: out of memory", path);
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        rc = lg_fail(LG_EIO, "%s: cannot open the results file: %s", path, strerror(errno));
+        goto cleanup;
+    }
+    for (;;) {
+        errno = 0;
+        ssize_t len = getline(&line, &line_cap, f);
+        if (len < 0) {
+            if (ferror(f))
+                rc = lg_fail(LG_EIO, "%s: read error after line %d: %s", path, d.line,
+                             strerror(errno));
+            break;
+        }
+        d.line++;
+        bool complete = len > 0 && line[len - 1] == '\n';
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            len--;
+        if (len == 0) continue; /* a blank line holds no record */
+        json_error_t err;
+        json_t *o = json_loadb(line, (size_t)len, JSON_REJECT_DUPLICATES, &err);
+        if (!o && !complete) {
+            /* the last line, cut short by a crash mid-write: skipped and counted */
+            r->truncated_lines++;
+            break;
+        }
+        if (!o) {
+            rc = lg_fail(LG_EFORMAT, "%s:%d: not JSON: %s (column %d)", path, d.line, err.text,
+                         err.column);
+            break;
+        }
+        rc = take_record(r, &d, o, &cap, &seen_run);
+        json_decref(o);
+        if (rc != LG_OK) break;
+    }
+    if (rc == LG_OK && !seen_run)
+        rc = lg_fail(LG_EFORMAT, "%s: no \"run\" line: %s", path,
+                     d.line == 0 ? "the file is empty" : "not a leakgate results file");
+cleanup:
+    free(line);
+    if (f) fclose(f);
+    if (rc != LG_OK) {
+        rpt_results_free(r);
+        r = NULL;
+    }
+    *out = r;
+    return rc;
+}

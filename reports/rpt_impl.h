@@ -1,0 +1,108 @@
+/* rpt_impl.h — the private parts shared by the files of reports/: JSON conversion of the
+ * results structs, text escaping and formatting, and the summaries every artefact shares. */
+#ifndef LG_RPT_IMPL_H
+#define LG_RPT_IMPL_H
+
+#include <jansson.h>
+
+#include "reports.h"
+
+/* ---- JSON (results_encode.c, results_decode.c) ------------------------------------------- */
+
+/* Each returns a new JSON object (the caller drops it with json_decref), NULL on ENOMEM. */
+json_t *rpt_run_to_json(const struct rpt_run *run);
+json_t *rpt_session_to_json(const struct rpt_session *s);
+json_t *rpt_verdict_to_json(const struct rpt_verdict *v);
+
+/* Where a decode is: messages read "path:line: session.leaks[2].tag: ...". */
+struct rpt_dec {
+    const char *path;
+    int line;
+};
+/* Each fills *out from a parsed line; LG_EFORMAT with file, line and member on bad input.
+ * A session that fails to decode is left for rpt_session_fini to clean. */
+int rpt_run_from_json(const struct rpt_dec *d, json_t *o, struct rpt_run *out);
+int rpt_session_from_json(const struct rpt_dec *d, json_t *o, struct rpt_session *out);
+int rpt_verdict_from_json(const struct rpt_dec *d, json_t *o, struct rpt_verdict *out);
+
+/* ---- text (text.c) ------------------------------------------------------------------------ */
+
+void rpt_put_xml(FILE *f, const char *s); /* XML/HTML text and attributes */
+void rpt_put_md(FILE *f, const char *s);  /* a Markdown table cell */
+void rpt_put_csv(FILE *f, const char *s); /* a CSV field, quoted when needed */
+void rpt_put_gp(FILE *f, const char *s);  /* a single-quoted gnuplot string, quotes included */
+/* "+3.10 MiB", "-512 B", "0 B"; "n/a" for NaN. Returns buf. */
+char *rpt_fmt_sbytes(char *buf, size_t size, double v);
+/* A channel value: bytes for byte channels, a plain count for refs; "n/a" for RPT_NONE. */
+char *rpt_fmt_value(char *buf, size_t size, enum rpt_channel ch, int64_t v, bool sign);
+/* The same for a double (a figure, a budget, a slope); "n/a" for NaN. */
+char *rpt_fmt_figure(char *buf, size_t size, enum rpt_channel ch, double v, bool sign);
+/* Creates dir and its parents (like mkdir -p). */
+int rpt_mkdir_p(const char *dir);
+/* Opens dir/name for writing; *out is closed with rpt_close_out, which reports write errors. */
+int rpt_open_out(FILE **out, const char *dir, const char *name, char *path, size_t path_size);
+int rpt_close_out(FILE *f, const char *path);
+/* Median of v[0..n-1] (sorts v); NaN when n == 0. */
+double rpt_median(double *v, int n);
+const char *rpt_status_word(enum rpt_status s); /* "PASS", "LEAK", ... */
+const char *rpt_status_mark(enum rpt_status s); /* a one-glyph badge for Markdown */
+
+/* ---- summaries (summary.c) ---------------------------------------------------------------- */
+
+int rpt_measured_count(const struct rpt_results *r);
+int rpt_warmup_count(const struct rpt_results *r);
+/* The verdict for a channel, NULL without a verdict or when the verdict omits it. */
+const struct rpt_channel_verdict *rpt_verdict_for(const struct rpt_results *r, enum rpt_channel c);
+/* Whether any session measured the channel. */
+bool rpt_channel_measured(const struct rpt_results *r, enum rpt_channel c);
+
+/* What the data says about a channel without a verdict engine. */
+struct rpt_channel_obs {
+    int measured;         /* measured sessions with a value */
+    int64_t max_abs;      /* largest |delta| */
+    int64_t last;         /* the last measured delta */
+    double median_growth; /* median per-session growth, NaN when none */
+    int over_budget;      /* sessions judged beyond the budget (rpt_session_judge) */
+};
+void rpt_channel_observe(const struct rpt_results *r, enum rpt_channel c,
+                         struct rpt_channel_obs *out);
+
+/* The per-session figure JUnit and the tables judge for session i: exact channels use what the
+ * session itself left behind (leaked bytes, unbalanced retains), statistical ones the delta.
+ * Returns false when the channel was not measured in that session; *over says whether the
+ * value is beyond the channel's budget in the run line. */
+bool rpt_session_judge(const struct rpt_results *r, int i, enum rpt_channel c, int64_t *value,
+                       bool *over);
+
+/* Leaked tags summed over the measured sessions, largest first. */
+struct rpt_tag_total {
+    char tag[96];
+    char space[8];
+    int64_t bytes, count;                 /* summed over the measured sessions */
+    int sessions;                         /* measured sessions in which it leaked */
+    int first_session;                    /* the index of the first of them */
+    const struct rpt_leak_group *example; /* that session's group (its stacks) */
+};
+/* *out is freed with free(); *n may be 0 (then *out is NULL). */
+int rpt_tag_totals(const struct rpt_results *r, struct rpt_tag_total **out, int *n);
+
+/* Distinct retain sites of unbalanced references on objects of one kind, over measured
+ * sessions; kind NULL takes every kind. */
+struct rpt_site_count {
+    char site[160];
+    char kind[32];
+    int count;
+    const char *stack; /* one of its stacks (borrowed from the results), or NULL */
+};
+/* *out is freed with free(). */
+int rpt_retain_sites(const struct rpt_results *r, const char *kind, struct rpt_site_count **out,
+                     int *n);
+
+/* The intercept of a Theil–Sen line through (x, y) with the given slope: median(y − slope·x)
+ * into *out (0 when n == 0 or the slope is not finite). */
+int rpt_line_intercept(const double *x, const double *y, int n, double slope, double *out);
+
+/* The class of a tag ("varmap" for "varmap/enc.weight") into buf. */
+void rpt_tag_class(const char *tag, char *buf, size_t size);
+
+#endif

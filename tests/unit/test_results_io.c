@@ -1,0 +1,668 @@
+/* test_results_io.c — the results file: writer → loader round trip of every field, lines on
+ * disk as soon as they are written, a run cut short anywhere, malformed input naming file,
+ * line and member, name tables, and every line valid against docs/results.schema.json. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "lg_test.h"
+#include "rpt_impl.h"
+
+TestSuite(results_io, .init = lg_test_setup, .fini = lg_test_teardown);
+
+/* ---- helpers ------------------------------------------------------------------------------- */
+
+static char *slurp(const char *path, size_t *len) /* caller frees */
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+        free(s);
+        s = NULL;
+    }
+    if (s) s[n] = '\0';
+    fclose(f);
+    if (len) *len = (size_t)n;
+    return s;
+}
+
+static void spit(const char *path, const char *s, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(s, 1, n, f), n);
+    fclose(f);
+}
+
+static const char *tmp_path(const char *name)
+{
+    static char buf[4][512];
+    static int k;
+    char *p = buf[k++ % 4];
+    snprintf(p, 512, "%s/%s", lg_test_tmpdir(), name);
+    return p;
+}
+
+static const char *fixture(const char *name)
+{
+    static char buf[4][512];
+    static int k;
+    char *p = buf[k++ % 4];
+    snprintf(p, 512, "%s/results/%s", lg_test_data_dir(), name);
+    return p;
+}
+
+static int shell(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int shell(const char *fmt, ...)
+{
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static const char *python3(void)
+{
+    /* Debian's python3 carries python3-jsonschema; a python3 on PATH may not */
+    return access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+}
+
+static bool same_num(double a, double b)
+{
+    return (isnan(a) && isnan(b)) || a == b;
+}
+
+/* ---- a run with every field set to something distinctive ------------------------------------- */
+
+static void fill_run(struct rpt_run *run)
+{
+    memset(run, 0, sizeof *run);
+    strcpy(run->schema, RPT_SCHEMA);
+    strcpy(run->version, "0.1.0-test");
+    strcpy(run->command, "soak");
+    strcpy(run->started, "2026-11-30T01:02:03Z");
+    strcpy(run->hostname, "höst-Ω");
+    run->cpus = 16;
+    run->mem_bytes = 137438953472LL;
+    strcpy(run->device, "cuda: NVIDIA H200");
+    strcpy(run->preset, "full");
+    strcpy(run->modes, "fp32,int8,qat");
+    run->sessions = 2;
+    run->warmup = 1;
+    run->steps = 50;
+    run->seed = 18446744073709551615ULL; /* above INT64_MAX: written as a string */
+    run->stacks = true;
+    strcpy(run->inject, "raw-malloc:256KiB@40");
+    strcpy(run->shard, "2/4");
+    for (int c = 0; c < RPT_NCHANNELS; c++) {
+        run->budgets[c].band = 1000.5 * c;
+        run->budgets[c].slope = 0.1 + c;
+        run->budgets[c].floor = c == 2 ? NAN : 3e9 + c;
+        snprintf(run->budgets[c].source, sizeof run->budgets[c].source, "source of %d", c);
+    }
+}
+
+static void fill_session(struct rpt_session *s, int index, bool warmup)
+{
+    memset(s, 0, sizeof *s);
+    s->index = index;
+    strcpy(s->mode, index % 2 ? "int8" : "fp32");
+    s->warmup = warmup;
+    s->duration_s = 1.25 + index;
+    s->steps = 50;
+    s->train_loss = 0.12345678901234567;
+    s->val_loss = NAN;
+    s->quant_val_loss = 1e-300;
+    for (int c = 0; c < RPT_NCHANNELS; c++) {
+        s->absolute[c] = c == RPT_CH_DEV_PROCESS ? RPT_NONE : ((int64_t)1 << 40) + c * 7 + index;
+        s->delta[c] = warmup ? RPT_NONE : -(int64_t)c * 4096 - index;
+    }
+    s->delta[RPT_CH_RSS] = warmup ? RPT_NONE : INT64_MAX;
+    s->peak_tagged_host = 987654321;
+    s->peak_tagged_device = RPT_NONE;
+    s->leaked_host_bytes = 3317760 + index;
+    s->leaked_device_bytes = 0;
+    s->n_groups = 2;
+    s->groups = calloc(2, sizeof *s->groups);
+    strcpy(s->groups[0].tag, "varmap/enc_lstm.w_ih");
+    strcpy(s->groups[0].space, "host");
+    s->groups[0].bytes = 262144;
+    s->groups[0].count = 1;
+    s->groups[0].n_stacks = 2;
+    s->groups[0].stacks = calloc(2, sizeof *s->groups[0].stacks);
+    s->groups[0].stacks[0].count = 3;
+    s->groups[0].stacks[0].frames =
+        strdup("vm_tensor_new (model/varmap.c:77)\ntft_new (model/tft.c:120)");
+    s->groups[0].stacks[1].count = 1;
+    s->groups[0].stacks[1].frames = strdup("main (harness/main.c:57)");
+    strcpy(s->groups[1].tag, "act/dec.attn.scores");
+    strcpy(s->groups[1].space, "device");
+    s->groups[1].bytes = 4194304;
+    s->groups[1].count = 2;
+    s->n_refs = 1;
+    s->refs = calloc(1, sizeof *s->refs);
+    strcpy(s->refs[0].kind, "varmap");
+    strcpy(s->refs[0].name, "tft.varmap");
+    s->refs[0].refs = 2;
+    s->refs[0].n_retains = 2;
+    s->refs[0].retains = calloc(2, sizeof *s->refs[0].retains);
+    strcpy(s->refs[0].retains[0].site, "trainer_new (model/trainer.c:142)");
+    s->refs[0].retains[0].generation = 4000000000u;
+    s->refs[0].retains[0].stack =
+        strdup("vm_retain (model/varmap.c:210)\ntrainer_new (model/trainer.c:142)");
+    strcpy(s->refs[0].retains[1].site, "ckpt_save (model/ckpt.c:9)");
+    s->refs[0].retains[1].generation = 2;
+    s->n_classes = 2;
+    s->classes = calloc(2, sizeof *s->classes);
+    strcpy(s->classes[0].cls, "varmap");
+    s->classes[0].bytes = 262144;
+    strcpy(s->classes[1].cls, "act");
+    s->classes[1].bytes = 4194304;
+    s->n_samples = 3;
+    s->samples = calloc(3, sizeof *s->samples);
+    s->samples[0] = (struct rpt_sample){-1, "build", 0.0, 100, RPT_NONE, 200, 300};
+    s->samples[1] = (struct rpt_sample){1, "train", 0.0215, 1000, 2000, 3000, 4000};
+    s->samples[2] = (struct rpt_sample){-1, "free", NAN, RPT_NONE, RPT_NONE, RPT_NONE, RPT_NONE};
+    if (index == 2) strcpy(s->error, "checkpoint write failed: \"disk full\"\nat save");
+}
+
+static void fill_verdict(struct rpt_verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    v->status = RPT_LEAK;
+    v->exit_code = 1;
+    v->sessions_measured = 2;
+    v->partial = true;
+    strcpy(v->summary, "LEAK on tagged_host: 3.16 MiB per session");
+    v->n_channels = RPT_NCHANNELS;
+    for (int c = 0; c < RPT_NCHANNELS; c++) {
+        struct rpt_channel_verdict *cv = &v->channels[c];
+        cv->channel = (enum rpt_channel)(RPT_NCHANNELS - 1 - c); /* order is kept, whatever it is */
+        cv->status = (enum rpt_status)(c % 6);
+        cv->figure = c * 1.5;
+        cv->budget = c == 3 ? NAN : 65536;
+        cv->slope = 1.0 / (c + 1);
+        cv->slope_lo = -0.25;
+        cv->slope_hi = 1e12;
+        cv->shift = c == 0 ? NAN : 7737344;
+        snprintf(cv->why, sizeof cv->why, "why number %d", c);
+    }
+}
+
+static void check_run(const struct rpt_run *a, const struct rpt_run *b)
+{
+    cr_assert_str_eq(a->schema, b->schema);
+    cr_assert_str_eq(a->version, b->version);
+    cr_assert_str_eq(a->command, b->command);
+    cr_assert_str_eq(a->started, b->started);
+    cr_assert_str_eq(a->hostname, b->hostname);
+    cr_assert_eq(a->cpus, b->cpus);
+    cr_assert_eq(a->mem_bytes, b->mem_bytes);
+    cr_assert_str_eq(a->device, b->device);
+    cr_assert_str_eq(a->preset, b->preset);
+    cr_assert_str_eq(a->modes, b->modes);
+    cr_assert_eq(a->sessions, b->sessions);
+    cr_assert_eq(a->warmup, b->warmup);
+    cr_assert_eq(a->steps, b->steps);
+    cr_assert_eq(a->seed, b->seed, "seed %llu != %llu", (unsigned long long)a->seed,
+                 (unsigned long long)b->seed);
+    cr_assert_eq(a->stacks, b->stacks);
+    cr_assert_str_eq(a->inject, b->inject);
+    cr_assert_str_eq(a->shard, b->shard);
+    for (int c = 0; c < RPT_NCHANNELS; c++) {
+        cr_assert(same_num(a->budgets[c].band, b->budgets[c].band));
+        cr_assert(same_num(a->budgets[c].slope, b->budgets[c].slope));
+        cr_assert(same_num(a->budgets[c].floor, b->budgets[c].floor), "floor of %d", c);
+        cr_assert_str_eq(a->budgets[c].source, b->budgets[c].source);
+    }
+}
+
+static void check_session(const struct rpt_session *a, const struct rpt_session *b)
+{
+    cr_assert_eq(a->index, b->index);
+    cr_assert_str_eq(a->mode, b->mode);
+    cr_assert_eq(a->warmup, b->warmup);
+    cr_assert(same_num(a->duration_s, b->duration_s));
+    cr_assert_eq(a->steps, b->steps);
+    cr_assert(same_num(a->train_loss, b->train_loss), "train_loss %.17g != %.17g", a->train_loss,
+              b->train_loss);
+    cr_assert(same_num(a->val_loss, b->val_loss));
+    cr_assert(same_num(a->quant_val_loss, b->quant_val_loss));
+    for (int c = 0; c < RPT_NCHANNELS; c++) {
+        cr_assert_eq(a->absolute[c], b->absolute[c], "absolute[%s]", rpt_channel_name(c));
+        cr_assert_eq(a->delta[c], b->delta[c], "delta[%s]", rpt_channel_name(c));
+    }
+    cr_assert_eq(a->peak_tagged_host, b->peak_tagged_host);
+    cr_assert_eq(a->peak_tagged_device, b->peak_tagged_device);
+    cr_assert_eq(a->leaked_host_bytes, b->leaked_host_bytes);
+    cr_assert_eq(a->leaked_device_bytes, b->leaked_device_bytes);
+    cr_assert_eq(a->n_groups, b->n_groups);
+    for (int g = 0; g < a->n_groups; g++) {
+        const struct rpt_leak_group *x = &a->groups[g], *y = &b->groups[g];
+        cr_assert_str_eq(x->tag, y->tag);
+        cr_assert_str_eq(x->space, y->space);
+        cr_assert_eq(x->bytes, y->bytes);
+        cr_assert_eq(x->count, y->count);
+        cr_assert_eq(x->n_stacks, y->n_stacks);
+        for (int k = 0; k < x->n_stacks; k++) {
+            cr_assert_eq(x->stacks[k].count, y->stacks[k].count);
+            cr_assert_str_eq(x->stacks[k].frames, y->stacks[k].frames);
+        }
+    }
+    cr_assert_eq(a->n_refs, b->n_refs);
+    for (int k = 0; k < a->n_refs; k++) {
+        const struct rpt_ref_leak *x = &a->refs[k], *y = &b->refs[k];
+        cr_assert_str_eq(x->kind, y->kind);
+        cr_assert_str_eq(x->name, y->name);
+        cr_assert_eq(x->refs, y->refs);
+        cr_assert_eq(x->n_retains, y->n_retains);
+        for (int t = 0; t < x->n_retains; t++) {
+            cr_assert_str_eq(x->retains[t].site, y->retains[t].site);
+            cr_assert_eq(x->retains[t].generation, y->retains[t].generation);
+            if (!x->retains[t].stack)
+                cr_assert_null(y->retains[t].stack);
+            else
+                cr_assert_str_eq(x->retains[t].stack, y->retains[t].stack);
+        }
+    }
+    cr_assert_eq(a->n_classes, b->n_classes);
+    for (int k = 0; k < a->n_classes; k++) {
+        cr_assert_str_eq(a->classes[k].cls, b->classes[k].cls);
+        cr_assert_eq(a->classes[k].bytes, b->classes[k].bytes);
+    }
+    cr_assert_eq(a->n_samples, b->n_samples);
+    for (int k = 0; k < a->n_samples; k++) {
+        const struct rpt_sample *x = &a->samples[k], *y = &b->samples[k];
+        cr_assert_eq(x->step, y->step);
+        cr_assert_str_eq(x->phase, y->phase);
+        cr_assert(same_num(x->t, y->t));
+        cr_assert_eq(x->tagged_host, y->tagged_host);
+        cr_assert_eq(x->tagged_device, y->tagged_device);
+        cr_assert_eq(x->je_allocated, y->je_allocated);
+        cr_assert_eq(x->rss, y->rss);
+    }
+    cr_assert_str_eq(a->error, b->error);
+}
+
+static void check_verdict(const struct rpt_verdict *a, const struct rpt_verdict *b)
+{
+    cr_assert_eq(a->status, b->status);
+    cr_assert_eq(a->exit_code, b->exit_code);
+    cr_assert_eq(a->sessions_measured, b->sessions_measured);
+    cr_assert_eq(a->partial, b->partial);
+    cr_assert_str_eq(a->summary, b->summary);
+    cr_assert_eq(a->n_channels, b->n_channels);
+    for (int k = 0; k < a->n_channels; k++) {
+        const struct rpt_channel_verdict *x = &a->channels[k], *y = &b->channels[k];
+        cr_assert_eq(x->channel, y->channel);
+        cr_assert_eq(x->status, y->status);
+        cr_assert(same_num(x->figure, y->figure));
+        cr_assert(same_num(x->budget, y->budget));
+        cr_assert(same_num(x->slope, y->slope));
+        cr_assert(same_num(x->slope_lo, y->slope_lo));
+        cr_assert(same_num(x->slope_hi, y->slope_hi));
+        cr_assert(same_num(x->shift, y->shift));
+        cr_assert_str_eq(x->why, y->why);
+    }
+}
+
+/* Writes run, three sessions and a verdict to path. */
+static void write_sample(const char *path, struct rpt_run *run, struct rpt_session *s,
+                         struct rpt_verdict *v)
+{
+    fill_run(run);
+    for (int i = 0; i < 3; i++)
+        fill_session(&s[i], i, i == 0);
+    fill_verdict(v);
+    struct rpt_writer *w = NULL;
+    cr_assert_eq(rpt_writer_open(&w, path, run), LG_OK, "%s", lg_errmsg());
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(rpt_writer_session(w, &s[i]), LG_OK, "%s", lg_errmsg());
+    cr_assert_eq(rpt_writer_verdict(w, v), LG_OK, "%s", lg_errmsg());
+    rpt_writer_close(w);
+}
+
+/* ---- tests ---------------------------------------------------------------------------------- */
+
+Test(results_io, write_then_load_keeps_every_field)
+{
+    struct rpt_run run;
+    struct rpt_session s[3];
+    struct rpt_verdict v;
+    const char *path = tmp_path("rt.jsonl");
+    write_sample(path, &run, s, &v);
+
+    char *text = slurp(path, NULL);
+    int lines = 0;
+    for (char *p = text; *p; p++)
+        lines += *p == '\n';
+    cr_assert_eq(lines, 5, "one line per record: run, 3 sessions, verdict");
+    cr_assert(strstr(text, "\"seed\":\"18446744073709551615\""),
+              "a seed above INT64_MAX is a string");
+    cr_assert(strstr(text, "\"val_loss\":null"), "NaN is null");
+    cr_assert(strstr(text, "\"dev_process\":null"), "RPT_NONE is null");
+    cr_assert(strstr(text, "\"bytes\":262144,"), "bytes are integers");
+    free(text);
+
+    struct rpt_results *r = NULL;
+    cr_assert_eq(rpt_results_load(&r, path), LG_OK, "%s", lg_errmsg());
+    check_run(&run, &r->run);
+    cr_assert_eq(r->n_sessions, 3);
+    for (int i = 0; i < 3; i++)
+        check_session(&s[i], &r->sessions[i]);
+    cr_assert(r->has_verdict);
+    check_verdict(&v, &r->verdict);
+    cr_assert_eq(r->truncated_lines, 0);
+    rpt_results_free(r);
+    for (int i = 0; i < 3; i++)
+        rpt_session_fini(&s[i]);
+    cr_assert_null(s[0].groups, "fini leaves the session empty");
+    cr_assert_eq(s[0].n_groups, 0);
+}
+
+Test(results_io, each_line_is_on_disk_when_the_call_returns)
+{
+    struct rpt_run run;
+    struct rpt_session s;
+    fill_run(&run);
+    fill_session(&s, 1, false);
+    const char *path = tmp_path("live.jsonl");
+    struct rpt_writer *w = NULL;
+    cr_assert_eq(rpt_writer_open(&w, path, &run), LG_OK);
+    char *t = slurp(path, NULL);
+    cr_assert(t && strncmp(t, "{\"type\":\"run\"", 13) == 0 && strchr(t, '\n'),
+              "run line written at open");
+    free(t);
+    cr_assert_eq(rpt_writer_session(w, &s), LG_OK);
+    /* read it back while the writer is still open: a crash now would lose nothing */
+    struct rpt_results *r = NULL;
+    cr_assert_eq(rpt_results_load(&r, path), LG_OK, "%s", lg_errmsg());
+    cr_assert_eq(r->n_sessions, 1);
+    cr_assert_not(r->has_verdict);
+    cr_assert_eq(r->truncated_lines, 0);
+    rpt_results_free(r);
+    rpt_writer_close(w);
+    rpt_session_fini(&s);
+}
+
+Test(results_io, writer_open_failure_says_where)
+{
+    struct rpt_run run;
+    fill_run(&run);
+    struct rpt_writer *w = (struct rpt_writer *)&run; /* must be reset to NULL */
+    int rc = rpt_writer_open(&w, "/nonexistent-dir/results.jsonl", &run);
+    cr_assert_eq(rc, LG_EIO);
+    cr_assert_null(w);
+    cr_assert(strstr(lg_errmsg(), "/nonexistent-dir/results.jsonl"), "%s", lg_errmsg());
+    rpt_writer_close(NULL);
+}
+
+Test(results_io, bytes_that_are_not_utf8_become_question_marks)
+{
+    struct rpt_run run;
+    struct rpt_session s;
+    fill_run(&run);
+    fill_session(&s, 1, false);
+    strcpy(s.groups[0].tag, "varmap/bad\xff\xc3(name");
+    const char *path = tmp_path("utf8.jsonl");
+    struct rpt_writer *w = NULL;
+    cr_assert_eq(rpt_writer_open(&w, path, &run), LG_OK);
+    cr_assert_eq(rpt_writer_session(w, &s), LG_OK, "%s", lg_errmsg());
+    rpt_writer_close(w);
+    struct rpt_results *r = NULL;
+    cr_assert_eq(rpt_results_load(&r, path), LG_OK, "%s", lg_errmsg());
+    cr_assert_str_eq(r->sessions[0].groups[0].tag, "varmap/bad?"
+                                                   "?(name");
+    rpt_results_free(r);
+    rpt_session_fini(&s);
+}
+
+Test(results_io, recorded_fixtures_load_with_their_verdicts)
+{
+    static const struct {
+        const char *name;
+        int sessions;
+        bool verdict;
+        enum rpt_status status;
+        int truncated;
+    } want[] = {
+        {"clean.jsonl", 8, true, RPT_PASS, 0},   {"clean2.jsonl", 8, true, RPT_PASS, 0},
+        {"leaking.jsonl", 8, true, RPT_LEAK, 0}, {"partial.jsonl", 5, false, RPT_PASS, 1},
+        {"soak.jsonl", 101, true, RPT_LEAK, 0},  {"device.jsonl", 6, true, RPT_LEAK, 0},
+    };
+    for (size_t k = 0; k < LG_ARRAY_LEN(want); k++) {
+        struct rpt_results *r = NULL;
+        cr_assert_eq(rpt_results_load(&r, fixture(want[k].name)), LG_OK, "%s", lg_errmsg());
+        cr_assert_eq(r->n_sessions, want[k].sessions, "%s", want[k].name);
+        cr_assert_eq(r->has_verdict, want[k].verdict, "%s", want[k].name);
+        cr_assert_eq(r->truncated_lines, want[k].truncated, "%s", want[k].name);
+        if (want[k].verdict) cr_assert_eq(r->verdict.status, want[k].status, "%s", want[k].name);
+        rpt_results_free(r);
+    }
+    struct rpt_results *r = NULL;
+    cr_assert_eq(rpt_results_load(&r, fixture("device.jsonl")), LG_OK);
+    cr_assert_eq(r->sessions[2].leaked_device_bytes, 4 << 20);
+    cr_assert_str_eq(r->sessions[2].groups[0].space, "device");
+    cr_assert_neq(r->sessions[2].delta[RPT_CH_DEV_DRIVER], RPT_NONE);
+    rpt_results_free(r);
+    cr_assert_eq(rpt_results_load(&r, fixture("clean.jsonl")), LG_OK);
+    cr_assert_eq(r->sessions[3].delta[RPT_CH_TAGGED_DEVICE], RPT_NONE,
+                 "CPU run: device channels are null");
+    cr_assert_eq(r->sessions[0].delta[RPT_CH_RSS], RPT_NONE, "warm-up: no delta");
+    cr_assert_gt(r->sessions[3].n_samples, r->run.steps, "a sample per step plus phase marks");
+    rpt_results_free(r);
+}
+
+Test(results_io, a_run_cut_short_anywhere_in_its_last_line_loads)
+{
+    size_t n;
+    char *text = slurp(fixture("leaking.jsonl"), &n);
+    cr_assert_not_null(text);
+    cr_assert_eq(text[n - 1], '\n');
+    size_t verdict_start = n - 1, session_start;
+    while (text[verdict_start - 1] != '\n')
+        verdict_start--;
+    session_start = verdict_start - 1;
+    while (text[session_start - 1] != '\n')
+        session_start--;
+    const char *path = tmp_path("cut.jsonl");
+    size_t vlen = n - 1 - verdict_start, slen = verdict_start - 1 - session_start;
+    /* cut inside the verdict line: 8 sessions, no verdict */
+    size_t cuts[] = {1, 2, vlen / 3, vlen / 2, vlen - 1};
+    for (size_t k = 0; k < LG_ARRAY_LEN(cuts); k++) {
+        spit(path, text, verdict_start + cuts[k]);
+        struct rpt_results *r = NULL;
+        cr_assert_eq(rpt_results_load(&r, path), LG_OK, "cut at %zu: %s", cuts[k], lg_errmsg());
+        cr_assert_eq(r->n_sessions, 8);
+        cr_assert_not(r->has_verdict);
+        cr_assert_eq(r->truncated_lines, 1);
+        rpt_results_free(r);
+    }
+    /* cut inside the last session line: 7 sessions */
+    spit(path, text, session_start + slen / 2);
+    struct rpt_results *r = NULL;
+    cr_assert_eq(rpt_results_load(&r, path), LG_OK, "%s", lg_errmsg());
+    cr_assert_eq(r->n_sessions, 7);
+    cr_assert_eq(r->truncated_lines, 1);
+    rpt_results_free(r);
+    /* cut exactly before the last newline: the record is complete */
+    spit(path, text, n - 1);
+    cr_assert_eq(rpt_results_load(&r, path), LG_OK, "%s", lg_errmsg());
+    cr_assert(r->has_verdict);
+    cr_assert_eq(r->truncated_lines, 0);
+    rpt_results_free(r);
+    /* only a cut run line: nothing to report from */
+    spit(path, text, 40);
+    cr_assert_eq(rpt_results_load(&r, path), LG_EFORMAT);
+    cr_assert_null(r);
+    cr_assert(strstr(lg_errmsg(), "no \"run\" line"), "%s", lg_errmsg());
+    free(text);
+}
+
+/* Replaces the first `from` in s with `to` (s has room). */
+static void replace(char *s, const char *from, const char *to)
+{
+    char *p = strstr(s, from);
+    cr_assert_not_null(p, "fixture text lacks %s", from);
+    memmove(p + strlen(to), p + strlen(from), strlen(p + strlen(from)) + 1);
+    memcpy(p, to, strlen(to));
+}
+
+Test(results_io, malformed_lines_are_errors_naming_file_line_and_member)
+{
+    size_t n;
+    char *text = slurp(fixture("clean.jsonl"), &n);
+    cr_assert_not_null(text);
+    /* the lines of the clean fixture: run, 8 sessions, verdict */
+    char *line[10];
+    int nl = 0;
+    for (char *p = text; *p && nl < 10; nl++) {
+        line[nl] = p;
+        p = strchr(p, '\n');
+        *p++ = '\0';
+    }
+    cr_assert_eq(nl, 10);
+    char tag[300];
+    memset(tag, 'x', 200);
+    tag[200] = '\0';
+    char too_long[400];
+    snprintf(too_long, sizeof too_long, "\"tag\":\"%s\"", tag);
+    static char b[65536];
+    struct {
+        char *body; /* the file: lines each ending with '\n' */
+        int line;
+        const char *what;
+    } cases[12];
+    int nc = 0;
+#define CASE(LINE, WHAT, ...)                                                                      \
+    do {                                                                                           \
+        snprintf(b, sizeof b, __VA_ARGS__);                                                        \
+        cases[nc++] = (typeof(cases[0])){strdup(b), LINE, WHAT};                                   \
+    } while (0)
+    CASE(2, "not JSON", "%s\ngarbage\n%s\n", line[0], line[1]);
+    CASE(2, "not JSON", "%s\ngarbage\n", line[0]); /* a complete last line is not a truncation */
+    CASE(2, "not JSON", "%s\n%.100s\n%s\n", line[0], line[1],
+         line[2]); /* a cut line in the middle */
+    CASE(1, "before the \"run\" line", "%s\n%s\n", line[1], line[0]);
+    CASE(2, "a second \"run\" line", "%s\n%s\n", line[0], line[0]);
+    CASE(3, "after the \"verdict\" line", "%s\n%s\n%s\n", line[0], line[9], line[1]);
+    CASE(2, "unknown record type \"bogus\"", "%s\n{\"type\":\"bogus\"}\n", line[0]);
+    CASE(2, "not JSON", "%s\n{\"type\":\"session\",\"type\":\"session\"}\n",
+         line[0]); /* duplicate key */
+    /* the rest edit a copy of a line */
+    char edit[65536];
+    snprintf(edit, sizeof edit, "%s", line[3]);
+    replace(edit, "\"steps\":12", "\"steps\":12.5");
+    CASE(2, "session.steps: expected an integer", "%s\n%s\n", line[0], edit);
+    snprintf(edit, sizeof edit, "%s", line[3]);
+    replace(edit, "\"delta\":", "\"delte\":");
+    CASE(2, "session.delta: missing", "%s\n%s\n", line[0], edit);
+    snprintf(edit, sizeof edit, "%s", line[9]);
+    replace(edit, "\"channel\":\"rss\"", "\"channel\":\"rsss\"");
+    CASE(10, "verdict.channels[6].channel: unknown channel",
+         "%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n", line[0], line[1], line[2], line[3], line[4],
+         line[5], line[6], line[7], line[8], edit);
+    snprintf(edit, sizeof edit, "%s", line[0]);
+    replace(edit, "leakgate.results/1", "leakgate.results/2");
+    CASE(1, "run.schema: not \"leakgate.results/1\"", "%s\n", edit);
+    cr_assert_leq(nc, 12);
+    const char *path = tmp_path("bad.jsonl");
+    for (int k = 0; k < nc; k++) {
+        spit(path, cases[k].body, strlen(cases[k].body));
+        struct rpt_results *r = (struct rpt_results *)cases; /* must be reset to NULL */
+        lg_clear_error();
+        int rc = rpt_results_load(&r, path);
+        char where[600];
+        snprintf(where, sizeof where, "%s:%d: ", path, cases[k].line);
+        cr_assert_eq(rc, LG_EFORMAT, "case %d loaded (%s)", k, cases[k].what);
+        cr_assert_null(r);
+        cr_assert(strstr(lg_errmsg(), where), "case %d: \"%s\" lacks \"%s\"", k, lg_errmsg(),
+                  where);
+        cr_assert(strstr(lg_errmsg(), cases[k].what), "case %d: \"%s\" lacks \"%s\"", k,
+                  lg_errmsg(), cases[k].what);
+        free(cases[k].body);
+    }
+    /* a string too long for its field */
+    char *leak = slurp(fixture("leaking.jsonl"), NULL);
+    char *l2 = strchr(leak, '\n') + 1;
+    *strchr(l2, '\n') = '\0';
+    char *first_line_end = strchr(leak, '\n');
+    *first_line_end = '\0';
+    char *buf = malloc(strlen(leak) + strlen(l2) + 600);
+    char *edited = malloc(strlen(l2) + 600);
+    strcpy(edited, l2);
+    replace(edited, "\"tag\":\"varmap/input_embed.cont.weight\"", too_long);
+    sprintf(buf, "%s\n%s\n", leak, edited);
+    spit(path, buf, strlen(buf));
+    struct rpt_results *r = NULL;
+    cr_assert_eq(rpt_results_load(&r, path), LG_EFORMAT);
+    cr_assert(strstr(lg_errmsg(), ":2: session.leaks[0].tag: string longer than 95 bytes"), "%s",
+              lg_errmsg());
+    free(buf);
+    free(edited);
+    free(leak);
+    /* an empty file, a missing file */
+    spit(path, "", 0);
+    cr_assert_eq(rpt_results_load(&r, path), LG_EFORMAT);
+    cr_assert(strstr(lg_errmsg(), "the file is empty"), "%s", lg_errmsg());
+    cr_assert_eq(rpt_results_load(&r, tmp_path("missing.jsonl")), LG_EIO);
+    cr_assert(strstr(lg_errmsg(), "missing.jsonl"), "%s", lg_errmsg());
+    free(text);
+}
+
+Test(results_io, name_tables_round_trip)
+{
+    for (int c = 0; c < RPT_NCHANNELS; c++) {
+        cr_assert_eq(rpt_channel_from_name(rpt_channel_name(c)), c);
+        cr_assert_gt(strlen(rpt_channel_label(c)), 3);
+    }
+    for (int s = RPT_PASS; s <= RPT_ERROR; s++)
+        cr_assert_eq(rpt_status_from_name(rpt_status_name(s)), s);
+    cr_assert_eq(rpt_channel_from_name("rsss"), -1);
+    cr_assert_eq(rpt_status_from_name("PASS"), -1);
+    cr_assert_str_eq(rpt_channel_name(RPT_CH_JE_RESIDENT), "je_resident");
+    cr_assert_str_eq(rpt_status_name(RPT_INCONCLUSIVE), "inconclusive");
+    cr_assert(rpt_channel_exact(RPT_CH_TAGGED_HOST) && rpt_channel_exact(RPT_CH_REFS));
+    cr_assert_not(rpt_channel_exact(RPT_CH_RSS));
+}
+
+Test(results_io, every_line_validates_against_the_json_schema, .timeout = 120)
+{
+    struct rpt_run run;
+    struct rpt_session s[3];
+    struct rpt_verdict v;
+    const char *path = tmp_path("schema.jsonl");
+    write_sample(path, &run, s, &v);
+    for (int i = 0; i < 3; i++)
+        rpt_session_fini(&s[i]);
+    const char *src = LG_SOURCE_DIR;
+    const char *py = python3();
+    cr_assert_eq(shell("%s -c 'import jsonschema' 2>/dev/null", py), 0,
+                 "python3-jsonschema is needed: apt-get install python3-jsonschema");
+    cr_assert_eq(shell("%s %s/tests/data/results/validate_jsonl.py %s/docs/results.schema.json %s "
+                       "%s/results/*.jsonl",
+                       py, src, src, path, lg_test_data_dir()),
+                 0, "a line does not match docs/results.schema.json (see above)");
+    /* and the check can fail: a byte count as a float, an unknown channel */
+    char *text = slurp(path, NULL);
+    char *p = strstr(text, "\"bytes\":262144,");
+    memcpy(p, "\"bytes\":2621.4,", 15);
+    const char *bad = tmp_path("schema-bad.jsonl");
+    spit(bad, text, strlen(text));
+    free(text);
+    cr_assert_eq(
+        shell(
+            "%s %s/tests/data/results/validate_jsonl.py %s/docs/results.schema.json %s >/dev/null",
+            py, src, src, bad),
+        1, "the schema accepted a byte count that is not an integer");
+}
