@@ -7,7 +7,7 @@ LG_BUILD=${LG_BUILD:-$LG_ROOT/build}
 # Debian packages the build and tests need (README "Dependencies" says why each is there).
 LG_PACKAGES=(cmake make gcc pkg-config binutils
              libjemalloc-dev libcriterion-dev libopenblas-dev libjansson-dev
-             gnuplot-nox libxml2-utils python3 python3-jsonschema)
+             gnuplot-nox libxml2-utils python3 python3-jsonschema python3-yaml)
 
 lg_log() { printf '\033[1m[ci]\033[0m %s\n' "$*" >&2; }
 

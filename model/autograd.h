@@ -19,7 +19,7 @@
  * tape; the node holds references to what its backward needs (saved inputs, saved outputs).
  * Gradients of leaves accumulate (+=) into leaf->grad, allocated on first use with the tag
  * "grad/<name without class>", and owned by the leaf; intermediate gradients are temporaries
- * of the context ("act.grad/...").
+ * of the context ("act.grad/..."), released as soon as the node that made the tensor has run.
  *
  * Errors: an op given bad shapes or dtypes returns NULL and records a message naming the op
  * and the shapes ("ag_matmul: inner dimensions differ: a [4, 3] b [5, 2]"). The first error
@@ -79,6 +79,13 @@ struct tn_tensor *ag_adopt(struct ag_ctx *ctx, struct tn_tensor *t);
 int ag_backward(struct ag_ctx *ctx, struct tn_tensor *loss);
 /* Number of nodes on the tape and bytes its saved tensors hold (for tests and reports). */
 size_t ag_tape_len(const struct ag_ctx *ctx);
+
+/* Takes the current tape and every temporary out of the context (which starts over empty):
+ * a kept graph, freed with ag_tape_free. NULL + LG_ENOMEM on failure (nothing moved). */
+struct ag_tape;
+struct ag_tape *ag_ctx_take_tape(struct ag_ctx *ctx);
+size_t ag_tape_nodes(const struct ag_tape *t);
+void ag_tape_free(struct ag_tape *t);
 
 /* ---- operations (forward and backward); all return context-owned tensors ---------- */
 

@@ -4,11 +4,13 @@
  * order with contiguous offsets from 0), dumped compact into one tracked buffer behind its
  * 8-byte length and padded with spaces to a multiple of 8. Tensor data is then written
  * straight from tensor memory: no staging copy of the data buffer, which for foxhunt-815 would
- * be 815 MiB. Everything goes to "<path>.tmp", which is synced and renamed over `path`; on any
+ * be 815 MiB. Device tensors pass through one tracked host buffer ("ckpt/staging.device", at
+ * most STAGE_MAX bytes, reused chunk by chunk). Everything goes to "<path>.tmp", which is synced and renamed over `path`; on any
  * failure the .tmp file is removed, so `path` holds either the old file or the whole new one.
  */
 #define _GNU_SOURCE
 #include "safetensors.h"
+#include "tn_device.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,14 +34,31 @@ static int write_all(int fd, const char *path, const void *src, size_t n)
     return LG_OK;
 }
 
+#define STAGE_MAX ((size_t)64 << 20)
+
+/* Writes one tensor's bytes; a device tensor's go through `stage` [stage_size] in chunks. */
+static int write_tensor(int fd, const char *path, const struct st_entry *e, char *stage,
+                        size_t stage_size)
+{
+    const struct tn_tensor *t = e->t;
+    if (t->device == TN_CPU) return write_all(fd, path, tn_data(t), tn_nbytes(t));
+    const char *src = tn_data(t);
+    for (size_t off = 0, n = tn_nbytes(t); off < n; off += stage_size) {
+        size_t chunk = LG_MIN(stage_size, n - off);
+        int rc = tn_device_copy(stage, TN_CPU, src + off, t->device, chunk);
+        if (rc != LG_OK)
+            return lg_fail_ctx(rc, "%s: reading tensor \"%s\" from the device: ", path,
+                               e->name ? e->name : tn_basename(t));
+        if ((rc = write_all(fd, path, stage, chunk)) != LG_OK) return rc;
+    }
+    return LG_OK;
+}
+
 /* Adds one tensor's entry at byte *off of the data buffer; advances *off. */
 static int add_entry(json_t *root, const struct st_entry *e, uint64_t *off, const char *path)
 {
     const struct tn_tensor *t = e->t;
     const char *name = e->name ? e->name : tn_basename(t);
-    if (t->device != TN_CPU)
-        return lg_fail(LG_EINVAL, "%s: tensor \"%s\" is on the device; copy it to the host first",
-                       path, name);
     if (strcmp(name, "__metadata__") == 0)
         return lg_fail(LG_EINVAL, "%s: \"__metadata__\" is reserved, not a tensor name", path);
     if (json_object_get(root, name))
@@ -102,7 +121,8 @@ int st_save(struct trk_tracker *trk, const char *path, const struct st_entry *e,
 {
     LG_ASSERT(trk && path && n >= 0 && (n == 0 || e) && "st_save: bad arguments");
     int rc = LG_OK, fd = -1, created = 0;
-    char *hdr = NULL;
+    char *hdr = NULL, *stage = NULL;
+    size_t stage_size = 0;
     json_t *root = NULL;
     char tmp[PATH_MAX];
     if (lg_snprintf(tmp, sizeof tmp, "%s.tmp", path))
@@ -129,7 +149,14 @@ int st_save(struct trk_tracker *trk, const char *path, const struct st_entry *e,
     created = 1;
     if ((rc = write_all(fd, tmp, hdr, 8 + padded)) != LG_OK) goto cleanup;
     for (int i = 0; i < n; i++)
-        if ((rc = write_all(fd, tmp, tn_data(e[i].t), tn_nbytes(e[i].t))) != LG_OK) goto cleanup;
+        if (e[i].t->device != TN_CPU) stage_size = LG_MAX(stage_size, LG_MIN(tn_nbytes(e[i].t), STAGE_MAX));
+    if (stage_size && !(stage = trk_alloc(trk, stage_size, "ckpt/staging.device"))) {
+        rc = lg_fail(LG_ENOMEM, "%s: out of memory for a %zu-byte device staging buffer", path,
+                     stage_size);
+        goto cleanup;
+    }
+    for (int i = 0; i < n; i++)
+        if ((rc = write_tensor(fd, tmp, &e[i], stage, stage_size)) != LG_OK) goto cleanup;
     if (fsync(fd) != 0) {
         rc = lg_fail(LG_EIO, "%s: sync failed: %s", tmp, strerror(errno));
         goto cleanup;
@@ -147,5 +174,6 @@ cleanup:
     if (rc != LG_OK && created) unlink(tmp);
     json_decref(root);
     trk_free(trk, hdr);
+    trk_free(trk, stage);
     return rc;
 }

@@ -72,11 +72,22 @@ static int check_shape(int ndim, const int64_t *shape, const char *name)
     return LG_OK;
 }
 
+/* "meta/<class of name>.<what>" ("meta/varmap.tensor"): bookkeeping is tagged with the class
+ * of the tensor it serves, so a leak report puts it beside that tensor's bytes. */
+static void meta_tag(char *buf, size_t size, const char *name, const char *what)
+{
+    const char *slash = strchr(name, '/');
+    int n = slash ? (int)(slash - name) : 0;
+    snprintf(buf, size, "meta/%.*s%s%s", n, name, n ? "." : "", what);
+}
+
 /* A tensor struct with no storage yet; the caller sets st. */
 static struct tn_tensor *new_header(struct trk_tracker *trk, enum tn_dtype dt, enum tn_device dev,
                                     int ndim, const int64_t *shape, const char *name)
 {
-    struct tn_tensor *t = trk_alloc(trk, sizeof *t, "meta/tensor");
+    char tag[64];
+    meta_tag(tag, sizeof tag, name ? name : "tensor", "tensor");
+    struct tn_tensor *t = trk_alloc(trk, sizeof *t, tag);
     if (!t) return NULL;
     memset(t, 0, sizeof *t);
     lg_strlcpy(t->name, name ? name : "tensor", sizeof t->name);
@@ -95,7 +106,9 @@ struct tn_tensor *tn_new(struct trk_tracker *trk, enum tn_dtype dt, enum tn_devi
     if (check_shape(ndim, shape, name) != LG_OK) return NULL;
     struct tn_tensor *t = new_header(trk, dt, dev, ndim, shape, name);
     if (!t) return NULL;
-    struct tn_storage *st = trk_alloc(trk, sizeof *st, "meta/storage");
+    char tag[64];
+    meta_tag(tag, sizeof tag, name, "storage");
+    struct tn_storage *st = trk_alloc(trk, sizeof *st, tag);
     if (!st) goto fail;
     memset(st, 0, sizeof *st);
     st->nbytes = tn_nbytes(t);
@@ -254,6 +267,32 @@ struct tn_tensor *tn_to_device(const struct tn_tensor *t, enum tn_device dev)
         return NULL;
     }
     return c;
+}
+
+int tn_move(struct tn_tensor *t, enum tn_device dev)
+{
+    struct tn_storage *st = t->st;
+    if (t->device == dev && st->device == dev) return t->grad ? tn_move(t->grad, dev) : LG_OK;
+    int refs = __atomic_load_n(&st->refs, __ATOMIC_ACQUIRE);
+    if (refs != 1)
+        return lg_fail(LG_EINVAL, "tn_move %s: its storage is shared with %d view(s)", t->name,
+                       refs - 1);
+    void *data = dev == TN_CPU ? trk_alloc(st->trk, st->nbytes, t->name)
+                               : tn_device_alloc(st->trk, st->nbytes, t->name);
+    if (!data) return lg_errcode() ? lg_errcode() : LG_ENOMEM;
+    int rc = tn_device_copy(data, dev, st->data, st->device, st->nbytes);
+    if (rc == LG_OK && t->grad) rc = tn_move(t->grad, dev);
+    void *old = rc == LG_OK ? st->data : data; /* what goes: the old memory, or the new on failure */
+    enum tn_device old_dev = rc == LG_OK ? st->device : dev;
+    if (old_dev == TN_CPU)
+        trk_free(st->trk, old);
+    else
+        tn_device_free(st->trk, old);
+    if (rc != LG_OK) return rc;
+    st->data = data;
+    st->device = dev;
+    t->device = dev;
+    return LG_OK;
 }
 
 /* ---- random numbers: splitmix64 seeding xoshiro256** ---------------------------------- */

@@ -15,7 +15,8 @@
  * views share through a reference count. Tensors are always contiguous and row-major; a view
  * is a reshape or a contiguous range of rows. The tensor's name is the tracking tag of the
  * storage it allocates, so a leak report prints `varmap/enc_vsn.var_grn.dow.fc1.weight`.
- * The tensor struct itself is tracked too, under the tag "meta/tensor".
+ * The tensor and storage structs are tracked too, tagged with the tensor's class:
+ * "meta/varmap.tensor", "meta/varmap.storage" for a "varmap/..." tensor.
  */
 #ifndef LG_TENSOR_H
 #define LG_TENSOR_H
@@ -104,6 +105,10 @@ void tn_fill(struct tn_tensor *t, float v);
 int tn_copy(struct tn_tensor *dst, const struct tn_tensor *src);
 /* Moves a tensor to a device: a new tensor (same name) the caller releases. */
 struct tn_tensor *tn_to_device(const struct tn_tensor *t, enum tn_device dev);
+/* Moves t's storage (and its grad's) to dev in place: same struct, new memory tagged with t's
+ * name, the old memory freed. For tensors that others point at (parameters, batches). Its
+ * storage must not be shared with views (LG_EINVAL). On failure t is unchanged. */
+int tn_move(struct tn_tensor *t, enum tn_device dev);
 
 /* Deterministic random numbers (splitmix64 seeding xoshiro256**). */
 struct tn_rng {

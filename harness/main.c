@@ -1,0 +1,57 @@
+/* main.c — the leakgate command line: one binary, one subcommand per job. */
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+#include "reports.h"
+
+#ifndef LG_VERSION
+#define LG_VERSION "0.0.0"
+#endif
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "leakgate %s — memory-leak regression harness for ML training code\n\n"
+            "usage: leakgate COMMAND [options]   (leakgate COMMAND --help for each)\n\n"
+            "  run          repeated training sessions; pass / leak / inconclusive (the CI gate)\n"
+            "  reproduce    re-create a known leak (varmap-dup-ref: the original 815 MB leak)\n"
+            "  soak         hours of sessions with a sliding-window trend test; --shard i/n\n"
+            "  merge        combine soak shards' results into one report and verdict\n"
+            "  report       rebuild plots, JUnit, Markdown, CSV and HTML from results.jsonl\n"
+            "  compare      per-channel and per-tag differences between two runs\n"
+            "  debug-state  one batch's parameters, inputs, outputs and gradients (safetensors)\n"
+            "  version      print the version\n\n"
+            "Exit status: 0 pass, 1 leak found, 2 usage or input error, 3 inconclusive,\n"
+            "4 internal error.\n",
+            LG_VERSION);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    int sub_argc = argc - 1;
+    char **sub_argv = argv + 1;
+    if (!strcmp(cmd, "run")) return hx_cmd_run(sub_argc, sub_argv);
+    if (!strcmp(cmd, "reproduce")) return hx_cmd_reproduce(sub_argc, sub_argv);
+    if (!strcmp(cmd, "soak")) return hx_cmd_soak(sub_argc, sub_argv);
+    if (!strcmp(cmd, "merge")) return hx_cmd_merge(sub_argc, sub_argv);
+    if (!strcmp(cmd, "report")) return hx_cmd_report(sub_argc, sub_argv);
+    if (!strcmp(cmd, "compare")) return rpt_cmd_compare(sub_argc, sub_argv);
+    if (!strcmp(cmd, "debug-state")) return hx_cmd_debug_state(sub_argc, sub_argv);
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("leakgate %s\n", LG_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "leakgate: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return 2;
+}

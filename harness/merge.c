@@ -1,0 +1,418 @@
+/* merge.c — `leakgate merge DIR... -o OUT`: the shards of one soak plan (`leakgate soak --shard
+ * i/n`) combined into one results file and one report. Each shard is judged on its own (by its
+ * own trend test, or, for a shard killed before its verdict line, by the same trend test
+ * replayed over the sessions it left on disk); the overall verdict is leak when any shard leaks, inconclusive
+ * when any shard is (or failed), else pass. The merged sessions are every shard's, in plan
+ * order: the warm-ups first (shard by shard), then the measured sessions by plan index. */
+#define _GNU_SOURCE
+#include <glob.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "reports.h"
+#include "soak_impl.h"
+
+#define MAX_INPUTS 1000
+
+struct shard {
+    char path[700];
+    struct rpt_results *r;
+    int i, n;
+};
+
+struct merge {
+    int n_inputs;
+    struct shard *in;               /* MAX_INPUTS of them */
+    char out[600];
+    bool reports, quiet;
+};
+
+static void merge_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: leakgate merge DIR|RESULTS... -o OUT [--no-reports] [--quiet]\n"
+            "Combines the shards of one soak plan (leakgate soak --shard i/n) into OUT/results.jsonl\n"
+            "and every report artefact, prints each shard's verdict and the overall one: leak when\n"
+            "any shard leaks, inconclusive when any is, else pass. Each argument is a results file,\n"
+            "a directory holding results.jsonl, a soak --out directory holding shard-*-of-*/, or a\n"
+            "quoted glob of these. Exit: 0 pass, 1 leak, 2 usage/input error (not shards of one\n"
+            "plan, a shard missing), 3 inconclusive, 4 internal error.\n");
+}
+
+static bool is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool is_file(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int add_input(struct merge *m, const char *path)
+{
+    if (m->n_inputs == MAX_INPUTS) return lg_fail(LG_EINVAL, "more than %d results files", MAX_INPUTS);
+    if (lg_strlcpy(m->in[m->n_inputs].path, path, sizeof m->in[0].path))
+        return lg_fail(LG_EINVAL, "path too long: %.80s...", path);
+    m->n_inputs++;
+    return LG_OK;
+}
+
+/* Adds the results file(s) an argument names (see the usage). */
+static int add_argument(struct merge *m, const char *arg, bool from_glob)
+{
+    char pat[760];
+    glob_t g;
+    int rc = LG_OK;
+    if (!from_glob && strpbrk(arg, "*?[")) {
+        if (glob(arg, 0, NULL, &g) != 0) return lg_fail(LG_EINVAL, "'%s' matches nothing", arg);
+        for (size_t k = 0; k < g.gl_pathc && rc == LG_OK; k++) rc = add_argument(m, g.gl_pathv[k], true);
+        globfree(&g);
+        return rc;
+    }
+    if (is_file(arg)) return add_input(m, arg);
+    if (!is_dir(arg)) return lg_fail(LG_EIO, "%s: no such results file or directory", arg);
+    snprintf(pat, sizeof pat, "%s/results.jsonl", arg);
+    if (is_file(pat)) return add_input(m, pat);
+    snprintf(pat, sizeof pat, "%s/shard-*-of-*/results.jsonl", arg);
+    if (glob(pat, 0, NULL, &g) != 0)
+        return lg_fail(LG_EINVAL, "%s: holds neither results.jsonl nor shard-*-of-*/results.jsonl", arg);
+    for (size_t k = 0; k < g.gl_pathc && rc == LG_OK; k++) rc = add_input(m, g.gl_pathv[k]);
+    globfree(&g);
+    return rc;
+}
+
+static int parse_shard_field(const struct shard *s, int *i, int *n)
+{
+    char tail;
+    if (sscanf(s->r->run.shard, "%d/%d%c", i, n, &tail) != 2 || *n < 1 || *i < 0 || *i >= *n)
+        return lg_fail(LG_EINVAL, "%s: not a soak shard (its shard field is \"%s\"; run shards with "
+                                  "leakgate soak --shard i/n)", s->path, s->r->run.shard);
+    return LG_OK;
+}
+
+/* Loads every input and checks that they are the shards of one plan, each once, none missing. */
+static int load_and_check(struct merge *m)
+{
+    for (int k = 0; k < m->n_inputs; k++) {
+        struct shard *s = &m->in[k];
+        if (rpt_results_load(&s->r, s->path) != LG_OK) return lg_errcode();
+        if (strcmp(s->r->run.command, "soak") != 0)
+            return lg_fail(LG_EINVAL, "%s: written by `leakgate %s`, not by a soak shard", s->path, s->r->run.command);
+        if (parse_shard_field(s, &s->i, &s->n) != LG_OK) return lg_errcode();
+    }
+    const struct shard *f = &m->in[0];
+    const struct rpt_run *a = &f->r->run;
+    for (int k = 1; k < m->n_inputs; k++) {
+        const struct shard *s = &m->in[k];
+        const struct rpt_run *b = &s->r->run;
+        const char *what = strcmp(a->preset, b->preset) ? "presets"
+                           : strcmp(a->modes, b->modes) ? "modes"
+                           : a->sessions != b->sessions ? "plan sessions"
+                           : a->steps != b->steps       ? "steps"
+                           : a->warmup != b->warmup     ? "warm-up"
+                           : a->seed != b->seed         ? "seed"
+                           : s->n != f->n               ? "shard count"
+                                                        : NULL;
+        if (what)
+            return lg_fail(LG_EINVAL,
+                           "%s and %s are not shards of one plan: their %s differ (presets %s / %s, modes %s / %s, "
+                           "sessions %d / %d, shard %s / %s)",
+                           f->path, s->path, what, a->preset, b->preset, a->modes, b->modes, a->sessions, b->sessions,
+                           a->shard, b->shard);
+    }
+    return LG_OK;
+}
+
+/* Every shard 0..n-1 present exactly once. */
+static int check_complete(const struct merge *m)
+{
+    int n = m->in[0].n;
+    char missing[400] = "";
+    for (int k = 0; k < m->n_inputs; k++)
+        for (int q = k + 1; q < m->n_inputs; q++)
+            if (m->in[k].i == m->in[q].i)
+                return lg_fail(LG_EINVAL, "shard %d/%d is given twice: %s and %s", m->in[k].i, n, m->in[k].path,
+                               m->in[q].path);
+    int n_missing = 0;
+    for (int i = 0; i < n; i++) {
+        bool found = false;
+        for (int k = 0; k < m->n_inputs && !found; k++) found = m->in[k].i == i;
+        if (found) continue;
+        size_t l = strlen(missing);
+        if (n_missing++ < 20) snprintf(missing + l, sizeof missing - l, "%s%d/%d", l ? ", " : "", i, n);
+    }
+    if (n_missing)
+        return lg_fail(LG_EINVAL, "%d shard(s) of %d missing: %s%s (a shard's results are OUT/shard-i-of-n/results.jsonl)",
+                       n_missing, n, missing, n_missing > 20 ? ", ..." : "");
+    return LG_OK;
+}
+
+/* ---- the merged verdict ------------------------------------------------------------------------ */
+
+static int rank(enum rpt_status s)
+{
+    switch (s) {
+    case RPT_LEAK: return 5;
+    case RPT_ERROR:
+    case RPT_INCONCLUSIVE: return 4;
+    case RPT_SATURATING: return 3;
+    case RPT_PASS: return 2;
+    default: return 1;
+    }
+}
+
+static const struct rpt_channel_verdict *channel_of(const struct rpt_verdict *v, int c)
+{
+    for (int k = 0; k < v->n_channels; k++)
+        if ((int)v->channels[k].channel == c) return &v->channels[k];
+    return NULL;
+}
+
+/* A channel of the merged verdict: the worst shard's, its statistical figures per plan session
+ * (a shard's sessions are n plan sessions apart), its why naming the shard. */
+static void merge_channel(const struct merge *m, int c, struct rpt_channel_verdict *out)
+{
+    const struct shard *best = NULL;
+    const struct rpt_channel_verdict *bv = NULL;
+    for (int k = 0; k < m->n_inputs; k++) {
+        const struct rpt_channel_verdict *cv = channel_of(&m->in[k].r->verdict, c);
+        if (!cv) continue;
+        bool worse = !bv || rank(cv->status) > rank(bv->status) ||
+                     (rank(cv->status) == rank(bv->status) && isfinite(cv->figure) &&
+                      (!isfinite(bv->figure) || cv->figure > bv->figure));
+        if (worse) {
+            best = &m->in[k];
+            bv = cv;
+        }
+    }
+    memset(out, 0, sizeof *out);
+    out->channel = (enum rpt_channel)c;
+    if (!bv) {
+        out->status = RPT_UNAVAILABLE;
+        out->figure = out->slope = out->slope_lo = out->slope_hi = out->shift = NAN;
+        snprintf(out->why, sizeof out->why, "no shard judged this channel");
+        return;
+    }
+    *out = *bv;
+    out->channel = (enum rpt_channel)c;
+    int n = best->n;
+    if (!rpt_channel_exact((enum rpt_channel)c) && n > 1 && bv->status != RPT_UNAVAILABLE && isfinite(bv->slope)) {
+        out->figure /= n;
+        out->budget /= n;
+        out->slope /= n;
+        out->slope_lo /= n;
+        out->slope_hi /= n;
+        snprintf(out->why, sizeof out->why, "shard %d/%d (figures per plan session, its own / %d): %s", best->i, n, n,
+                 bv->why);
+    } else {
+        snprintf(out->why, sizeof out->why, "shard %d/%d: %s", best->i, n, bv->why);
+    }
+}
+
+static void merge_verdict(const struct merge *m, struct rpt_verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    char leaking[160] = "", undecided[160] = "", chans[200] = "";
+    int n_leak = 0, n_undecided = 0;
+    for (int k = 0; k < m->n_inputs; k++) {
+        const struct shard *s = &m->in[k];
+        const struct rpt_verdict *sv = &s->r->verdict;
+        v->sessions_measured += sv->sessions_measured;
+        v->partial |= sv->partial;
+        char *list = sv->status == RPT_LEAK ? leaking : undecided;
+        int *count = sv->status == RPT_LEAK ? &n_leak : &n_undecided;
+        if (sv->status != RPT_LEAK && rank(sv->status) != 4) continue;
+        size_t l = strlen(list);
+        if ((*count)++ < 12) snprintf(list + l, 160 - l, "%s%s", l ? ", " : "", s->r->run.shard);
+    }
+    v->n_channels = RPT_NCHANNELS;
+    for (int c = 0; c < RPT_NCHANNELS; c++) {
+        merge_channel(m, c, &v->channels[c]);
+        if (v->channels[c].status != RPT_LEAK) continue;
+        size_t l = strlen(chans);
+        snprintf(chans + l, sizeof chans - l, "%s%s", l ? ", " : "", rpt_channel_name((enum rpt_channel)c));
+    }
+    int n = m->in[0].n;
+    if (n_leak) {
+        v->status = RPT_LEAK;
+        v->exit_code = 1;
+        snprintf(v->summary, sizeof v->summary, "LEAK: shard%s %s leaked (%s); %d shard(s), %d measured session(s)",
+                 n_leak > 1 ? "s" : "", leaking, chans, n, v->sessions_measured);
+    } else if (n_undecided) {
+        v->status = RPT_INCONCLUSIVE;
+        v->exit_code = 3;
+        snprintf(v->summary, sizeof v->summary,
+                 "INCONCLUSIVE: shard%s %s could not decide (or failed); %d shard(s), %d measured session(s)",
+                 n_undecided > 1 ? "s" : "", undecided, n, v->sessions_measured);
+    } else {
+        v->status = RPT_PASS;
+        v->exit_code = 0;
+        snprintf(v->summary, sizeof v->summary, "PASS: every shard returned to baseline; %d shard(s), %d measured "
+                 "session(s)", n, v->sessions_measured);
+    }
+    if (v->partial) {
+        size_t l = strlen(v->summary);
+        snprintf(v->summary + l, sizeof v->summary - l, " (partial: a shard was cut short)");
+    }
+}
+
+/* ---- the merged results -------------------------------------------------------------------------- */
+
+struct ordered {
+    const struct rpt_session *s;
+    int shard;
+};
+
+static int cmp_ordered(const void *pa, const void *pb)
+{
+    const struct ordered *a = pa, *b = pb;
+    if (a->s->warmup != b->s->warmup) return a->s->warmup ? -1 : 1; /* warm-ups first */
+    if (a->s->warmup && a->shard != b->shard) return a->shard - b->shard;
+    if (a->s->index != b->s->index) return a->s->index < b->s->index ? -1 : 1;
+    return a->shard - b->shard;
+}
+
+static void merged_run_line(const struct merge *m, struct rpt_run *run)
+{
+    *run = m->in[0].r->run;
+    run->shard[0] = '\0';
+    run->inject[0] = '\0';
+    for (int k = 0; k < m->n_inputs; k++) {
+        const struct rpt_run *r = &m->in[k].r->run;
+        if (strcmp(r->started, run->started) < 0) lg_strlcpy(run->started, r->started, sizeof run->started);
+        if (!r->inject[0] || strstr(run->inject, r->inject)) continue;
+        size_t l = strlen(run->inject);
+        snprintf(run->inject + l, sizeof run->inject - l, "%s%s", l ? "," : "", r->inject);
+    }
+}
+
+/* Writes OUT/results.jsonl: the merged run line, every session in plan order, the verdict. */
+static int write_merged(const struct merge *m, const struct rpt_verdict *v, const char *path)
+{
+    int total = 0, rc = LG_OK;
+    for (int k = 0; k < m->n_inputs; k++) total += m->in[k].r->n_sessions;
+    struct ordered *all = calloc(total ? (size_t)total : 1, sizeof *all);
+    struct rpt_writer *w = NULL;
+    if (!all) return lg_fail(LG_ENOMEM, "out of memory merging %d sessions", total);
+    int q = 0;
+    for (int k = 0; k < m->n_inputs; k++)
+        for (int i = 0; i < m->in[k].r->n_sessions; i++) all[q++] = (struct ordered){&m->in[k].r->sessions[i], m->in[k].i};
+    qsort(all, (size_t)total, sizeof *all, cmp_ordered);
+    for (int i = 1; i < total; i++)
+        if (!all[i].s->warmup && all[i].s->index == all[i - 1].s->index && !all[i - 1].s->warmup) {
+            rc = lg_fail(LG_EINVAL, "measured session %d is in shard %d and in shard %d: not shards of one plan",
+                         all[i].s->index, all[i - 1].shard, all[i].shard);
+            goto cleanup;
+        }
+    struct rpt_run run;
+    merged_run_line(m, &run);
+    if ((rc = hx_mkdirs(m->out)) != LG_OK) goto cleanup;
+    if ((rc = rpt_writer_open(&w, path, &run)) != LG_OK) goto cleanup;
+    for (int i = 0; i < total && rc == LG_OK; i++) rc = rpt_writer_session(w, all[i].s);
+    if (rc == LG_OK) rc = rpt_writer_verdict(w, v);
+cleanup:
+    rpt_writer_close(w);
+    free(all);
+    return rc;
+}
+
+static void print_shards(const struct merge *m, FILE *f)
+{
+    fprintf(f, "%-9s %-13s %9s  %s\n", "shard", "verdict", "sessions", "summary");
+    for (int i = 0; i < m->in[0].n; i++)
+        for (int k = 0; k < m->n_inputs; k++) {
+            const struct shard *s = &m->in[k];
+            if (s->i != i) continue;
+            fprintf(f, "%-9s %-13s %9d  %s\n", s->r->run.shard, rpt_status_name(s->r->verdict.status),
+                    s->r->verdict.sessions_measured, s->r->verdict.summary);
+        }
+}
+
+/* ---- the command ---------------------------------------------------------------------------------- */
+
+static int parse_args(struct merge *m, int argc, char **argv, bool *help)
+{
+    *help = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            *help = true;
+            return LG_OK;
+        }
+        if (!strcmp(a, "-o") || !strcmp(a, "--out")) {
+            if (i + 1 >= argc) return lg_fail(LG_EINVAL, "%s needs a directory", a);
+            if (lg_strlcpy(m->out, argv[++i], sizeof m->out)) return lg_fail(LG_EINVAL, "%s: path too long", a);
+        } else if (!strcmp(a, "--no-reports")) {
+            m->reports = false;
+        } else if (!strcmp(a, "--quiet")) {
+            m->quiet = true;
+        } else if (a[0] == '-') {
+            return lg_fail(LG_EINVAL, "unknown option '%s' (see leakgate merge --help)", a);
+        } else if (add_argument(m, a, false) != LG_OK) {
+            return lg_errcode();
+        }
+    }
+    if (!m->out[0]) return lg_fail(LG_EINVAL, "name the output directory with -o OUT");
+    if (!m->n_inputs) return lg_fail(LG_EINVAL, "name the shards' results (directories or files)");
+    return LG_OK;
+}
+
+int hx_cmd_merge(int argc, char **argv)
+{
+    struct merge m = {.reports = true};
+    int code = 2;
+    bool help;
+    char path[700];
+    m.in = calloc(MAX_INPUTS, sizeof *m.in);
+    if (!m.in) {
+        fprintf(stderr, "leakgate merge: out of memory\n");
+        return 4;
+    }
+    if (parse_args(&m, argc, argv, &help) != LG_OK) {
+        fprintf(stderr, "leakgate merge: %s\n", lg_errmsg());
+        if (!m.n_inputs || !m.out[0]) merge_usage(stderr);
+        goto cleanup;
+    }
+    if (help) {
+        merge_usage(stdout);
+        code = 0;
+        goto cleanup;
+    }
+    if (load_and_check(&m) != LG_OK || check_complete(&m) != LG_OK) {
+        fprintf(stderr, "leakgate merge: %s\n", lg_errmsg());
+        goto cleanup;
+    }
+    for (int k = 0; k < m.n_inputs; k++) /* a shard killed before its verdict line */
+        if (!m.in[k].r->has_verdict && hx_soak_judge_results(m.in[k].r, HX_SOAK_DEFAULT_WINDOW) != LG_OK) {
+            fprintf(stderr, "leakgate merge: %s\n", lg_errmsg());
+            code = 4;
+            goto cleanup;
+        }
+    struct rpt_verdict v;
+    merge_verdict(&m, &v);
+    snprintf(path, sizeof path, "%s/results.jsonl", m.out);
+    int rc = write_merged(&m, &v, path);
+    if (rc != LG_OK) {
+        fprintf(stderr, "leakgate merge: %s\n", lg_errmsg());
+        code = hx_exit_code_for(rc);
+        goto cleanup;
+    }
+    print_shards(&m, stdout);
+    struct hx_options o;
+    hx_options_defaults(&o);
+    o.quiet = m.quiet;
+    lg_strlcpy(o.out_dir, m.out, sizeof o.out_dir);
+    hx_print_verdict(&o, &v, stdout);
+    if (m.reports) hx_write_reports(&o, path);
+    code = v.exit_code;
+cleanup:
+    for (int k = 0; k < m.n_inputs; k++) rpt_results_free(m.in[k].r);
+    free(m.in);
+    return code;
+}

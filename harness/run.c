@@ -1,0 +1,224 @@
+/* run.c — the run loop: warm-up, baseline, measured sessions streamed to results.jsonl,
+ * the verdict, the artefacts. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hx_impl.h"
+#include "reports.h"
+#include "verdict.h"
+
+volatile sig_atomic_t hx_stop_requested;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    hx_stop_requested = 1;
+}
+
+void hx_install_signal_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+int hx_exit_code_for(int status)
+{
+    switch (status) {
+    case LG_OK: return 0;
+    case LG_EINVAL:
+    case LG_EFORMAT:
+    case LG_EIO:
+    case LG_EUNAVAIL: return 2;
+    default: return 4;
+    }
+}
+
+int hx_mkdirs(const char *path)
+{
+    char buf[600];
+    if (lg_strlcpy(buf, path, sizeof buf)) return lg_fail(LG_EINVAL, "path too long: %s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return lg_fail(LG_EIO, "cannot create %s: %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return lg_fail(LG_EIO, "cannot create %s: %s", buf, strerror(errno));
+    return LG_OK;
+}
+
+void hx_fill_run_line(const struct hx_options *o, const struct tft_config *cfg, struct rpt_run *run)
+{
+    memset(run, 0, sizeof *run);
+    lg_strlcpy(run->schema, RPT_SCHEMA, sizeof run->schema);
+    lg_strlcpy(run->version, LG_VERSION, sizeof run->version);
+    lg_strlcpy(run->command, o->command, sizeof run->command);
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(run->started, sizeof run->started, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    gethostname(run->hostname, sizeof run->hostname - 1);
+    run->cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    run->mem_bytes = (int64_t)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
+    hx_device_description(o->device, run->device, sizeof run->device);
+    lg_strlcpy(run->preset, cfg->preset, sizeof run->preset);
+    run->modes[0] = '\0';
+    for (int m = 1; m <= HX_MODE_QAT; m <<= 1)
+        if (o->modes & m) {
+            size_t l = strlen(run->modes);
+            snprintf(run->modes + l, sizeof run->modes - l, "%s%s", l ? "," : "", hx_mode_name(m));
+        }
+    run->sessions = o->sessions;
+    run->warmup = o->warmup;
+    run->steps = o->steps;
+    run->seed = o->seed;
+    run->stacks = o->stacks;
+    for (int i = 0; i < o->n_inject; i++) {
+        size_t l = strlen(run->inject);
+        snprintf(run->inject + l, sizeof run->inject - l, "%s%s", l ? "," : "", o->inject[i].spec);
+    }
+    lg_strlcpy(run->shard, o->shard, sizeof run->shard);
+    memcpy(run->budgets, o->budgets, sizeof run->budgets);
+}
+
+/* Builds the data set (synthetic, or the user's CSV) and the config it implies. */
+int hx_make_data(const struct hx_options *o, struct trk_tracker *trk, struct tft_config *cfg,
+                 struct data_set **data)
+{
+    if (o->csv[0]) {
+        if (!o->csv_config[0])
+            return lg_fail(LG_EINVAL, "--csv needs --csv-config (the JSON column roles)");
+        return data_load_csv(data, cfg, trk, o->csv, o->csv_config);
+    }
+    int rc = tft_config_preset(cfg, o->preset);
+    if (rc) return rc;
+    return data_synth_new(data, trk, cfg, &(struct data_synth_options){.seed = o->seed});
+}
+
+int hx_env_init(struct hx_env *env, const struct hx_options *o)
+{
+    memset(env, 0, sizeof *env);
+    env->o = o;
+    int rc = trk_tracker_new(&env->trk, &(struct trk_options){.stacks = o->stacks});
+    if (rc) return rc;
+    if ((rc = hx_device_attach(env->trk, o->device))) return rc;
+    if ((rc = hx_make_data(o, env->trk, &env->cfg, &env->data))) return rc;
+    env->max_samples = 3 * (o->steps > 0 ? o->steps : 20) + 64;
+    env->samples = calloc((size_t)env->max_samples, sizeof *env->samples);
+    if (!env->samples) return lg_fail(LG_ENOMEM, "out of memory for the timeline buffer");
+    return LG_OK;
+}
+
+void hx_env_fini(struct hx_env *env)
+{
+    data_free(env->data);
+    free(env->samples);
+    if (env->trk) {
+        hx_device_detach(env->trk);
+        size_t left = trk_tracker_free(env->trk);
+        if (left && !env->o->n_inject)
+            fprintf(stderr, "leakgate: %zu tracked allocation(s) were still live at exit\n", left);
+    }
+    memset(env, 0, sizeof *env);
+}
+
+/* The order of sessions: modes interleaved (fp32, int8, qat), warm-up first. */
+int hx_mode_at(int modes, int index)
+{
+    int list[3], n = 0;
+    for (int m = 1; m <= HX_MODE_QAT; m <<= 1)
+        if (modes & m) list[n++] = m;
+    return list[index % n];
+}
+
+int hx_run(const struct hx_options *o, struct rpt_verdict *v)
+{
+    struct hx_env env;
+    struct hx_series ser;
+    struct rpt_writer *w = NULL;
+    struct rpt_run run;
+    char path[700];
+    memset(v, 0, sizeof *v);
+    memset(&ser, 0, sizeof ser);
+    int n_modes = __builtin_popcount((unsigned)o->modes);
+    int warm_total = o->warmup * n_modes, total = warm_total + o->sessions;
+    int rc = hx_mkdirs(o->out_dir);
+    if (rc == LG_OK) rc = hx_env_init(&env, o);
+    if (rc == LG_OK) rc = hx_series_init(&ser, total);
+    if (rc != LG_OK) goto out;
+    hx_fill_run_line(o, &env.cfg, &run);
+    snprintf(path, sizeof path, "%s/results.jsonl", o->out_dir);
+    if ((rc = rpt_writer_open(&w, path, &run))) goto out;
+    hx_progress_begin(o, &run, total);
+
+    int64_t baseline[RPT_NCHANNELS];
+    for (int c = 0; c < RPT_NCHANNELS; c++) baseline[c] = RPT_NONE;
+    int done = 0;
+    for (int idx = 0; idx < total && !hx_stop_requested; idx++) {
+        int mode = hx_mode_at(o->modes, idx);
+        bool warm = idx < warm_total;
+        struct rpt_session s;
+        int src = hx_session_run(&env, idx, mode, warm, &s);
+        if (warm && idx == warm_total - 1) memcpy(baseline, s.absolute, sizeof baseline);
+        if (!warm && warm_total == 0 && idx == 0) memcpy(baseline, s.absolute, sizeof baseline);
+        for (int c = 0; c < RPT_NCHANNELS && !warm; c++)
+            s.delta[c] = s.absolute[c] == RPT_NONE || baseline[c] == RPT_NONE ? RPT_NONE
+                                                                               : s.absolute[c] - baseline[c];
+        hx_series_add(&ser, &s);
+        int wrc = rpt_writer_session(w, &s);
+        hx_progress_session(o, &s, idx, total);
+        rpt_session_fini(&s);
+        done++;
+        if (src != LG_OK) {
+            rc = src;
+            fprintf(stderr, "leakgate: session %d (%s) failed: %s\n", idx, hx_mode_name(mode), lg_errmsg());
+            break;
+        }
+        if (wrc != LG_OK) {
+            rc = wrc;
+            break;
+        }
+    }
+    hx_progress_end(o);
+    hx_judge_series(&ser, o->budgets, v);
+    v->partial = done < total;
+    if (rc != LG_OK) {
+        v->status = RPT_ERROR;
+        v->exit_code = hx_exit_code_for(rc);
+        snprintf(v->summary, sizeof v->summary, "ERROR: %s", lg_errmsg());
+    } else if (v->partial) {
+        size_t l = strlen(v->summary);
+        snprintf(v->summary + l, sizeof v->summary - l, " (partial: %d of %d sessions, stopped by a signal)",
+                 done, total);
+    }
+    rpt_writer_verdict(w, v);
+    hx_print_verdict(o, v, stdout);
+out:
+    rpt_writer_close(w);
+    if (rc != LG_OK && !w) {
+        v->status = RPT_ERROR;
+        v->exit_code = hx_exit_code_for(rc);
+        snprintf(v->summary, sizeof v->summary, "ERROR: %s", lg_errmsg());
+    }
+    int saved = rc;
+    char msg[1024];
+    lg_strlcpy(msg, lg_errmsg(), sizeof msg);
+    if (w && o->reports) hx_write_reports(o, path);
+    hx_series_fini(&ser);
+    if (env.o) hx_env_fini(&env);
+    if (saved != LG_OK) lg_fail(saved, "%s", msg);
+    return saved;
+}

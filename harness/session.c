@@ -1,0 +1,210 @@
+/* session.c — one session of the design's sequence, measured: build → train → validate →
+ * checkpoint → INT8 / QAT → free, then quiesce and snapshot, and the generation's leak report
+ * turned into the session's result. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session.h"
+
+void hx_channels_from_snapshot(const struct trk_snapshot *s, int64_t *abs)
+{
+#define V(x) ((x) < 0 ? RPT_NONE : (x))
+    abs[RPT_CH_TAGGED_HOST] = s->tagged_host;
+    abs[RPT_CH_TAGGED_DEVICE] = s->tagged_device;
+    abs[RPT_CH_REFS] = 0;
+    abs[RPT_CH_JE_ALLOCATED] = V(s->je_allocated);
+    abs[RPT_CH_JE_ACTIVE] = V(s->je_active);
+    abs[RPT_CH_JE_RESIDENT] = V(s->je_resident);
+    abs[RPT_CH_RSS] = V(s->rss);
+    abs[RPT_CH_DEV_DRIVER] = V(s->dev_used);
+    abs[RPT_CH_DEV_PROCESS] = V(s->dev_process);
+#undef V
+}
+
+void hx_sample(struct hx_env *env, const char *phase, int step)
+{
+    if (env->n_samples >= env->max_samples) return;
+    struct trk_snapshot s;
+    trk_snapshot(env->trk, &s);
+    struct rpt_sample *p = &env->samples[env->n_samples++];
+    memset(p, 0, sizeof *p);
+    p->step = step;
+    lg_strlcpy(p->phase, phase, sizeof p->phase);
+    p->t = s.t - env->t0;
+    p->tagged_host = s.tagged_host;
+    p->tagged_device = s.tagged_device;
+    p->je_allocated = s.je_allocated < 0 ? RPT_NONE : s.je_allocated;
+    p->rss = s.rss < 0 ? RPT_NONE : s.rss;
+}
+
+static void on_progress(void *user, const char *phase, int step, double loss)
+{
+    (void)loss;
+    hx_sample(user, phase, step);
+}
+
+/* The body of a session; everything it builds is freed before it returns, error or not. */
+static int session_body(struct hx_env *env, int index, int mode, struct rpt_session *out)
+{
+    const struct hx_options *o = env->o;
+    struct tft_model *m = NULL;
+    struct tr_trainer *tr = NULL;
+    struct tr_options topt = {.steps = o->steps, .batch = o->batch, .seed = o->seed + (uint64_t)index,
+                              .device = o->device, .progress = on_progress, .progress_user = env};
+    hx_inject_faults(o, index, &topt.faults);
+    hx_sample(env, "build", -1);
+    int rc = tft_new(&m, env->trk, &env->cfg, o->seed + 1000003ull * (uint64_t)index);
+    if (rc == LG_OK) rc = tr_new(&tr, m, env->data, &topt);
+    if (rc == LG_OK) rc = tr_initialize_optimizer(tr);
+    struct tr_train_stats ts = {0};
+    if (rc == LG_OK) rc = tr_train(tr, &ts);
+    if (rc == LG_OK) {
+        out->train_loss = ts.last_loss;
+        rc = tr_validate(tr, &out->val_loss);
+    }
+    if (rc == LG_OK) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/checkpoint.safetensors", o->out_dir);
+        rc = tr_save_checkpoint(tr, path);
+    }
+    struct tr_quant_stats qs = {.quant_val_loss = NAN};
+    if (rc == LG_OK && mode == HX_MODE_INT8) rc = tr_finalize_int8_training(tr, &qs);
+    if (rc == LG_OK && mode == HX_MODE_QAT) rc = tr_finalize_qat_training(tr, &qs);
+    out->quant_val_loss = qs.quant_val_loss;
+    if (rc == LG_OK && topt.faults.device_tensor) {
+        /* fault: a device buffer that outlives its session */
+        if (!trk_dev_alloc(env->trk, 4 << 20, "act/device.scratch")) rc = lg_errcode();
+    }
+    hx_sample(env, "free", -1);
+    tr_free(tr);
+    if (m) m->vt->free(m);
+    return rc;
+}
+
+static void class_add(struct rpt_session *s, const char *tag, int64_t bytes, int cap)
+{
+    char cls[32];
+    trk_tag_class(tag, cls, sizeof cls);
+    for (int i = 0; i < s->n_classes; i++)
+        if (strcmp(s->classes[i].cls, cls) == 0) {
+            s->classes[i].bytes += bytes;
+            return;
+        }
+    if (s->n_classes < cap) {
+        lg_strlcpy(s->classes[s->n_classes].cls, cls, sizeof s->classes[0].cls);
+        s->classes[s->n_classes++].bytes = bytes;
+    }
+}
+
+static int cmp_class(const void *a, const void *b)
+{
+    const struct rpt_class_bytes *x = a, *y = b;
+    return (x->bytes < y->bytes) - (x->bytes > y->bytes);
+}
+
+static char *dup_or_null(const char *s)
+{
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+/* Copies the tracker's report into the session result (plain heap: reports' memory). */
+static int leaks_to_session(const struct trk_leaks *lk, struct rpt_session *s)
+{
+    s->leaked_host_bytes = lk->host_bytes;
+    s->leaked_device_bytes = lk->device_bytes;
+    int ng = (int)lk->n_groups, nr = (int)lk->n_refs;
+    s->groups = calloc(ng ? (size_t)ng : 1, sizeof *s->groups);
+    s->refs = calloc(nr ? (size_t)nr : 1, sizeof *s->refs);
+    s->classes = calloc(ng ? (size_t)ng : 1, sizeof *s->classes);
+    if (!s->groups || !s->refs || !s->classes) return lg_fail(LG_ENOMEM, "out of memory for a leak report");
+    for (int i = 0; i < ng; i++) {
+        const struct trk_leak_group *g = &lk->groups[i];
+        struct rpt_leak_group *d = &s->groups[s->n_groups++];
+        lg_strlcpy(d->tag, g->tag, sizeof d->tag);
+        lg_strlcpy(d->space, g->space == TRK_DEVICE ? "device" : "host", sizeof d->space);
+        d->bytes = g->bytes;
+        d->count = g->count;
+        class_add(s, g->tag, g->bytes, ng);
+        if (g->n_stacks) {
+            d->stacks = calloc((size_t)g->n_stacks, sizeof *d->stacks);
+            if (!d->stacks) return lg_fail(LG_ENOMEM, "out of memory for a leak report");
+            for (int k = 0; k < g->n_stacks; k++) {
+                d->stacks[k].count = g->stack_counts[k];
+                d->stacks[k].frames = dup_or_null(g->stacks[k]);
+            }
+            d->n_stacks = g->n_stacks;
+        }
+    }
+    qsort(s->classes, (size_t)s->n_classes, sizeof *s->classes, cmp_class); /* largest first */
+    for (int i = 0; i < nr; i++) {
+        const struct trk_ref_leak *r = &lk->refs[i];
+        struct rpt_ref_leak *d = &s->refs[s->n_refs++];
+        lg_strlcpy(d->kind, r->kind, sizeof d->kind);
+        lg_strlcpy(d->name, r->name, sizeof d->name);
+        d->refs = r->refs;
+        d->retains = calloc(r->n_retains ? (size_t)r->n_retains : 1, sizeof *d->retains);
+        if (!d->retains) return lg_fail(LG_ENOMEM, "out of memory for a leak report");
+        d->n_retains = r->n_retains;
+        for (int k = 0; k < r->n_retains; k++) {
+            lg_strlcpy(d->retains[k].site, r->retains[k].site, sizeof d->retains[k].site);
+            d->retains[k].generation = r->retains[k].generation;
+            d->retains[k].stack = dup_or_null(r->retains[k].stack);
+        }
+    }
+    return LG_OK;
+}
+
+int hx_session_run(struct hx_env *env, int index, int mode, bool warmup, struct rpt_session *out)
+{
+    memset(out, 0, sizeof *out);
+    out->index = index;
+    lg_strlcpy(out->mode, hx_mode_name(mode), sizeof out->mode);
+    out->warmup = warmup;
+    out->steps = env->o->steps;
+    out->train_loss = out->val_loss = out->quant_val_loss = NAN;
+    for (int c = 0; c < RPT_NCHANNELS; c++) out->delta[c] = out->absolute[c] = RPT_NONE;
+
+    env->n_samples = 0;
+    env->t0 = lg_now();
+    trk_reset_peaks(env->trk);
+    trk_session_begin(env->trk);
+    int rc = session_body(env, index, mode, out);
+    if (rc != LG_OK) lg_strlcpy(out->error, lg_errmsg(), sizeof out->error);
+    struct trk_totals host, dev;
+    trk_totals(env->trk, TRK_HOST, &host);
+    trk_totals(env->trk, TRK_DEVICE, &dev);
+    out->peak_tagged_host = host.peak_bytes;
+    out->peak_tagged_device = dev.peak_bytes;
+    struct trk_leaks *lk = NULL;
+    int end = trk_session_end(env->trk, &lk);
+
+    /* measure before the harness allocates anything for the report */
+    trk_quiesce(env->trk);
+    struct trk_snapshot snap;
+    trk_snapshot(env->trk, &snap);
+    hx_channels_from_snapshot(&snap, out->absolute);
+    out->duration_s = lg_now() - env->t0;
+
+    if (lk) {
+        out->absolute[RPT_CH_REFS] = (int64_t)lk->n_refs;
+        int lrc = leaks_to_session(lk, out);
+        if (rc == LG_OK && lrc != LG_OK) rc = lrc;
+    } else if (rc == LG_OK && end != LG_OK && end != LG_EBUSY) {
+        rc = end;
+    }
+    trk_leaks_free(lk);
+    if (env->n_samples) {
+        out->samples = malloc((size_t)env->n_samples * sizeof *out->samples);
+        if (out->samples) {
+            memcpy(out->samples, env->samples, (size_t)env->n_samples * sizeof *out->samples);
+            out->n_samples = env->n_samples;
+        }
+    }
+    return rc;
+}

@@ -1,0 +1,404 @@
+/* autograd.c — the context (options, scopes, the sticky error, temporaries), the tape, the
+ * backward walk, and gradient clipping. The ops themselves are in ops_*.c. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ag_impl.h"
+
+/* ---- life cycle ------------------------------------------------------------------------------ */
+
+/* Freed with ag_ctx_free. */
+struct ag_ctx *ag_ctx_new(struct trk_tracker *trk, const struct ag_options *opt)
+{
+    LG_ASSERT(trk && "ag_ctx_new needs a tracker");
+    struct ag_ctx *ctx = trk_alloc(trk, sizeof *ctx, "meta/ag_ctx");
+    if (!ctx) return NULL;
+    memset(ctx, 0, sizeof *ctx);
+    ctx->trk = trk;
+    if (opt) ctx->opt = *opt;
+    ctx->grad_enabled = true;
+    tn_rng_seed(&ctx->rng, ctx->opt.seed);
+    return ctx;
+}
+
+static void tape_clear(struct ag_ctx *ctx)
+{
+    for (size_t i = 0; i < ctx->ntape; i++) {
+        struct ag_node *nd = ctx->tape[i];
+        for (int k = 0; k < nd->nout; k++) {
+            struct tn_tensor *o = nd->out[k];
+            o->node = NULL; /* detached: a holder past the reset sees a plain tensor */
+            o->requires_grad = false;
+            tn_release(o->grad);
+            o->grad = NULL;
+        }
+        for (int k = 0; k < nd->nin; k++) tn_release(nd->in[k]);
+        for (int k = 0; k < AG_MAX_SAVED; k++) tn_release(nd->saved[k]);
+        trk_free(ctx->trk, nd);
+    }
+    ctx->ntape = 0;
+}
+
+void ag_ctx_reset(struct ag_ctx *ctx)
+{
+    tape_clear(ctx);
+    for (size_t i = 0; i < ctx->ntemps; i++) tn_release(ctx->temps[i]);
+    ctx->ntemps = 0;
+    ctx->err = LG_OK;
+    ctx->errmsg[0] = '\0';
+}
+
+void ag_ctx_free(struct ag_ctx *ctx)
+{
+    if (!ctx) return;
+    ag_ctx_reset(ctx);
+    trk_free(ctx->trk, ctx->temps);
+    trk_free(ctx->trk, ctx->tape);
+    trk_free(ctx->trk, ctx);
+}
+
+struct trk_tracker *ag_tracker(const struct ag_ctx *ctx) { return ctx->trk; }
+void ag_set_training(struct ag_ctx *ctx, bool training) { ctx->opt.training = training; }
+bool ag_training(const struct ag_ctx *ctx) { return ctx->opt.training; }
+void ag_reseed(struct ag_ctx *ctx, uint64_t seed) { tn_rng_seed(&ctx->rng, seed); }
+size_t ag_tape_len(const struct ag_ctx *ctx) { return ctx->ntape; }
+
+bool ag_set_grad_enabled(struct ag_ctx *ctx, bool on)
+{
+    bool old = ctx->grad_enabled;
+    ctx->grad_enabled = on;
+    return old;
+}
+
+/* ---- scopes ---------------------------------------------------------------------------------- */
+
+void ag_scope_push(struct ag_ctx *ctx, const char *name)
+{
+    LG_ASSERT(ctx->scope_depth < AG_MAX_SCOPE_DEPTH && "ag_scope_push: scopes nested too deep");
+    size_t len = strlen(ctx->scope);
+    ctx->scope_len[ctx->scope_depth++] = (int)len;
+    if (len) lg_strlcpy(ctx->scope + len, ".", sizeof ctx->scope - len);
+    len = strlen(ctx->scope);
+    lg_strlcpy(ctx->scope + len, name, sizeof ctx->scope - len);
+}
+
+void ag_scope_pushf(struct ag_ctx *ctx, const char *fmt, ...)
+{
+    char name[LG_MAX_NAME];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    ag_scope_push(ctx, name);
+}
+
+void ag_scope_pop(struct ag_ctx *ctx)
+{
+    LG_ASSERT(ctx->scope_depth > 0 && "ag_scope_pop without a push");
+    ctx->scope[ctx->scope_len[--ctx->scope_depth]] = '\0';
+}
+
+/* ---- errors ---------------------------------------------------------------------------------- */
+
+int ag_error(const struct ag_ctx *ctx) { return ctx->err; }
+const char *ag_errmsg(const struct ag_ctx *ctx) { return ctx->errmsg; }
+
+struct tn_tensor *ag_fail(struct ag_ctx *ctx, int code, const char *fmt, ...)
+{
+    if (ctx->err != LG_OK) return NULL; /* the first error stays */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->errmsg, sizeof ctx->errmsg, fmt, ap);
+    va_end(ap);
+    ctx->err = code ? code : LG_EINTERNAL;
+    lg_fail(ctx->err, "%s", ctx->errmsg);
+    return NULL;
+}
+
+/* The status to return after a failed allocation: the allocator's, recorded on the context. */
+static int fail_alloc(struct ag_ctx *ctx, const char *what)
+{
+    int code = lg_errcode() ? lg_errcode() : LG_ENOMEM;
+    char msg[sizeof ctx->errmsg];
+    lg_strlcpy(msg, lg_errmsg(), sizeof msg);
+    ag_fail(ctx, code, "%s: %s", what, msg);
+    return ctx->err;
+}
+
+/* ---- temporaries ------------------------------------------------------------------------------- */
+
+/* Grows a pointer array owned by the context; false (nothing changed) when out of memory. */
+static bool grow(struct ag_ctx *ctx, void ***arr, size_t *cap, size_t need, const char *tag)
+{
+    if (need <= *cap) return true;
+    size_t ncap = *cap ? *cap * 2 : 256;
+    while (ncap < need) ncap *= 2;
+    void **n = trk_alloc(ctx->trk, ncap * sizeof *n, tag);
+    if (!n) return false;
+    if (*arr) memcpy(n, *arr, *cap * sizeof *n);
+    trk_free(ctx->trk, *arr);
+    *arr = n;
+    *cap = ncap;
+    return true;
+}
+
+struct tn_tensor *ag_own(struct ag_ctx *ctx, struct tn_tensor *t)
+{
+    if (!t) return NULL;
+    if (!grow(ctx, (void ***)&ctx->temps, &ctx->temps_cap, ctx->ntemps + 1, "meta/ag_temps")) {
+        tn_release(t);
+        fail_alloc(ctx, "autograd temporaries");
+        return NULL;
+    }
+    ctx->temps[ctx->ntemps++] = t;
+    return t;
+}
+
+struct tn_tensor *ag_adopt(struct ag_ctx *ctx, struct tn_tensor *t) { return ag_own(ctx, t); }
+
+void ag_act_name(const struct ag_ctx *ctx, const char *name, char *buf, size_t size)
+{
+    if (ctx->scope[0])
+        lg_snprintf(buf, size, "act/%s.%s", ctx->scope, name);
+    else
+        lg_snprintf(buf, size, "act/%s", name);
+}
+
+struct tn_tensor *ag_out(struct ag_ctx *ctx, const char *name, enum tn_dtype dt,
+                         enum tn_device dev, int ndim, const int64_t *shape)
+{
+    char tag[LG_MAX_NAME];
+    ag_act_name(ctx, name, tag, sizeof tag);
+    struct tn_tensor *t = tn_new(ctx->trk, dt, dev, ndim, shape, tag);
+    if (!t) {
+        fail_alloc(ctx, tag);
+        return NULL;
+    }
+    return ag_own(ctx, t);
+}
+
+/* Context-owned; released at the next reset. */
+struct tn_tensor *ag_temp(struct ag_ctx *ctx, enum tn_dtype dt, int ndim, const int64_t *shape,
+                          const char *what)
+{
+    if (ctx->err != LG_OK) return NULL;
+    return ag_out(ctx, what, dt, ctx->opt.device, ndim, shape);
+}
+
+/* ---- helpers for ops ----------------------------------------------------------------------------- */
+
+bool ag_inputs_ok(struct ag_ctx *ctx, const char *op, int n, struct tn_tensor *const *xs)
+{
+    if (ctx->err != LG_OK) return false;
+    for (int i = 0; i < n; i++)
+        if (!xs[i]) {
+            ag_fail(ctx, LG_EINVAL, "%s: input %d is NULL", op, i + 1);
+            return false;
+        }
+    return true;
+}
+
+const struct kn_backend *ag_kernels(struct ag_ctx *ctx, const char *op, int n,
+                                    struct tn_tensor *const *xs)
+{
+    enum tn_device dev = TN_CPU;
+    bool any = false;
+    for (int i = 0; i < n; i++) {
+        if (!xs[i]) continue;
+        if (any && xs[i]->device != dev) {
+            ag_fail(ctx, LG_EINVAL, "%s: inputs on different devices (%s)", op, xs[i]->name);
+            return NULL;
+        }
+        dev = xs[i]->device;
+        any = true;
+    }
+    const struct kn_backend *kb = kn_backend_for(dev);
+    if (!kb) ag_fail(ctx, LG_EUNAVAIL, "%s: no %s kernels in this build", op,
+                     dev == TN_CUDA ? "CUDA" : "device");
+    return kb;
+}
+
+bool ag_check_f32(struct ag_ctx *ctx, const char *op, const char *what, const struct tn_tensor *t)
+{
+    if (t->dtype == TN_F32) return true;
+    ag_fail(ctx, LG_EINVAL, "%s: %s is %s, expected F32", op, what, tn_dtype_name(t->dtype));
+    return false;
+}
+
+bool ag_wants_grad(const struct ag_ctx *ctx, int n, struct tn_tensor *const *xs)
+{
+    if (!ctx->grad_enabled) return false;
+    for (int i = 0; i < n; i++)
+        if (xs[i] && xs[i]->requires_grad) return true;
+    return false;
+}
+
+int ag_axis(int axis, int ndim)
+{
+    if (axis < 0) axis += ndim;
+    return axis >= 0 && axis < ndim ? axis : -1;
+}
+
+/* ---- the tape ---------------------------------------------------------------------------------- */
+
+/* Owned by the tape; freed at reset. */
+struct ag_node *ag_record(struct ag_ctx *ctx, const char *op, ag_backward_fn backward,
+                          const struct kn_backend *kb, int nin, struct tn_tensor *const *in,
+                          int nout, struct tn_tensor *const *out, size_t extra)
+{
+    LG_ASSERT(nout >= 1 && nout <= AG_MAX_OUT);
+    size_t head = sizeof(struct ag_node) + (size_t)nin * sizeof(struct tn_tensor *);
+    head = (head + 15) & ~(size_t)15;
+    if (!grow(ctx, (void ***)&ctx->tape, &ctx->tape_cap, ctx->ntape + 1, "meta/ag_tape")) {
+        fail_alloc(ctx, op);
+        return NULL;
+    }
+    struct ag_node *nd = trk_calloc(ctx->trk, head + extra, "meta/ag_node");
+    if (!nd) {
+        fail_alloc(ctx, op);
+        return NULL;
+    }
+    nd->op = op;
+    nd->backward = backward;
+    nd->kb = kb;
+    nd->nin = nin;
+    for (int i = 0; i < nin; i++) nd->in[i] = in[i] ? tn_retain(in[i]) : NULL;
+    nd->nout = nout;
+    for (int k = 0; k < nout; k++) {
+        nd->out[k] = out[k];
+        out[k]->node = nd;
+        out[k]->requires_grad = true;
+    }
+    nd->extra = extra ? (char *)nd + head : NULL;
+    ctx->tape[ctx->ntape++] = nd;
+    return nd;
+}
+
+void ag_save(struct ag_node *nd, int slot, struct tn_tensor *t)
+{
+    LG_ASSERT(slot >= 0 && slot < AG_MAX_SAVED && !nd->saved[slot]);
+    nd->saved[slot] = t ? tn_retain(t) : NULL;
+}
+
+/* t's gradient buffer, made on first use (zeroed when `zero`); *fresh tells whether it is new. */
+static float *grad_of(struct ag_ctx *ctx, struct tn_tensor *t, bool zero, bool *fresh, int *rc)
+{
+    *fresh = false;
+    if (!t || !t->requires_grad) return NULL;
+    if (!t->grad) {
+        char name[LG_MAX_NAME];
+        lg_snprintf(name, sizeof name, "%s/%s", t->node ? "act.grad" : "grad", tn_basename(t));
+        t->grad = zero ? tn_zeros(t->st->trk, TN_F32, t->device, t->ndim, t->ne, name)
+                       : tn_new(t->st->trk, TN_F32, t->device, t->ndim, t->ne, name);
+        if (!t->grad) {
+            *rc = fail_alloc(ctx, name);
+            return NULL;
+        }
+        *fresh = true;
+    }
+    return tn_f32(t->grad);
+}
+
+float *ag_grad(struct ag_ctx *ctx, struct tn_tensor *t, int *rc)
+{
+    bool fresh;
+    return grad_of(ctx, t, true, &fresh, rc);
+}
+
+float *ag_grad_w(struct ag_ctx *ctx, struct tn_tensor *t, bool *fresh, int *rc)
+{
+    return grad_of(ctx, t, false, fresh, rc);
+}
+
+int ag_grad_axpy(struct ag_ctx *ctx, const struct kn_backend *kb, struct tn_tensor *x,
+                 const float *dy, float alpha)
+{
+    int rc = LG_OK;
+    bool fresh;
+    float *dx = ag_grad_w(ctx, x, &fresh, &rc);
+    if (fresh)
+        kb->scale(dx, dy, alpha, tn_numel(x));
+    else if (dx)
+        kb->axpy(dx, dy, alpha, tn_numel(x));
+    return rc;
+}
+
+/* Caller releases. */
+struct tn_tensor *ag_scratch(struct ag_ctx *ctx, const struct tn_tensor *owner, const char *what,
+                             int ndim, const int64_t *shape)
+{
+    char name[LG_MAX_NAME];
+    lg_snprintf(name, sizeof name, "act.grad/%s.%s", tn_basename(owner), what);
+    struct tn_tensor *t = tn_new(ctx->trk, TN_F32, owner->device, ndim, shape, name);
+    if (!t) fail_alloc(ctx, name);
+    return t;
+}
+
+int ag_backward(struct ag_ctx *ctx, struct tn_tensor *loss)
+{
+    if (ctx->err != LG_OK) return ctx->err;
+    if (!loss) {
+        ag_fail(ctx, LG_EINVAL, "ag_backward: the loss is NULL");
+        return ctx->err;
+    }
+    if (loss->dtype != TN_F32 || tn_numel(loss) != 1) {
+        ag_fail(ctx, LG_EINVAL, "ag_backward: the loss %s must be one F32 element, not %s %s",
+                loss->name, tn_dtype_name(loss->dtype), AG_SHAPE(loss));
+        return ctx->err;
+    }
+    if (!loss->requires_grad) {
+        ag_fail(ctx, LG_EINVAL,
+                "ag_backward: %s does not depend on anything that requires a gradient",
+                loss->name);
+        return ctx->err;
+    }
+    const struct kn_backend *kb = ag_kernels(ctx, "ag_backward", 1, &loss);
+    if (!kb) return ctx->err;
+    int rc = LG_OK;
+    float *g = ag_grad(ctx, loss, &rc);
+    if (!g) return rc;
+    kb->add_scalar(g, 1.0f, 1);
+    for (size_t i = ctx->ntape; i-- > 0;) {
+        struct ag_node *nd = ctx->tape[i];
+        bool reached = false;
+        for (int k = 0; k < nd->nout; k++) reached |= nd->out[k]->grad != NULL;
+        if (!reached) continue;
+        rc = nd->backward(ctx, nd);
+        if (rc != LG_OK) return rc;
+        /* every consumer of these outputs ran before: their gradients are spent */
+        for (int k = 0; k < nd->nout; k++) {
+            tn_release(nd->out[k]->grad);
+            nd->out[k]->grad = NULL;
+        }
+    }
+    return LG_OK;
+}
+
+/* ---- gradient clipping ---------------------------------------------------------------------------- */
+
+double ag_clip_grad_norm(struct tn_tensor **params, int n, double max_norm)
+{
+    double total = 0.0;
+    for (int i = 0; i < n; i++) {
+        struct tn_tensor *g = params[i] ? params[i]->grad : NULL;
+        if (!g) continue;
+        const struct kn_backend *kb = kn_backend_for(g->device);
+        if (!kb) {
+            lg_fail(LG_EUNAVAIL, "ag_clip_grad_norm: no kernels for the device of %s", g->name);
+            return NAN;
+        }
+        total += kb->sumsq(tn_f32(g), tn_numel(g));
+    }
+    if (!isfinite(total)) return NAN;
+    double norm = sqrt(total);
+    if (norm > max_norm) {
+        float coef = (float)(max_norm / (norm + 1e-6)); /* PyTorch's clip_grad_norm_ */
+        for (int i = 0; i < n; i++) {
+            struct tn_tensor *g = params[i] ? params[i]->grad : NULL;
+            if (g) kn_backend_for(g->device)->scale(tn_f32(g), tn_f32(g), coef, tn_numel(g));
+        }
+    }
+    return norm;
+}

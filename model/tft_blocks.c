@@ -1,0 +1,170 @@
+/* tft_blocks.c — Linear, LayerNorm, GLU, GateAddNorm, GRN and the variable selection network,
+ * as spec/TFT.md defines them (names, shapes, init, numerics). */
+#include <stdio.h>
+#include <string.h>
+
+#include "tft_blocks.h"
+
+#define LN_EPS 1e-3f
+
+/* ---- parameter creation ---------------------------------------------------------------- */
+
+int linear_init(struct tft_linear *l, struct vm_varmap *vm, const char *name, int in, int out,
+                bool bias)
+{
+    char pn[LG_MAX_NAME];
+    memset(l, 0, sizeof *l);
+    lg_strlcpy(l->name, name, sizeof l->name);
+    snprintf(pn, sizeof pn, "%s.weight", name);
+    l->w = vm_get(vm, pn, 2, (int64_t[]){out, in}, (struct vm_init){VM_KAIMING_UNIFORM, 0});
+    if (!l->w) return lg_errcode();
+    if (bias) {
+        snprintf(pn, sizeof pn, "%s.bias", name);
+        l->b = vm_get(vm, pn, 1, (int64_t[]){out}, (struct vm_init){VM_ZEROS, 0});
+        if (!l->b) return lg_errcode();
+    }
+    return LG_OK;
+}
+
+int layernorm_init(struct tft_layernorm *n, struct vm_varmap *vm, const char *prefix, int d)
+{
+    char pn[LG_MAX_NAME];
+    snprintf(pn, sizeof pn, "%s.norm.weight", prefix);
+    n->w = vm_get(vm, pn, 1, (int64_t[]){d}, (struct vm_init){VM_ONES, 0});
+    snprintf(pn, sizeof pn, "%s.norm.bias", prefix);
+    n->b = n->w ? vm_get(vm, pn, 1, (int64_t[]){d}, (struct vm_init){VM_ZEROS, 0}) : NULL;
+    return n->b ? LG_OK : lg_errcode();
+}
+
+static int glu_init(struct tft_glu *g, struct vm_varmap *vm, const char *prefix, int d_in,
+                    int d_out)
+{
+    char pn[TFT_PNAME];
+    snprintf(pn, sizeof pn, "%s.glu.fc", prefix);
+    return linear_init(&g->fc, vm, pn, d_in, 2 * d_out, true);
+}
+
+int gan_init(struct tft_gan *g, struct vm_varmap *vm, const char *prefix, int d)
+{
+    int rc = glu_init(&g->glu, vm, prefix, d, d);
+    return rc ? rc : layernorm_init(&g->norm, vm, prefix, d);
+}
+
+int grn_init(struct tft_grn *g, struct vm_varmap *vm, const char *prefix, int d_in, int d_h,
+             int d_out, int d_c)
+{
+    char pn[TFT_PNAME];
+    int rc;
+    memset(g, 0, sizeof *g);
+    g->d_in = d_in;
+    g->d_h = d_h;
+    g->d_out = d_out;
+    g->d_c = d_c;
+    snprintf(pn, sizeof pn, "%s.fc1", prefix);
+    if ((rc = linear_init(&g->fc1, vm, pn, d_in, d_h, true))) return rc;
+    if (d_c > 0) {
+        snprintf(pn, sizeof pn, "%s.ctx", prefix);
+        if ((rc = linear_init(&g->ctx, vm, pn, d_c, d_h, false))) return rc;
+    }
+    snprintf(pn, sizeof pn, "%s.fc2", prefix);
+    if ((rc = linear_init(&g->fc2, vm, pn, d_h, d_h, true))) return rc;
+    if ((rc = glu_init(&g->glu, vm, prefix, d_h, d_out))) return rc;
+    if (d_in != d_out) {
+        snprintf(pn, sizeof pn, "%s.skip", prefix);
+        if ((rc = linear_init(&g->skip, vm, pn, d_in, d_out, true))) return rc;
+    }
+    return layernorm_init(&g->norm, vm, prefix, d_out);
+}
+
+int vsn_init(struct tft_vsn *v, struct vm_varmap *vm, const struct tft_config *cfg,
+             const char *prefix, int n, const int *vars, bool context)
+{
+    char pn[TFT_PNAME];
+    int H = cfg->hidden, rc;
+    memset(v, 0, sizeof *v);
+    v->n = n;
+    for (int j = 0; j < n; j++) {
+        v->var[j] = vars[j];
+        snprintf(pn, sizeof pn, "%s.var_grn.%s", prefix, cfg->vars[vars[j]].name);
+        if ((rc = grn_init(&v->var_grn[j], vm, pn, H, H, H, 0))) return rc;
+    }
+    if (n > 1) {
+        snprintf(pn, sizeof pn, "%s.flat_grn", prefix);
+        if ((rc = grn_init(&v->flat, vm, pn, n * H, H, n, context ? H : 0))) return rc;
+    }
+    return LG_OK;
+}
+
+/* ---- forward ------------------------------------------------------------------------------ */
+
+struct tn_tensor *tft_apply_linear(struct tft_model *m, struct ag_ctx *ctx,
+                                   const struct tft_linear *l, struct tn_tensor *x)
+{
+    if (!x) return NULL;
+    if (m->hook.linear) {
+        struct tn_tensor *y = m->hook.linear(m->hook.user, ctx, l->name, x, l->w, l->b);
+        if (y || ag_error(ctx)) return y;
+    }
+    ag_scope_push(ctx, l->name);
+    struct tn_tensor *y = ag_linear(ctx, x, l->w, l->b);
+    ag_scope_pop(ctx);
+    return y;
+}
+
+/* out = z[:d] ⊙ σ(z[d:]) with z = fc(x): first half value, second half gate. */
+struct tn_tensor *glu_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_glu *g,
+                              struct tn_tensor *x)
+{
+    struct tn_tensor *z = tft_apply_linear(m, ctx, &g->fc, x), *half[2] = {NULL, NULL};
+    if (!z || ag_split(ctx, z, -1, 2, half) != LG_OK) return NULL;
+    return ag_mul(ctx, half[0], ag_sigmoid(ctx, half[1]));
+}
+
+struct tn_tensor *gan_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_gan *g,
+                              struct tn_tensor *x, struct tn_tensor *skip)
+{
+    struct tn_tensor *s = ag_add(ctx, skip, glu_forward(m, ctx, &g->glu, x));
+    return ag_layernorm(ctx, s, g->norm.w, g->norm.b, LN_EPS);
+}
+
+/* η2 = ELU(fc1(a) + ctx(c)); η1 = fc2(η2); out = LN(skip(a) + GLU(dropout(η1))) */
+struct tn_tensor *grn_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_grn *g,
+                              struct tn_tensor *a, struct tn_tensor *c)
+{
+    if (!a) return NULL;
+    struct tn_tensor *h = tft_apply_linear(m, ctx, &g->fc1, a);
+    if (c && g->ctx.w) {
+        struct tn_tensor *hc = tft_apply_linear(m, ctx, &g->ctx, c); /* [B, d_h] */
+        if (hc && a->ndim == 3) /* broadcast the static context over time */
+            hc = ag_reshape(ctx, hc, 3, (int64_t[]){hc->ne[0], 1, hc->ne[1]});
+        h = ag_add(ctx, h, hc);
+    }
+    h = ag_elu(ctx, h);
+    h = tft_apply_linear(m, ctx, &g->fc2, h);
+    h = ag_dropout(ctx, h, m->cfg.dropout);
+    struct tn_tensor *gl = glu_forward(m, ctx, &g->glu, h);
+    struct tn_tensor *skip = g->skip.w ? tft_apply_linear(m, ctx, &g->skip, a) : a;
+    return ag_layernorm(ctx, ag_add(ctx, skip, gl), g->norm.w, g->norm.b, LN_EPS);
+}
+
+/* v = softmax(flat_grn(concat_j ξ_j, c)); out = Σ_j v_j · var_grn_j(ξ_j)   (v ≡ 1 when n = 1) */
+struct tn_tensor *vsn_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_vsn *v,
+                              struct tn_tensor **xs, struct tn_tensor *c)
+{
+    struct tn_tensor *proc[TFT_MAX_VARS];
+    for (int j = 0; j < v->n; j++) {
+        if (!xs[j]) return NULL;
+        proc[j] = grn_forward(m, ctx, &v->var_grn[j], xs[j], NULL);
+    }
+    if (v->n == 1) return proc[0];
+    int nd = xs[0]->ndim; /* 2: [B, H] (static); 3: [B, T, H] */
+    struct tn_tensor *flat = ag_concat(ctx, xs, v->n, -1);              /* [..., n·H] */
+    struct tn_tensor *w = ag_softmax(ctx, grn_forward(m, ctx, &v->flat, flat, c)); /* [..., n] */
+    struct tn_tensor *stacked = ag_stack(ctx, proc, v->n, nd - 1);      /* [..., n, H] */
+    if (!w || !stacked) return NULL;
+    int64_t shape[TN_MAX_DIMS];
+    for (int i = 0; i < nd; i++) shape[i] = w->ne[i];
+    shape[nd] = 1;                                                      /* [..., n, 1] */
+    struct tn_tensor *w1 = ag_reshape(ctx, w, nd + 1, shape);
+    return ag_sum(ctx, ag_mul(ctx, stacked, w1), nd - 1, false);        /* [..., H] */
+}

@@ -1,0 +1,98 @@
+/* trainer_quant.c — INT8 finalisation of a training session: post-training quantisation and
+ * quantisation-aware fine-tuning, each ending with an evaluation of the int8 model. */
+#include <math.h>
+
+#include "int8.h"
+#include "trainer_impl.h"
+
+/* Runs the calibration batches (training windows, dropout off, no tape) through the model
+ * while the calibration hook records input ranges. */
+static int calibrate(struct tr_trainer *tr, struct q8_calib *cal)
+{
+    struct data_cursor cur;
+    data_cursor_init(&cur, tr->opt.seed ^ 0x63616C69ull);
+    bool was_training = ag_training(tr->ctx), was_grad = ag_set_grad_enabled(tr->ctx, false);
+    ag_set_training(tr->ctx, false);
+    q8_calib_attach(cal, tr->model);
+    int rc = LG_OK;
+    for (int k = 0; k < tr->opt.calib_batches && rc == LG_OK; k++) {
+        struct tft_batch b = {0};
+        if ((rc = data_batch(tr->data, DATA_TRAIN, tr->opt.batch, &cur, &b))) break;
+        if (!tr->model->vt->forward(tr->model, tr->ctx, &b))
+            rc = lg_fail(ag_error(tr->ctx), "int8 calibration: %s", ag_errmsg(tr->ctx));
+        ag_ctx_reset(tr->ctx);
+        tft_batch_fini(&b);
+    }
+    q8_calib_detach(cal, tr->model);
+    ag_set_training(tr->ctx, was_training);
+    ag_set_grad_enabled(tr->ctx, was_grad);
+    return rc;
+}
+
+/* Evaluates the int8 model q on the validation windows and frees it. */
+static int evaluate_and_free(struct tr_trainer *tr, struct q8_model *q, struct tr_quant_stats *st)
+{
+    st->layers = q8_layers(q);
+    st->int8_bytes = q8_bytes(q);
+    q8_attach(q, tr->model);
+    int rc = tr_validate(tr, &st->quant_val_loss);
+    q8_detach(q, tr->model);
+    q8_free(q);
+    return rc;
+}
+
+/* The int8 path runs on the host (int8.h): a session on a device stops with a clear status. */
+static int host_only(const struct tr_trainer *tr, const char *what)
+{
+    if (tr->opt.device == TN_CPU) return LG_OK;
+    return lg_fail(LG_EUNAVAIL, "%s: the INT8 path runs on the host only; sessions on a device "
+                   "train FP32 (modes int8 and qat need --device cpu)", what);
+}
+
+int tr_finalize_int8_training(struct tr_trainer *tr, struct tr_quant_stats *st)
+{
+    struct tr_quant_stats s = {.fp32_val_loss = NAN, .quant_val_loss = NAN};
+    struct q8_calib *cal = NULL;
+    struct q8_model *q = NULL;
+    int rc = host_only(tr, "INT8 finalisation");
+    if (rc == LG_OK) rc = tr_validate(tr, &s.fp32_val_loss);
+    if (rc == LG_OK) rc = q8_calib_new(&cal, tr->trk, tr->model);
+    if (rc == LG_OK) rc = calibrate(tr, cal);
+    if (rc == LG_OK) rc = q8_quantize(&q, tr->model, cal);
+    if (!tr->opt.faults.int8_calibration) q8_calib_free(cal); /* fault: statistics forgotten */
+    if (rc == LG_OK) rc = evaluate_and_free(tr, q, &s);
+    if (st) *st = s;
+    if (tr->opt.progress) tr->opt.progress(tr->opt.progress_user, "int8", -1, s.quant_val_loss);
+    return rc;
+}
+
+int tr_finalize_qat_training(struct tr_trainer *tr, struct tr_quant_stats *st)
+{
+    struct tr_quant_stats s = {.fp32_val_loss = NAN, .quant_val_loss = NAN};
+    struct q8_qat *qat = NULL;
+    struct q8_model *q = NULL;
+    int rc = host_only(tr, "QAT");
+    if (rc == LG_OK && !tr->opt_state) rc = tr_initialize_optimizer(tr);
+    if (rc == LG_OK) rc = tr_validate(tr, &s.fp32_val_loss);
+    if (rc == LG_OK) rc = q8_qat_new(&qat, tr->trk, tr->model);
+    if (rc == LG_OK) {
+        /* fine-tuning at a tenth of the training rate: at the full rate a few dozen QAT steps
+         * move the validation loss by several percent either way (measured on tiny), which is
+         * the model changing, not quantisation */
+        q8_qat_attach(qat, tr->model);
+        int steps = tr->opt.steps;
+        tr->opt.steps = tr->opt.qat_steps;
+        opt_adamw_set_lr(tr->opt_state, tr->opt.lr / 10);
+        struct tr_train_stats ts;
+        rc = tr_train(tr, &ts);
+        opt_adamw_set_lr(tr->opt_state, tr->opt.lr);
+        tr->opt.steps = steps;
+        q8_qat_detach(qat, tr->model);
+    }
+    if (rc == LG_OK) rc = q8_qat_convert(&q, tr->model, qat);
+    if (!tr->opt.faults.qat_observer) q8_qat_free(qat); /* fault: observers forgotten */
+    if (rc == LG_OK) rc = evaluate_and_free(tr, q, &s);
+    if (st) *st = s;
+    if (tr->opt.progress) tr->opt.progress(tr->opt.progress_user, "qat", -1, s.quant_val_loss);
+    return rc;
+}

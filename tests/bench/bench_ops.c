@@ -1,0 +1,245 @@
+/* bench_ops — throughput of the CPU ops on the shapes of the TFT `electricity` preset
+ * (B 64, T_enc 168, T_dec 24, H 160).
+ *
+ *   build/tests/bench/bench_ops [--quick]
+ *
+ * Part 1: GFLOP/s of ag_linear / ag_matmul (forward, gradients off) against cblas_sgemm
+ * called directly on the same buffers, interleaved, best of N rounds; the ratio is what
+ * matters on a shared machine (1.00 = no overhead over the GEMM).
+ * Part 2: forward and forward+backward time of each op, best of N rounds. The loss of the
+ * backward is sum_all(y) (one extra pass forward, one backward), the time includes
+ * ag_ctx_reset. */
+#include <cblas.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "autograd.h"
+
+static struct trk_tracker *trk;
+static struct tn_rng rng;
+static int rounds = 5;
+
+static struct tn_tensor *rand_t(const char *name, int nd, const int64_t *shape, bool grad)
+{
+    struct tn_tensor *t = tn_new_f32(trk, name, nd, shape);
+    if (!t) {
+        fprintf(stderr, "bench_ops: %s\n", lg_errmsg());
+        return NULL;
+    }
+    tn_fill_uniform(t, &rng, -0.5f, 0.5f);
+    t->requires_grad = grad;
+    return t;
+}
+
+/* ---- part 1: GEMM overhead ------------------------------------------------------------------------ */
+
+struct gemm_case {
+    const char *what;
+    int64_t batch, m, k, n; /* a [batch, m, k]; b [n, k] (linear) or [batch, n, k] (matmul, tb) */
+    bool linear;
+};
+
+static void bench_gemm(struct ag_ctx *ctx, const struct gemm_case *c)
+{
+    int64_t as[3] = {c->batch, c->m, c->k}, bs[3] = {c->batch, c->n, c->k};
+    struct tn_tensor *a = rand_t("bench/a", 3, as, false);
+    struct tn_tensor *b = c->linear ? rand_t("bench/w", 2, (int64_t[]){c->n, c->k}, false)
+                                    : rand_t("bench/b", 3, bs, false);
+    struct tn_tensor *y = tn_new_f32(trk, "bench/y", 3, (int64_t[]){c->batch, c->m, c->n});
+    double flops = 2.0 * (double)c->batch * c->m * c->n * c->k, best_ag = 1e30, best_blas = 1e30;
+    for (int r = 0; r < rounds; r++) {
+        double t0 = lg_now();
+        struct tn_tensor *o = c->linear ? ag_linear(ctx, a, b, NULL) : ag_matmul(ctx, a, b, false, true);
+        double t1 = lg_now();
+        if (!o) fprintf(stderr, "bench_ops: %s\n", ag_errmsg(ctx));
+        ag_ctx_reset(ctx);
+        double t2 = lg_now();
+        if (c->linear)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(c->batch * c->m), (int)c->n,
+                        (int)c->k, 1.0f, tn_f32(a), (int)c->k, tn_f32(b), (int)c->k, 0.0f, tn_f32(y),
+                        (int)c->n);
+        else
+            for (int64_t i = 0; i < c->batch; i++)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)c->m, (int)c->n, (int)c->k,
+                            1.0f, tn_f32(a) + i * c->m * c->k, (int)c->k, tn_f32(b) + i * c->n * c->k,
+                            (int)c->k, 0.0f, tn_f32(y) + i * c->m * c->n, (int)c->n);
+        double t3 = lg_now();
+        best_ag = t1 - t0 < best_ag ? t1 - t0 : best_ag;
+        best_blas = t3 - t2 < best_blas ? t3 - t2 : best_blas;
+    }
+    printf("%-44s %9.1f %9.1f %7.2f\n", c->what, flops / best_ag * 1e-9, flops / best_blas * 1e-9,
+           best_ag / best_blas);
+    tn_release(a);
+    tn_release(b);
+    tn_release(y);
+}
+
+/* ---- part 2: forward and backward per op ----------------------------------------------------------- */
+
+enum op {
+    OP_LINEAR, OP_GLU, OP_LAYERNORM, OP_ADD, OP_MUL_BCAST, OP_SIGMOID, OP_ELU, OP_DROPOUT,
+    OP_SOFTMAX, OP_ATTN_MATMUL, OP_PERMUTE, OP_CONCAT, OP_EMBEDDING, OP_LSTM, OP_PINBALL, OP_COUNT
+};
+
+static const char *const op_name[OP_COUNT] = {
+    "linear [10752,160]x[160,160]",  "GLU (linear→320, split, σ, ⊙)", "layernorm [10752,160]",
+    "add [10752,160]",               "mul [64,168,4,160]x[64,168,4,1]", "sigmoid [10752,320]",
+    "elu [10752,160]",               "dropout 0.1 [10752,160]",        "softmax [64,4,24,192]",
+    "matmul [256,24,40]x[256,192,40]ᵀ", "permute [64,192,4,40]→0213",  "concat 4x[64,192,160] axis -1",
+    "embedding card 370 [64,192]→160", "lstm B64 T168 In160 H160",     "pinball [64,24,3]",
+};
+
+struct inputs {
+    struct tn_tensor *t[8];
+};
+
+static struct tn_tensor *forward(struct ag_ctx *ctx, enum op op, struct inputs *in)
+{
+    struct tn_tensor **t = in->t;
+    switch (op) {
+    case OP_LINEAR: return ag_linear(ctx, t[0], t[1], t[2]);
+    case OP_GLU: { /* as tft_blocks.c: z = fc(x); z[:H] ⊙ σ(z[H:]) */
+        struct tn_tensor *half[2];
+        if (ag_split(ctx, ag_linear(ctx, t[0], t[3], t[4]), -1, 2, half) != LG_OK) return NULL;
+        return ag_mul(ctx, half[0], ag_sigmoid(ctx, half[1]));
+    }
+    case OP_LAYERNORM: return ag_layernorm(ctx, t[0], t[5], t[6], 1e-3f);
+    case OP_ADD: return ag_add(ctx, t[0], t[7]);
+    case OP_MUL_BCAST: return ag_mul(ctx, t[0], t[1]);
+    case OP_SIGMOID:
+    case OP_ELU: return op == OP_SIGMOID ? ag_sigmoid(ctx, t[0]) : ag_elu(ctx, t[0]);
+    case OP_DROPOUT: return ag_dropout(ctx, t[0], 0.1f);
+    case OP_SOFTMAX: return ag_softmax(ctx, t[0]);
+    case OP_ATTN_MATMUL: return ag_matmul(ctx, t[0], t[1], false, true);
+    case OP_PERMUTE: return ag_permute(ctx, t[0], (int[]){0, 2, 1, 3});
+    case OP_CONCAT: return ag_concat(ctx, t, 4, -1);
+    case OP_EMBEDDING: return ag_embedding(ctx, t[0], t[1]);
+    case OP_LSTM: {
+        struct ag_lstm_out o = ag_lstm(ctx, t[0], t[1], t[2], t[3], t[4], t[5], t[6]);
+        return o.out ? ag_add(ctx, ag_sum_all(ctx, o.out), ag_sum_all(ctx, o.c_last)) : NULL;
+    }
+    case OP_PINBALL: return ag_pinball_loss(ctx, t[0], t[1], (const float[]){0.1f, 0.5f, 0.9f}, 3);
+    case OP_COUNT: break;
+    }
+    return NULL;
+}
+
+static bool make_inputs(enum op op, struct inputs *in)
+{
+    memset(in, 0, sizeof *in);
+    struct tn_tensor **t = in->t;
+    const int64_t R = 64 * 168, H = 160;
+    switch (op) {
+    case OP_LINEAR:
+    case OP_GLU:
+    case OP_LAYERNORM:
+    case OP_ADD:
+    case OP_ELU:
+    case OP_DROPOUT:
+        t[0] = rand_t("bench/x", 2, (int64_t[]){R, H}, true);
+        t[1] = rand_t("bench/w", 2, (int64_t[]){H, H}, true);
+        t[2] = rand_t("bench/b", 1, (int64_t[]){H}, true);
+        t[3] = rand_t("bench/w2", 2, (int64_t[]){2 * H, H}, true);
+        t[4] = rand_t("bench/b2", 1, (int64_t[]){2 * H}, true);
+        t[5] = rand_t("bench/g", 1, (int64_t[]){H}, true);
+        t[6] = rand_t("bench/beta", 1, (int64_t[]){H}, true);
+        t[7] = rand_t("bench/x2", 2, (int64_t[]){R, H}, true);
+        return t[7] != NULL;
+    case OP_MUL_BCAST:
+        t[0] = rand_t("bench/x", 4, (int64_t[]){64, 168, 4, H}, true);
+        t[1] = rand_t("bench/v", 4, (int64_t[]){64, 168, 4, 1}, true);
+        return t[1] != NULL;
+    case OP_SIGMOID: t[0] = rand_t("bench/x", 2, (int64_t[]){R, 2 * H}, true); return t[0] != NULL;
+    case OP_SOFTMAX: t[0] = rand_t("bench/x", 4, (int64_t[]){64, 4, 24, 192}, true); return t[0] != NULL;
+    case OP_ATTN_MATMUL:
+        t[0] = rand_t("bench/q", 3, (int64_t[]){256, 24, 40}, true);
+        t[1] = rand_t("bench/k", 3, (int64_t[]){256, 192, 40}, true);
+        return t[1] != NULL;
+    case OP_PERMUTE: t[0] = rand_t("bench/x", 4, (int64_t[]){64, 192, 4, 40}, true); return t[0] != NULL;
+    case OP_CONCAT:
+        for (int i = 0; i < 4; i++) t[i] = rand_t("bench/x", 3, (int64_t[]){64, 192, H}, true);
+        return t[3] != NULL;
+    case OP_EMBEDDING: {
+        t[0] = rand_t("bench/emb", 2, (int64_t[]){370, H}, true);
+        t[1] = tn_new(trk, TN_I32, TN_CPU, 2, (int64_t[]){64, 192}, "bench/idx");
+        if (!t[1]) return false;
+        for (int64_t i = 0; i < 64 * 192; i++) tn_i32(t[1])[i] = (int32_t)(tn_rng_next(&rng) % 370);
+        return true;
+    }
+    case OP_LSTM:
+        t[0] = rand_t("bench/x", 3, (int64_t[]){64, 168, H}, true);
+        t[1] = rand_t("bench/h0", 2, (int64_t[]){64, H}, true);
+        t[2] = rand_t("bench/c0", 2, (int64_t[]){64, H}, true);
+        t[3] = rand_t("bench/w_ih", 2, (int64_t[]){4 * H, H}, true);
+        t[4] = rand_t("bench/w_hh", 2, (int64_t[]){4 * H, H}, true);
+        t[5] = rand_t("bench/b_ih", 1, (int64_t[]){4 * H}, true);
+        t[6] = rand_t("bench/b_hh", 1, (int64_t[]){4 * H}, true);
+        return t[6] != NULL;
+    case OP_PINBALL:
+        t[0] = rand_t("bench/yhat", 3, (int64_t[]){64, 24, 3}, true);
+        t[1] = rand_t("bench/y", 2, (int64_t[]){64, 24}, false);
+        return t[1] != NULL;
+    case OP_COUNT: break;
+    }
+    return false;
+}
+
+static int bench_op(struct ag_ctx *ctx, enum op op)
+{
+    struct inputs in;
+    if (!make_inputs(op, &in)) return 1;
+    double best_f = 1e30, best_fb = 1e30;
+    for (int r = 0; r < rounds; r++) {
+        ag_set_grad_enabled(ctx, false);
+        double t0 = lg_now();
+        struct tn_tensor *y = forward(ctx, op, &in);
+        ag_ctx_reset(ctx);
+        double t1 = lg_now();
+        ag_set_grad_enabled(ctx, true);
+        double t2 = lg_now();
+        y = forward(ctx, op, &in);
+        struct tn_tensor *loss = tn_numel(y ? y : in.t[0]) == 1 ? y : ag_sum_all(ctx, y);
+        int rc = ag_backward(ctx, loss);
+        ag_ctx_reset(ctx);
+        double t3 = lg_now();
+        if (!y || rc != LG_OK) {
+            fprintf(stderr, "bench_ops: %s: %s\n", op_name[op], lg_errmsg());
+            return 1;
+        }
+        best_f = t1 - t0 < best_f ? t1 - t0 : best_f;
+        best_fb = t3 - t2 < best_fb ? t3 - t2 : best_fb;
+    }
+    printf("%-44s %10.2f %12.2f\n", op_name[op], best_f * 1e3, best_fb * 1e3);
+    for (int i = 0; i < 8; i++) tn_release(in.t[i]);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--quick") == 0) rounds = 2;
+    if (trk_tracker_new(&trk, &(struct trk_options){0}) != LG_OK) {
+        fprintf(stderr, "bench_ops: %s\n", lg_errmsg());
+        return 1;
+    }
+    tn_rng_seed(&rng, 1);
+    struct ag_ctx *ctx = ag_ctx_new(trk, &(struct ag_options){.training = true, .seed = 1});
+    if (!ctx) return 1;
+    printf("GEMM: ag op vs cblas_sgemm on the same shapes (best of %d)\n", rounds);
+    printf("%-44s %9s %9s %7s\n", "shape", "ag GF/s", "blas GF/s", "ratio");
+    static const struct gemm_case gc[] = {
+        {"linear [10752,160]x[160,160]ᵀ", 1, 64 * 168, 160, 160, true},
+        {"linear [10752,160]x[320,160]ᵀ (GLU)", 1, 64 * 168, 160, 320, true},
+        {"linear [12288,640]x[160,640]ᵀ (flat GRN)", 1, 64 * 192, 640, 160, true},
+        {"matmul [256,24,40]x[256,192,40]ᵀ (scores)", 256, 24, 40, 192, false},
+        {"matmul [64,24,192]x[64,40,192]ᵀ", 64, 24, 192, 40, false},
+    };
+    for (size_t i = 0; i < sizeof gc / sizeof gc[0]; i++) bench_gemm(ctx, &gc[i]);
+    printf("\nops: forward and forward+backward, ms (best of %d)\n", rounds);
+    printf("%-44s %10s %12s\n", "op", "fwd ms", "fwd+bwd ms");
+    int rc = 0;
+    for (int op = 0; op < OP_COUNT && rc == 0; op++) rc = bench_op(ctx, (enum op)op);
+    ag_ctx_free(ctx);
+    size_t left = trk_tracker_free(trk);
+    if (left) fprintf(stderr, "bench_ops: %zu allocations left live\n", left);
+    return rc || left ? 1 : 0;
+}

@@ -1,0 +1,196 @@
+#!/usr/bin/python3
+"""tft_torch.py — the same TFT (spec/TFT.md) in PyTorch eager, for a speed comparison only.
+
+A benchmark tool, not a dependency of the build or the tests: it needs Debian's python3-torch
+(`apt-get install python3-torch`, run with /usr/bin/python3). It builds the preset's model
+with the spec's names and shapes (the parameter count is printed and checked against the
+spec's table), feeds random batches of the preset's shape, and times full training steps
+(forward, pinball loss, backward, global-norm clipping, Adam) with nn.LSTM (fused).
+
+    /usr/bin/python3 tests/bench/tft_torch.py --preset electricity --steps 10 --threads 2
+"""
+import argparse
+import math
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+PRESETS = {
+    # name: (H, heads, L, T_enc, T_dec, batch, static, observed, known, params)
+    "tiny": (16, 4, 1, 8, 4, 8, [("series", 10), ("scale", 0)], ["target", "obs_x"],
+             [("dow", 7), ("time", 0)], 27211),
+    "electricity": (160, 4, 1, 168, 24, 64, [("id", 370)], ["power_usage"],
+                    [("hour", 0), ("day_of_week", 0), ("hours_from_start", 0)], 2453798),
+}
+
+
+class GLU(nn.Module):
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.fc = nn.Linear(d_in, 2 * d_out)
+
+    def forward(self, x):
+        a, g = self.fc(x).chunk(2, dim=-1)
+        return a * torch.sigmoid(g)
+
+
+class GateAddNorm(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.glu = GLU(d, d)
+        self.norm = nn.LayerNorm(d, eps=1e-3)
+
+    def forward(self, x, skip):
+        return self.norm(skip + self.glu(x))
+
+
+class GRN(nn.Module):
+    def __init__(self, d_in, d_h, d_out, d_c=0, dropout=0.1):
+        super().__init__()
+        self.fc1 = nn.Linear(d_in, d_h)
+        self.ctx = nn.Linear(d_c, d_h, bias=False) if d_c else None
+        self.fc2 = nn.Linear(d_h, d_h)
+        self.glu = GLU(d_h, d_out)
+        self.skip = nn.Linear(d_in, d_out) if d_in != d_out else None
+        self.norm = nn.LayerNorm(d_out, eps=1e-3)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, a, c=None):
+        h = self.fc1(a)
+        if c is not None and self.ctx is not None:
+            hc = self.ctx(c)
+            if a.dim() == 3:
+                hc = hc.unsqueeze(1)
+            h = h + hc
+        h = self.fc2(F.elu(h))
+        skip = self.skip(a) if self.skip is not None else a
+        return self.norm(skip + self.glu(self.drop(h)))
+
+
+class VSN(nn.Module):
+    def __init__(self, n, H, context):
+        super().__init__()
+        self.n = n
+        self.var_grn = nn.ModuleList([GRN(H, H, H) for _ in range(n)])
+        self.flat_grn = GRN(n * H, H, n, H if context else 0) if n > 1 else None
+
+    def forward(self, xs, c=None):
+        proc = torch.stack([g(x) for g, x in zip(self.var_grn, xs)], dim=-2)
+        if self.n == 1:
+            return proc.squeeze(-2)
+        w = torch.softmax(self.flat_grn(torch.cat(xs, dim=-1), c), dim=-1)
+        return (proc * w.unsqueeze(-1)).sum(-2)
+
+
+class TFT(nn.Module):
+    def __init__(self, H, heads, L, T_enc, T_dec, static, observed, known, Q=3):
+        super().__init__()
+        self.H, self.heads, self.T_enc, self.T_dec = H, heads, T_enc, T_dec
+        self.static, self.observed, self.known = static, observed, known
+        self.emb = nn.ModuleDict()
+        for name, card in static + [(o, 0) for o in observed] + known:
+            self.emb[name] = nn.Embedding(card, H) if card else nn.Linear(1, H)
+        self.static_vsn = VSN(len(static), H, False)
+        self.enc_vsn = VSN(len(observed) + len(known), H, True)
+        self.dec_vsn = VSN(len(known), H, True)
+        self.static_enc = nn.ModuleList([GRN(H, H, H) for _ in range(4)])
+        self.lstm_enc = nn.LSTM(H, H, L, batch_first=True)
+        self.lstm_dec = nn.LSTM(H, H, L, batch_first=True)
+        self.post_lstm = GateAddNorm(H)
+        self.enrich = GRN(H, H, H, H)
+        da = H // heads
+        self.q = nn.Linear(H, H, bias=False)
+        self.k = nn.Linear(H, H, bias=False)
+        self.v = nn.Linear(H, da, bias=False)
+        self.o = nn.Linear(da, H, bias=False)
+        self.post_attn = GateAddNorm(H)
+        self.pos_ff = GRN(H, H, H)
+        self.pre_out = GateAddNorm(H)
+        self.out = nn.Linear(H, Q)
+        T = T_enc + T_dec
+        mask = torch.zeros(T_dec, T)
+        for i in range(T_dec):
+            mask[i, T_enc + i + 1:] = -math.inf
+        self.register_buffer("mask", mask)
+
+    def embed(self, name, x):
+        e = self.emb[name]
+        return e(x) if isinstance(e, nn.Embedding) else e(x.unsqueeze(-1))
+
+    def forward(self, inp):
+        Te, Td, H = self.T_enc, self.T_dec, self.H
+        zeta = self.static_vsn([self.embed(n, inp[n]) for n, _ in self.static])
+        c_s, c_e, c_c, c_h = [g(zeta) for g in self.static_enc]
+        full = {n: self.embed(n, inp[n]) for n, _ in self.known}
+        enc = [self.embed(o, inp[o]) for o in self.observed] + [full[n][:, :Te] for n, _ in self.known]
+        dec = [full[n][:, Te:] for n, _ in self.known]
+        xi_enc, xi_dec = self.enc_vsn(enc, c_s), self.dec_vsn(dec, c_s)
+        L = self.lstm_enc.num_layers
+        h0 = c_h.unsqueeze(0).expand(L, -1, -1).contiguous()
+        c0 = c_c.unsqueeze(0).expand(L, -1, -1).contiguous()
+        phi_enc, state = self.lstm_enc(xi_enc, (h0, c0))
+        phi_dec, _ = self.lstm_dec(xi_dec, state)
+        phi = torch.cat([phi_enc, phi_dec], 1)
+        phi_t = self.post_lstm(phi, torch.cat([xi_enc, xi_dec], 1))
+        theta = self.enrich(phi_t, c_e)
+        theta_dec = theta[:, Te:]
+        B, T, nh = theta.shape[0], theta.shape[1], self.heads
+        da = H // nh
+        q = self.q(theta_dec).view(B, Td, nh, da).transpose(1, 2)
+        k = self.k(theta).view(B, T, nh, da).transpose(1, 2)
+        a = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(da) + self.mask, dim=-1)
+        h = (a @ self.v(theta).unsqueeze(1)).mean(1)
+        delta = self.post_attn(self.o(h), theta_dec)
+        psi = self.pos_ff(delta)
+        return self.out(self.pre_out(psi, phi_t[:, Te:]))
+
+
+def pinball(yhat, y, qs):
+    e = y.unsqueeze(-1) - yhat
+    q = torch.tensor(qs)
+    return (torch.maximum(q * e, (q - 1) * e)).sum(-1).mean()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--preset", default="electricity", choices=PRESETS)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    torch.set_num_threads(a.threads)
+    H, heads, L, Te, Td, B, static, observed, known, want = PRESETS[a.preset]
+    m = TFT(H, heads, L, Te, Td, static, observed, known)
+    n = sum(p.numel() for p in m.parameters())
+    print(f"torch {torch.__version__}, {a.threads} thread(s), preset {a.preset}: {n} parameters "
+          f"(spec {want}{'' if n == want else ' MISMATCH'})")
+    T = Te + Td
+    inp = {}
+    for name, card in static:
+        inp[name] = torch.randint(card, (B,)) if card else torch.randn(B)
+    for o in observed:
+        inp[o] = torch.randn(B, Te)
+    for name, card in known:
+        inp[name] = torch.randint(card, (B, T)) if card else torch.randn(B, T)
+    y = torch.randn(B, Td)
+    opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+    times = []
+    for step in range(a.warmup + a.steps):
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=False)
+        loss = pinball(m(inp), y, [0.1, 0.5, 0.9])
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 0.01)
+        opt.step()
+        if step >= a.warmup:
+            times.append(time.perf_counter() - t0)
+    times.sort()
+    med = times[len(times) // 2]
+    print(f"median {med * 1e3:.1f} ms/step, {B / med:.1f} samples/s over {a.steps} steps (batch {B})")
+
+
+if __name__ == "__main__":
+    main()

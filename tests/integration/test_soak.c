@@ -1,0 +1,545 @@
+/* test_soak.c — `leakgate soak` and `leakgate merge` end to end: 100 clean tiny sessions pass, a
+ * slow untagged leak starting at session 40 is caught by the trend test on je_allocated at or
+ * after session 40, SIGTERM leaves a verdict and a partial run, the Prometheus file parses and
+ * is replaced atomically, the soak's own memory stays flat over 300 sessions, three concurrent
+ * shards merge into one report (and one leaking shard makes the whole leak, by name), and merge
+ * refuses what is not one plan. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lg_test.h"
+#include "results.h"
+#include "verdict.h"
+
+TestSuite(soak, .init = lg_test_setup, .fini = lg_test_teardown, .timeout = 240);
+
+struct out {
+    int status;
+    char *text; /* stdout + stderr */
+};
+
+/* Runs leakgate with args (a shell fragment) and captures everything it prints. */
+static struct out run(const char *args)
+{
+    struct out o = {0};
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", LEAKGATE_BIN, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t cap = 1 << 16, n = 0, k;
+    o.text = malloc(cap);
+    while ((k = fread(o.text + n, 1, cap - n - 1, p)) > 0) {
+        n += k;
+        if (n + 1 >= cap) o.text = realloc(o.text, cap *= 2);
+    }
+    o.text[n] = '\0';
+    int st = pclose(p);
+    o.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return o;
+}
+
+/* Starts leakgate in the background (argv after the program name, NULL-terminated), output
+ * to log. */
+static pid_t spawn(const char *log, char *const argv[])
+{
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execv(LEAKGATE_BIN, argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int wait_exit(pid_t pid)
+{
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFEXITED(st), "leakgate ended by itself, not by signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    return WEXITSTATUS(st);
+}
+
+/* The verdict table's line for a channel ("" when absent). */
+static const char *line_of(const char *text, const char *channel, char *buf, size_t size)
+{
+    size_t cl = strlen(channel);
+    buf[0] = '\0';
+    for (const char *p = text; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (len > cl && strncmp(p, channel, cl) == 0 && p[cl] == ' ') {
+            snprintf(buf, size, "%.*s", (int)len, p);
+            break;
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+    return buf;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0, k;
+    char *s = malloc(cap);
+    while ((k = fread(s + n, 1, cap - n - 1, f)) > 0) {
+        n += k;
+        if (n + 1 >= cap) s = realloc(s, cap *= 2);
+    }
+    s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+/* ---- a small parser of the Prometheus text exposition format (0.0.4) ---------------------------- */
+
+static bool metric_name(const char **p)
+{
+    const char *s = *p;
+    if (!(isalpha((unsigned char)*s) || *s == '_' || *s == ':')) return false;
+    while (isalnum((unsigned char)*s) || *s == '_' || *s == ':') s++;
+    *p = s;
+    return true;
+}
+
+/* Checks a whole exposition: HELP/TYPE before a family's samples and once each, names, label
+ * syntax with escapes, float values, every line ended. Returns NULL or what is wrong. */
+static const char *prom_check(const char *text, char *why, size_t size)
+{
+    char typed[64][96];
+    int n_typed = 0, line = 0;
+    if (!*text || text[strlen(text) - 1] != '\n') return "the file does not end with a newline";
+    for (const char *p = text; *p; line++) {
+        const char *nl = strchr(p, '\n'), *s = p;
+        char name[96];
+        if (!strncmp(s, "# HELP ", 7) || !strncmp(s, "# TYPE ", 7)) {
+            bool type = s[2] == 'T';
+            const char *n0 = s + 7, *q = n0;
+            if (!metric_name(&q) || *q != ' ') goto bad;
+            snprintf(name, sizeof name, "%.*s", (int)(q - n0), n0);
+            if (type) {
+                const char *t = q + 1;
+                int tl = (int)(nl - t);
+                if (!((tl == 5 && !strncmp(t, "gauge", 5)) || (tl == 7 && !strncmp(t, "counter", 7)) ||
+                      (tl == 7 && !strncmp(t, "untyped", 7))))
+                    goto bad;
+                for (int i = 0; i < n_typed; i++)
+                    if (!strcmp(typed[i], name)) goto bad; /* a second TYPE */
+                cr_assert_lt(n_typed, 64);
+                lg_strlcpy(typed[n_typed++], name, sizeof typed[0]);
+            }
+        } else if (*s == '#') {
+            /* a comment */
+        } else {
+            const char *n0 = s;
+            if (!metric_name(&s)) goto bad;
+            snprintf(name, sizeof name, "%.*s", (int)(s - n0), n0);
+            bool known = false;
+            for (int i = 0; i < n_typed; i++) known |= !strcmp(typed[i], name);
+            if (!known) goto bad; /* a sample before its family's TYPE */
+            if (*s == '{') {
+                s++;
+                while (*s != '}') {
+                    if (!metric_name(&s) || *s++ != '=' || *s++ != '"') goto bad;
+                    while (*s != '"') {
+                        if (*s == '\n' || !*s) goto bad;
+                        if (*s == '\\' && !(s[1] == '\\' || s[1] == '"' || s[1] == 'n')) goto bad;
+                        s += *s == '\\' ? 2 : 1;
+                    }
+                    s++;
+                    if (*s == ',') s++;
+                    else if (*s != '}') goto bad;
+                }
+                s++;
+            }
+            if (*s++ != ' ') goto bad;
+            char *end;
+            if (!strncmp(s, "NaN", 3) || !strncmp(s, "+Inf", 4) || !strncmp(s, "-Inf", 4))
+                end = (char *)s + (s[0] == 'N' ? 3 : 4);
+            else
+                strtod(s, &end);
+            if (end == s || (end != nl && *end != ' ')) goto bad;
+        }
+        p = nl + 1;
+        continue;
+    bad:
+        snprintf(why, size, "line %d is not valid exposition format: %.*s", line + 1, (int)(nl - p), p);
+        return why;
+    }
+    return NULL;
+}
+
+/* The value of the first sample "name{labels}" whose text starts with `prefix` (NaN: none). */
+static double prom_value(const char *text, const char *prefix)
+{
+    size_t l = strlen(prefix);
+    for (const char *p = text; p && *p;) {
+        if (!strncmp(p, prefix, l) && (p[l] == ' ' || p[l] == '{' || p[l - 1] == '}')) {
+            const char *sp = strchr(p, ' ');
+            if (sp) return strtod(sp + 1, NULL);
+        }
+        p = strchr(p, '\n');
+        if (p) p++;
+    }
+    return NAN;
+}
+
+Test(soak, the_exposition_checker_rejects_malformed_text)
+{
+    static const char *const bad[] = {
+        "leakgate_x 1\n",                                                   /* no TYPE first */
+        "# TYPE leakgate_x gauge\nleakgate_x{a=\"1} 1\n",                  /* open quote */
+        "# TYPE leakgate_x gauge\nleakgate_x{a=1} 1\n",                     /* unquoted value */
+        "# TYPE leakgate_x gauge\nleakgate_x one\n",                        /* not a number */
+        "# TYPE leakgate_x gauge\nleakgate_x 1",                            /* no final newline */
+        "# TYPE leakgate_x gauge\n# TYPE leakgate_x gauge\nleakgate_x 1\n", /* two TYPEs */
+        "# TYPE leakgate_x histo\nleakgate_x 1\n",                          /* unknown type */
+        "# TYPE leakgate_x gauge\n9x 1\n",                                  /* bad name */
+    };
+    char why[300];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_expect(prom_check(bad[i], why, sizeof why) != NULL, "accepted: %s", bad[i]);
+    cr_expect(prom_check("# HELP leakgate_x A gauge.\n# TYPE leakgate_x gauge\nleakgate_x{a=\"q\\\"\",b=\"\"} -Inf\n",
+                         why, sizeof why) == NULL,
+              "%s", why);
+}
+
+/* ---- the soak ------------------------------------------------------------------------------------ */
+
+Test(soak, clean_100_sessions_pass_with_compact_results_metrics_and_reports)
+{
+    char args[512], path[600], line[1024];
+    snprintf(args, sizeof args, "soak --sessions 100 --quiet --out '%s/clean'", lg_test_tmpdir());
+    struct out o = run(args);
+    cr_expect_eq(o.status, 0, "exit %d:\n%s", o.status, o.text);
+    cr_expect(strstr(o.text, "PASS") != NULL, "%s", o.text);
+    cr_expect(strstr(line_of(o.text, "je_allocated", line, sizeof line), " pass ") != NULL, "%s", o.text);
+    cr_expect(strstr(line_of(o.text, "rss", line, sizeof line), "CUSUM peak") != NULL, "%s", line);
+    free(o.text);
+
+    snprintf(path, sizeof path, "%s/clean/results.jsonl", lg_test_tmpdir());
+    struct rpt_results *r = NULL;
+    cr_assert_eq(rpt_results_load(&r, path), LG_OK, "%s", lg_errmsg());
+    cr_expect_str_eq(r->run.command, "soak");
+    cr_expect_str_eq(r->run.preset, "tiny");
+    cr_expect_eq(r->n_sessions, 102, "2 warm-up + 100 measured sessions, got %d", r->n_sessions);
+    int with_samples = 0;
+    for (int i = 0; i < r->n_sessions; i++) {
+        cr_expect_eq(r->sessions[i].index, i, "plan-wide indices");
+        with_samples += r->sessions[i].n_samples > 0;
+    }
+    cr_expect_eq(with_samples, 1, "only the first measured session keeps its timeline (got %d)", with_samples);
+    cr_expect(r->has_verdict && r->verdict.status == RPT_PASS && !r->verdict.partial);
+    rpt_results_free(r);
+
+    snprintf(path, sizeof path, "%s/clean/metrics.prom", lg_test_tmpdir());
+    char *m = slurp(path), why[300];
+    cr_assert_not_null(m, "metrics.prom written");
+    const char *bad = prom_check(m, why, sizeof why);
+    cr_expect(bad == NULL, "%s\n%s", bad, m);
+    cr_expect_eq(prom_value(m, "leakgate_sessions_total"), 100);
+    cr_expect_eq(prom_value(m, "leakgate_soak_running"), 0);
+    cr_expect_eq(prom_value(m, "leakgate_leaked_bytes_total"), 0);
+    cr_expect(isfinite(prom_value(m, "leakgate_session_delta_bytes{channel=\"rss\",preset=\"tiny\",mode=\"fp32\"}")),
+              "%s", m);
+    cr_expect_eq(prom_value(m, "leakgate_channel_alarm{channel=\"je_allocated\"}"), 0);
+    cr_expect(strstr(m, "leakgate_verdict{status=\"pass\"} 1\n") != NULL, "%s", m);
+    free(m);
+    static const char *const artefacts[] = {"report.html", "junit.xml", "summary.md", "trend.svg", NULL};
+    for (const char *const *a = artefacts; *a; a++) {
+        snprintf(path, sizeof path, "%s/clean/%s", lg_test_tmpdir(), *a);
+        cr_expect_eq(access(path, R_OK), 0, "%s written", *a);
+    }
+}
+
+Test(soak, a_slow_leak_starting_at_session_40_is_caught_by_the_trend_test)
+{
+    char args[512], line[1024];
+    snprintf(args, sizeof args, "soak --sessions 100 --quiet --no-reports --out '%s/leak' --inject raw-malloc:256KiB@40",
+             lg_test_tmpdir());
+    struct out o = run(args);
+    cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
+    line_of(o.text, "je_allocated", line, sizeof line);
+    cr_expect(strstr(line, " leak ") != NULL, "je_allocated should say leak:\n%s", o.text);
+    const char *at = strstr(line, "alarm at session ");
+    cr_assert_not_null(at, "the alarm's session is named: %s", line);
+    int session = atoi(at + strlen("alarm at session "));
+    cr_expect(session >= 40 && session <= 60, "the alarm fires at or after session 40 (soon): %d\n%s", session, line);
+    cr_expect(strstr(line, "256.00 KiB/session") != NULL, "the final window's slope is the leak: %s", line);
+    cr_expect(strstr(line_of(o.text, "tagged_host", line, sizeof line), " pass ") != NULL, "untagged: %s", line);
+    cr_expect(strstr(o.text, "je_allocated") && strstr(o.text, "LEAK"), "%s", o.text);
+    free(o.text);
+}
+
+Test(soak, sigterm_finishes_the_session_writes_the_verdict_and_metrics_are_replaced_atomically)
+{
+    char out[512], results[600], metrics[600], log[600], tmp[620];
+    snprintf(out, sizeof out, "%s/sig", lg_test_tmpdir());
+    snprintf(results, sizeof results, "%s/results.jsonl", out);
+    snprintf(metrics, sizeof metrics, "%s/metrics.prom", out);
+    snprintf(tmp, sizeof tmp, "%s.tmp", metrics);
+    snprintf(log, sizeof log, "%s/log", lg_test_tmpdir());
+    pid_t pid = spawn(log, (char *const[]){"leakgate", "soak", "--sessions", "100000", "--out", out, NULL});
+    /* read the metrics while it is being rewritten: every read is a whole file */
+    double sessions = 0;
+    int reads = 0, inodes = 0;
+    ino_t last = 0;
+    char why[300];
+    for (int tries = 0; tries < 1200 && sessions < 8; tries++) {
+        usleep(10000);
+        struct stat st;
+        char *m = slurp(metrics);
+        if (!m) continue;
+        const char *bad = prom_check(m, why, sizeof why);
+        cr_assert(bad == NULL, "read %d: %s\n%s", reads, bad, m);
+        sessions = prom_value(m, "leakgate_sessions_total");
+        cr_assert(isfinite(sessions), "%s", m);
+        free(m);
+        reads++;
+        if (stat(metrics, &st) == 0 && st.st_ino != last) {
+            inodes++;
+            last = st.st_ino;
+        }
+    }
+    cr_assert_geq(sessions, 8, "sessions are counted as they end");
+    cr_expect_geq(inodes, 3, "the file is replaced (rename), not rewritten in place: %d inodes in %d reads", inodes,
+                  reads);
+    kill(pid, SIGTERM);
+    int code = wait_exit(pid);
+    char *text = slurp(log);
+    cr_expect_eq(code, 0, "a clean partial soak passes:\n%s", text);
+    cr_expect(strstr(text, "partial") != NULL, "%s", text);
+    free(text);
+
+    struct rpt_results *r = NULL;
+    cr_assert_eq(rpt_results_load(&r, results), LG_OK, "%s", lg_errmsg());
+    cr_expect(r->has_verdict && r->verdict.partial, "the verdict line closes the file, marked partial");
+    cr_expect_eq(r->truncated_lines, 0, "the current session finished before the verdict");
+    cr_expect_geq(r->verdict.sessions_measured, 8);
+    rpt_results_free(r);
+    char *m = slurp(metrics);
+    cr_assert_not_null(m);
+    cr_expect(prom_check(m, why, sizeof why) == NULL, "%s", why);
+    cr_expect_eq(prom_value(m, "leakgate_soak_running"), 0, "%s", m);
+    cr_expect(strstr(m, "leakgate_verdict{status=\"pass\"} 1") != NULL, "%s", m);
+    free(m);
+    cr_expect_neq(access(tmp, F_OK), 0, "no temporary metrics file left behind");
+    snprintf(tmp, sizeof tmp, "%s/report.html", out);
+    cr_expect_eq(access(tmp, R_OK), 0, "the reports are written after SIGTERM");
+}
+
+Test(soak, its_own_memory_stays_flat_over_300_sessions)
+{
+    char args[512], path[600];
+    snprintf(args, sizeof args, "soak --sessions 300 --steps 2 --modes fp32 --quiet --no-reports --out '%s/flat'",
+             lg_test_tmpdir());
+    struct out o = run(args);
+    cr_expect_eq(o.status, 0, "the soak's own verdict on its clean run passes (exit %d):\n%s", o.status, o.text);
+    free(o.text);
+    snprintf(path, sizeof path, "%s/flat/results.jsonl", lg_test_tmpdir());
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    struct rpt_results *r = NULL;
+    cr_assert_eq(rpt_results_load(&r, path), LG_OK, "%s", lg_errmsg());
+    cr_assert_eq(r->n_sessions, 301);
+    cr_expect_lt((double)st.st_size / r->n_sessions, 1500, "compact session lines: %.0f bytes each",
+                 (double)st.st_size / r->n_sessions);
+    double *y = calloc(300, sizeof *y);
+    int n = 0;
+    const struct rpt_session *first = NULL, *lastm = NULL;
+    for (int i = 0; i < r->n_sessions; i++) {
+        const struct rpt_session *s = &r->sessions[i];
+        if (s->warmup) continue;
+        if (!first) first = s;
+        lastm = s;
+        y[n++] = (double)s->delta[RPT_CH_JE_ALLOCATED];
+    }
+    struct hx_trend t;
+    hx_theil_sen(y, n, 0.95, &t);
+    cr_expect(t.lo <= 0 && t.hi >= 0 && fabs(t.slope) < 1024,
+              "je_allocated has no trend: slope %.0f B/session, CI [%.0f, %.0f]", t.slope, t.lo, t.hi);
+    int64_t rss0 = first->absolute[RPT_CH_RSS], rss1 = lastm->absolute[RPT_CH_RSS];
+    cr_expect(llabs(rss1 - rss0) <= 1 << 20, "RSS at the end within 1 MiB of the start: %lld -> %lld",
+              (long long)rss0, (long long)rss1);
+    free(y);
+    rpt_results_free(r);
+}
+
+Test(soak, a_duration_plan_ends_on_time_and_is_not_partial)
+{
+    char args[512];
+    snprintf(args, sizeof args, "soak --duration 3s --quiet --no-reports --out '%s/dur'", lg_test_tmpdir());
+    double t0 = lg_now();
+    struct out o = run(args);
+    double took = lg_now() - t0;
+    cr_expect_eq(o.status, 0, "%s", o.text);
+    cr_expect(took >= 3 && took < 60, "took %.1f s", took);
+    cr_expect(strstr(o.text, "partial") == NULL, "a spent duration is the plan's end: %s", o.text);
+    free(o.text);
+}
+
+Test(soak, bad_options_exit_2_with_a_message)
+{
+    static const struct {
+        const char *args, *needle;
+    } cases[] = {
+        {"soak --shard 3/3", "need 0 <= i < n"},
+        {"soak --shard two", "is not i/n"},
+        {"soak --duration soon", "is not a duration"},
+        {"soak --duration 0s", "between 1 s and 30 days"},
+        {"soak --window 2", "--window: '2' is not an integer in 5..2000"},
+        {"soak --presets tiny,tiny", "'tiny' is listed twice"},
+        {"soak --presets tiny,huge", "unknown preset 'huge'"},
+        {"soak --sessions 2 --shard 4/5", "the shard has no session"},
+        {"soak --frobnicate", "unknown option '--frobnicate'"},
+        {"soak --metrics", "--metrics needs a value"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct out o = run(cases[i].args);
+        cr_expect_eq(o.status, 2, "'%s': exit %d, expected 2\n%s", cases[i].args, o.status, o.text);
+        cr_expect(strstr(o.text, cases[i].needle) != NULL, "'%s' should say '%s':\n%s", cases[i].args,
+                  cases[i].needle, o.text);
+        free(o.text);
+    }
+}
+
+/* ---- shards and merge ---------------------------------------------------------------------------- */
+
+/* Runs shards `first`..`last` of a 3-shard 60-session plan concurrently under dir; inject (or
+ * NULL) goes to every one of them. */
+static void run_shards(const char *dir, int first, int last, const char *inject)
+{
+    pid_t pids[3];
+    char shard[3][8], log[3][600];
+    for (int i = first; i <= last; i++) {
+        snprintf(shard[i], sizeof shard[i], "%d/3", i);
+        snprintf(log[i], sizeof log[i], "%s-%d.log", dir, i);
+        char *argv[20] = {"leakgate", "soak", "--sessions", "60", "--window", "20", "--shard", shard[i],
+                          "--out", (char *)dir, "--quiet", "--no-reports", NULL};
+        if (inject) {
+            argv[12] = "--inject";
+            argv[13] = (char *)inject;
+            argv[14] = NULL;
+        }
+        pids[i] = spawn(log[i], argv);
+    }
+    for (int i = first; i <= last; i++) {
+        int code = wait_exit(pids[i]);
+        char *text = slurp(log[i]);
+        cr_expect_eq(code, inject ? 1 : 0, "shard %d/3: exit %d\n%s", i, code, text);
+        free(text);
+    }
+}
+
+Test(soak, three_concurrent_shards_merge_into_one_plan_and_a_leaking_shard_is_named)
+{
+    char clean[600], leak[600], args[2400], path[700], line[1024];
+    snprintf(clean, sizeof clean, "%s/clean", lg_test_tmpdir());
+    snprintf(leak, sizeof leak, "%s/leak", lg_test_tmpdir());
+    run_shards(clean, 0, 2, NULL);
+    run_shards(leak, 1, 1, "raw-malloc:256KiB@20");
+
+    snprintf(args, sizeof args, "merge '%s/shard-*-of-3' -o '%s/merged'", clean, lg_test_tmpdir()); /* a glob */
+    struct out o = run(args);
+    cr_expect_eq(o.status, 0, "exit %d:\n%s", o.status, o.text);
+    cr_expect(strstr(o.text, "PASS: every shard") != NULL, "%s", o.text);
+    for (int i = 0; i < 3; i++) {
+        char row[16];
+        snprintf(row, sizeof row, "\n%d/3 ", i);
+        cr_expect(strstr(o.text, row) != NULL, "shard %d/3's own verdict is printed:\n%s", i, o.text);
+    }
+    free(o.text);
+    snprintf(path, sizeof path, "%s/merged/results.jsonl", lg_test_tmpdir());
+    struct rpt_results *r = NULL;
+    cr_assert_eq(rpt_results_load(&r, path), LG_OK, "%s", lg_errmsg());
+    int warm = 0, measured = 0;
+    for (int i = 0; i < r->n_sessions; i++) {
+        const struct rpt_session *s = &r->sessions[i];
+        if (s->warmup) {
+            warm++;
+            cr_expect_eq(measured, 0, "warm-ups first");
+            continue;
+        }
+        cr_expect_eq(s->index, 2 + measured, "measured sessions in plan order: session %d at %d", s->index,
+                     2 + measured);
+        measured++;
+    }
+    cr_expect_eq(warm, 6, "each shard's own warm-up (fp32, int8)");
+    cr_expect_eq(measured, 60, "every shard's sessions");
+    cr_expect(r->has_verdict && r->verdict.status == RPT_PASS && r->verdict.sessions_measured == 60);
+    cr_expect_str_eq(r->run.shard, "");
+    rpt_results_free(r);
+    snprintf(path, sizeof path, "%s/merged/report.html", lg_test_tmpdir());
+    cr_expect_eq(access(path, R_OK), 0, "the merged report is written");
+
+    /* a shard killed before its verdict line: judged from its sessions, the merge is partial */
+    snprintf(args, sizeof args,
+             "mkdir -p '%s/cut/shard-2-of-3' && head -n -1 '%s/shard-2-of-3/results.jsonl' > "
+             "'%s/cut/shard-2-of-3/results.jsonl'",
+             lg_test_tmpdir(), clean, lg_test_tmpdir());
+    cr_assert_eq(system(args), 0);
+    snprintf(args, sizeof args, "merge '%s/shard-0-of-3' '%s/shard-1-of-3' '%s/cut' -o '%s/m1' --no-reports", clean,
+             clean, lg_test_tmpdir(), lg_test_tmpdir());
+    o = run(args);
+    cr_expect_eq(o.status, 0, "exit %d:\n%s", o.status, o.text);
+    cr_expect(strstr(o.text, "partial soak: judged from the 22 session(s) on disk") != NULL, "%s", o.text);
+    cr_expect(strstr(o.text, "(partial: a shard was cut short)") != NULL, "%s", o.text);
+    free(o.text);
+
+    snprintf(args, sizeof args, "merge '%s/shard-0-of-3' '%s/shard-1-of-3/results.jsonl' '%s/shard-2-of-3' -o '%s/m2' --no-reports",
+             clean, leak, clean, lg_test_tmpdir());
+    o = run(args);
+    cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
+    cr_expect(strstr(o.text, "LEAK: shard 1/3 leaked") != NULL, "the overall verdict names the shard:\n%s", o.text);
+    cr_expect(strstr(line_of(o.text, "je_allocated", line, sizeof line), " leak ") != NULL, "%s", o.text);
+    cr_expect(strstr(line, "shard 1/3") != NULL, "%s", line);
+    free(o.text);
+}
+
+Test(soak, merge_refuses_what_is_not_one_plan)
+{
+    char dir[600], args[2400];
+    snprintf(dir, sizeof dir, "%s/p", lg_test_tmpdir());
+    /* a 3-shard plan of 6 sessions with shard 1 missing, one of another plan, and a run */
+    snprintf(args, sizeof args,
+             "soak --sessions 6 --shard 0/3 --quiet --no-reports --out '%s' && "
+             "'%s' soak --sessions 6 --shard 2/3 --quiet --no-reports --out '%s' && "
+             "'%s' soak --sessions 9 --shard 1/3 --quiet --no-reports --out '%s/other' && "
+             "'%s' run --sessions 2 --quiet --no-reports --out '%s/run'",
+             dir, LEAKGATE_BIN, dir, LEAKGATE_BIN, dir, LEAKGATE_BIN, dir);
+    struct out o = run(args);
+    cr_assert_eq(o.status, 0, "%s", o.text);
+    free(o.text);
+    static const struct {
+        const char *fmt, *needle;
+    } cases[] = {
+        {"merge '%s' -o '%s/m'", "1 shard(s) of 3 missing: 1/3"},
+        {"merge '%s' '%s/other' -o '%s/m'", "are not shards of one plan: their plan sessions differ"},
+        {"merge '%s' '%s/run' -o '%s/m'", "written by `leakgate run`, not by a soak shard"},
+        {"merge '%s/shard-0-of-3' '%s/shard-0-of-3/results.jsonl' -o '%s/m'", "shard 0/3 is given twice"},
+        {"merge '%s/nowhere' -o '%s/m'", "no such results file or directory"},
+        {"merge '%s'", "name the output directory with -o OUT"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char a[2400];
+        snprintf(a, sizeof a, cases[i].fmt, dir, dir, dir);
+        o = run(a);
+        cr_expect_eq(o.status, 2, "'%s': exit %d, expected 2\n%s", a, o.status, o.text);
+        cr_expect(strstr(o.text, cases[i].needle) != NULL, "'%s' should say '%s':\n%s", a, cases[i].needle, o.text);
+        free(o.text);
+    }
+}
