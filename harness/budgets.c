@@ -21,7 +21,7 @@ void hx_default_budgets(struct rpt_budget *b, enum tn_device dev)
     /* exact channels: zero tolerance */
     b[RPT_CH_JE_ALLOCATED] = (struct rpt_budget){.band = 256 * KiB, .slope = 16 * KiB, .floor = 64 * KiB};
     b[RPT_CH_JE_ACTIVE] = (struct rpt_budget){.band = 1 * MiB, .slope = 64 * KiB, .floor = 256 * KiB};
-    b[RPT_CH_JE_RESIDENT] = (struct rpt_budget){.band = 2 * MiB, .slope = 128 * KiB, .floor = 512 * KiB};
+    b[RPT_CH_JE_RESIDENT] = (struct rpt_budget){.band = 4 * MiB, .slope = 128 * KiB, .floor = 512 * KiB};
     b[RPT_CH_RSS] = (struct rpt_budget){.band = 4 * MiB, .slope = 128 * KiB, .floor = 512 * KiB};
     /* device: the driver rounds to 2 MiB pages and libraries grow pools lazily */
     b[RPT_CH_DEV_DRIVER] = (struct rpt_budget){.band = 64 * MiB, .slope = 2 * MiB, .floor = 8 * MiB};

@@ -6,6 +6,7 @@
 
 #include "hx_impl.h"
 #include "reports.h"
+#include "soak_impl.h"
 
 /* Judges loaded results that lack a verdict line, with the budgets their run line records. */
 void hx_judge_results(struct rpt_results *r)
@@ -57,7 +58,18 @@ int hx_cmd_report(int argc, char **argv)
         fprintf(stderr, "leakgate report: %s\n", lg_errmsg());
         return 2;
     }
-    if (!r->has_verdict) hx_judge_results(r);
+    if (!r->has_verdict) {
+        /* a soak is judged over its sliding window (memory O(window)); a run over every session */
+        if (!strcmp(r->run.command, "soak")) {
+            if (hx_soak_judge_results(r, HX_SOAK_DEFAULT_WINDOW) != LG_OK) {
+                fprintf(stderr, "leakgate report: %s\n", lg_errmsg());
+                rpt_results_free(r);
+                return 4;
+            }
+        } else {
+            hx_judge_results(r);
+        }
+    }
     int rc = rpt_write_all(r, dir, RPT_ALL);
     int code = rc == LG_OK ? 0 : rc == LG_EUNAVAIL ? 2 : 4;
     if (rc != LG_OK) fprintf(stderr, "leakgate report: %s\n", lg_errmsg());

@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #ifdef LG_HAVE_JEMALLOC
 #include <jemalloc/jemalloc.h>
@@ -75,6 +76,16 @@ int trk_tracker_new(struct trk_tracker **out, const struct trk_options *opt)
         trk->arena = arena;
         trk->have_arena = true;
         trk->mallocx_flags |= MALLOCX_ARENA(arena);
+        /* No time-based purging in the model's arena: pages freed within a step are reused by
+         * the next step instead of going back to the kernel and faulting in again (measured:
+         * electricity training 7.7 s/step with the default 10 s decay, 0.86 s/step without).
+         * trk_quiesce purges explicitly before every snapshot. */
+        ssize_t never = -1;
+        char name[64];
+        snprintf(name, sizeof name, "arena.%u.dirty_decay_ms", arena);
+        mallctl(name, NULL, NULL, &never, sizeof never);
+        snprintf(name, sizeof name, "arena.%u.muzzy_decay_ms", arena);
+        mallctl(name, NULL, NULL, &never, sizeof never);
     }
 #endif
     *out = trk;

@@ -5,8 +5,9 @@
  * Prints steps/s and samples/s of full training steps (forward, pinball loss, backward,
  * global-norm clipping, AdamW) after 2 warm-up steps, and the session's peak tagged memory
  * against its floor: parameters + gradients + Adam's two moments + the largest step's
- * activations (the peak of the "act/" and "act.grad/" tags, which hold a step's tape), as a
- * ratio. With --torch it then runs tests/bench/tft_torch.py (PyTorch eager, nn.LSTM) on the
+ * activations (the "act/" tags: everything a step's tape holds at the end of its forward
+ * pass, when all of them are alive at once), as a ratio. The excess over the floor is what
+ * backward adds on top (intermediate gradients, "act.grad/") and bookkeeping. With --torch it then runs tests/bench/tft_torch.py (PyTorch eager, nn.LSTM) on the
  * same preset and batch in the same run and prints the speed ratio.
  */
 #define _GNU_SOURCE
@@ -72,11 +73,11 @@ int main(int argc, char **argv)
     struct trk_totals peak;
     trk_totals(trk, TRK_HOST, &peak);
     int64_t params = (int64_t)vm_bytes(tft_varmap_borrow(m));
-    int64_t acts = class_peak(trk, "act/") + class_peak(trk, "act.grad/");
+    int64_t acts = class_peak(trk, "act/"), agrads = class_peak(trk, "act.grad/");
     int64_t floor = 4 * params + acts;
     int64_t session_peak = peak.peak_bytes - (before.live_bytes - params); /* model + session */
     double sps = st.steps / st.seconds;
-    char b1[32], b2[32], b3[32];
+    char b1[32], b2[32], b3[32], b4[32], b5[32];
     printf("preset %s, batch %d, T_enc %d, T_dec %d, H %d: %d steps in %.2f s\n", preset, o.batch,
            cfg.T_enc, cfg.T_dec, cfg.hidden, st.steps, st.seconds);
     printf("  %.3f s/step, %.2f steps/s, %.1f samples/s (loss %.4f -> %.4f)\n", st.seconds / st.steps,
@@ -84,10 +85,11 @@ int main(int argc, char **argv)
     if (floor == 4 * params) /* a build with tracking compiled out sees no tags */
         printf("  peak tagged memory: n/a (tracking compiled out)\n");
     else
-    printf("  peak tagged %s vs floor %s (4 x params %s + activations %s): ratio %.3f\n",
+    printf("  peak tagged %s vs floor %s (4 x params %s + activations %s): ratio %.3f "
+           "(backward's largest intermediate-gradient tags %s)\n",
            lg_fmt_bytes(b1, sizeof b1, (double)session_peak), lg_fmt_bytes(b2, sizeof b2, (double)floor),
-           lg_fmt_bytes(b3, sizeof b3, 4.0 * params), lg_fmt_bytes(b1, sizeof b1, (double)acts),
-           (double)session_peak / (double)floor);
+           lg_fmt_bytes(b3, sizeof b3, 4.0 * params), lg_fmt_bytes(b4, sizeof b4, (double)acts),
+           (double)session_peak / (double)floor, lg_fmt_bytes(b5, sizeof b5, (double)agrads));
     tr_free(tr);
     m->vt->free(m);
     data_free(ds);
