@@ -144,17 +144,25 @@ Test(tft, whole_model_gradients_match_finite_differences)
         int64_t n = tn_numel(p);
         for (int k = 0; k < 3 && k < n; k++) {
             int64_t j = (int64_t)(tn_rng_next(&rng) % (uint64_t)n);
+            /* several steps: the larger rides over float rounding, the smaller over curvature
+             * (a layer norm over the decoder VSN's 2 weights is nearly a step function of their
+             * difference); a wrong gradient disagrees with all of them */
             float *v = &tn_f32(p)[j], save = *v;
-            const float h = 1e-2f;
-            *v = save + h;
-            double lp = projected(m, ctx, &b, tn_f32(r));
-            *v = save - h;
-            double lm = projected(m, ctx, &b, tn_f32(r));
-            *v = save;
-            double fd = (lp - lm) / (2.0 * h), g = tn_f32(p->grad)[j];
-            double err = fabs(fd - g) / fmax(fmax(fabs(fd), fabs(g)), 5e-2);
+            double g = tn_f32(p->grad)[j], err = INFINITY, fd = 0;
+            static const float steps[] = {1e-2f, 2e-3f, 5e-4f};
+            for (int si = 0; si < 3 && err > 2e-2; si++) {
+                const float h = steps[si];
+                *v = save + h;
+                double lp = projected(m, ctx, &b, tn_f32(r));
+                *v = save - h;
+                double lm = projected(m, ctx, &b, tn_f32(r));
+                *v = save;
+                double d = (lp - lm) / (2.0 * h);
+                double e = fabs(d - g) / fmax(fmax(fabs(d), fabs(g)), 5e-2);
+                if (e < err) err = e, fd = d;
+            }
             if (err > worst) worst = err;
-            if (err > 3e-2) {
+            if (err > 2e-2) {
                 bad++;
                 cr_log_error("%s[%lld]: analytic %.6g, finite difference %.6g (rel %.3g)", p->name,
                              (long long)j, g, fd, err);
