@@ -27,21 +27,21 @@ static int lstm_backward(struct ag_ctx *ctx, struct ag_node *nd)
     const float *dout = out->grad ? tn_f32(out->grad) : NULL;
     const float *w_hh = tn_f32(in[L_WHH]);
     struct tn_tensor *dgt = NULL, *state = NULL, *hprev = NULL;
-    float *d[L_NIN];
+    float *d[L_NIN] = {NULL};
     bool fresh[L_NIN] = {false}; /* new gradients: written (GEMM beta 0, copies), not zeroed */
     int rc = LG_OK;
-    for (int k = 0; k < L_NIN && rc == LG_OK; k++) d[k] = ag_grad_w(ctx, in[k], &fresh[k], &rc);
-    if (rc) return rc;
-#define BETA(k) (fresh[k] ? 0.0f : 1.0f)
-
+    bool need_hprev = in[L_WHH]->requires_grad;
     dgt = ag_scratch(ctx, out, "dgates", 3, (int64_t[]){B, T, G});
     /* dc, dh_rec, db, and a zero row for absent inputs */
     state = dgt ? ag_scratch(ctx, out, "dstate", 1, (int64_t[]){2 * BH + G + H}) : NULL;
-    if (d[L_WHH] && state) hprev = ag_scratch(ctx, out, "h_prev", 3, (int64_t[]){B, T, H});
-    if (!state || (d[L_WHH] && !hprev)) {
+    if (need_hprev && state) hprev = ag_scratch(ctx, out, "h_prev", 3, (int64_t[]){B, T, H});
+    if (!state || (need_hprev && !hprev)) {
         rc = ctx->err;
         goto cleanup;
     }
+    for (int k = 0; k < L_NIN && rc == LG_OK; k++) d[k] = ag_grad_w(ctx, in[k], &fresh[k], &rc);
+    if (rc) goto cleanup;
+#define BETA(k) (fresh[k] ? 0.0f : 1.0f)
     float *dg = tn_f32(dgt), *dc = tn_f32(state), *dh_rec = dc + BH, *dbias = dh_rec + BH;
     float *zero = dbias + G;
     kb->zero(dh_rec, BH);
@@ -99,6 +99,8 @@ static int lstm_backward(struct ag_ctx *ctx, struct ag_node *nd)
     }
 #undef BETA
 cleanup:
+    for (int k = 0; rc != LG_OK && k < L_NIN; k++) /* never leave a new gradient unwritten */
+        if (fresh[k] && d[k]) kb->zero(d[k], tn_numel(in[k]));
     tn_release(hprev);
     tn_release(state);
     tn_release(dgt);

@@ -29,7 +29,10 @@ static int matmul_backward(struct ag_ctx *ctx, struct ag_node *nd)
      * new dB must start from zero */
     bool accumulate_db = shared && !fold;
     float *db = accumulate_db ? ag_grad(ctx, b, &rc) : ag_grad_w(ctx, b, &fb, &rc);
-    if (rc) return rc;
+    if (rc) {
+        if (fa && da) kb->zero(da, tn_numel(a)); /* never leave a new gradient unwritten */
+        return rc;
+    }
     float beta_a = fa ? 0.0f : 1.0f, beta_b = fb ? 0.0f : 1.0f; /* a new gradient is written */
     if (da) {
         if (fold)
@@ -122,7 +125,11 @@ static int linear_backward(struct ag_ctx *ctx, struct ag_node *nd)
     bool fx = false, fw = false; /* a new gradient is written by the GEMM (beta 0) */
     float *dx = ag_grad_w(ctx, x, &fx, &rc), *dw = rc ? NULL : ag_grad_w(ctx, w, &fw, &rc),
           *db = rc ? NULL : ag_grad(ctx, b, &rc);
-    if (rc) return rc;
+    if (rc) { /* never leave a new gradient unwritten */
+        if (fx && dx) kb->zero(dx, tn_numel(x));
+        if (fw && dw) kb->zero(dw, tn_numel(w));
+        return rc;
+    }
     if (dx) kb->gemm(dx, dy, tn_f32(w), false, false, R, in, out, 1.0f, out, in, fx ? 0.0f : 1.0f, in);
     if (dw) kb->gemm(dw, dy, tn_f32(x), true, false, out, in, R, 1.0f, out, in, fw ? 0.0f : 1.0f, in);
     if (db) kb->dbias(db, dy, R, out);

@@ -122,6 +122,9 @@ int opt_adamw_step(struct opt_adamw *opt)
                            g->name, (long long)tn_numel(g), p->name, (long long)tn_numel(p));
         const struct kn_backend *kb = kn_backend_for(p->device);
         if (!kb) return lg_fail(LG_EUNAVAIL, "opt_adamw_step: no kernels for the device of %s", p->name);
+        if (e->m->device != p->device || g->device != p->device)
+            return lg_fail(LG_EINVAL, "opt_adamw_step: %s, its gradient and its moments are on "
+                           "different devices (opt_adamw_to_device)", p->name);
         e->t++;
         float bc1 = (float)(1.0 - pow(c->beta1, (double)e->t));
         float bc2 = (float)(1.0 - pow(c->beta2, (double)e->t));
@@ -146,6 +149,16 @@ size_t opt_adamw_state_bytes(const struct opt_adamw *opt)
     size_t b = 0;
     for (int i = 0; i < opt->n; i++) b += tn_nbytes(opt->e[i].m) + tn_nbytes(opt->e[i].v);
     return b;
+}
+
+int opt_adamw_to_device(struct opt_adamw *opt, enum tn_device dev)
+{
+    for (int i = 0; i < opt->n; i++) {
+        int rc = tn_move(opt->e[i].m, dev);
+        if (rc == LG_OK) rc = tn_move(opt->e[i].v, dev);
+        if (rc != LG_OK) return lg_fail_ctx(rc, "AdamW state for %s: ", opt->e[i].name);
+    }
+    return LG_OK;
 }
 
 void opt_zero_grad(struct tn_tensor **params, int n)

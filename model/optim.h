@@ -41,6 +41,8 @@ void opt_adamw_set_lr(struct opt_adamw *opt, double lr);
 struct tn_tensor *opt_adamw_moment(struct opt_adamw *opt, const char *name, int which /*1 or 2*/);
 /* Bytes of optimizer state. */
 size_t opt_adamw_state_bytes(const struct opt_adamw *opt);
+/* Moves every moment to dev in place (tn_move), to follow parameters that moved there. */
+int opt_adamw_to_device(struct opt_adamw *opt, enum tn_device dev);
 
 /* Sets each parameter's grad to zero (grads stay allocated). */
 void opt_zero_grad(struct tn_tensor **params, int n);

@@ -50,7 +50,8 @@ struct tr_options {
     int val_batches;        /* validation batches (default 4) */
     int calib_batches;      /* PTQ calibration batches (default 4) */
     int qat_steps;          /* QAT fine-tuning steps (default steps / 2, at least 1) */
-    enum tn_device device;  /* where the model runs */
+    enum tn_device device;  /* where the model runs (tr_new moves it there; INT8 and QAT
+                               finalisation bring it back to the host, where int8 runs) */
     struct tr_faults faults;
     tr_progress_fn progress;
     void *progress_user;

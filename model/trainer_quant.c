@@ -41,12 +41,17 @@ static int evaluate_and_free(struct tr_trainer *tr, struct q8_model *q, struct t
     return rc;
 }
 
-/* The int8 path runs on the host (int8.h): a session on a device stops with a clear status. */
-static int host_only(const struct tr_trainer *tr, const char *what)
+/* The INT8 path runs on the host (int8.h): a session on a device brings its model (with its
+ * gradients) and its optimizer state there first, and carries on on the host; batches follow
+ * tr->opt.device. */
+static int to_host(struct tr_trainer *tr, const char *what)
 {
     if (tr->opt.device == TN_CPU) return LG_OK;
-    return lg_fail(LG_EUNAVAIL, "%s: the INT8 path runs on the host only; sessions on a device "
-                   "train FP32 (modes int8 and qat need --device cpu)", what);
+    int rc = tft_to_device(tr->model, TN_CPU);
+    if (rc == LG_OK && tr->opt_state) rc = opt_adamw_to_device(tr->opt_state, TN_CPU);
+    if (rc != LG_OK) return lg_fail_ctx(rc, "%s on the host: ", what);
+    tr->opt.device = TN_CPU;
+    return LG_OK;
 }
 
 int tr_finalize_int8_training(struct tr_trainer *tr, struct tr_quant_stats *st)
@@ -54,7 +59,7 @@ int tr_finalize_int8_training(struct tr_trainer *tr, struct tr_quant_stats *st)
     struct tr_quant_stats s = {.fp32_val_loss = NAN, .quant_val_loss = NAN};
     struct q8_calib *cal = NULL;
     struct q8_model *q = NULL;
-    int rc = host_only(tr, "INT8 finalisation");
+    int rc = to_host(tr, "INT8 finalisation");
     if (rc == LG_OK) rc = tr_validate(tr, &s.fp32_val_loss);
     if (rc == LG_OK) rc = q8_calib_new(&cal, tr->trk, tr->model);
     if (rc == LG_OK) rc = calibrate(tr, cal);
@@ -71,7 +76,7 @@ int tr_finalize_qat_training(struct tr_trainer *tr, struct tr_quant_stats *st)
     struct tr_quant_stats s = {.fp32_val_loss = NAN, .quant_val_loss = NAN};
     struct q8_qat *qat = NULL;
     struct q8_model *q = NULL;
-    int rc = host_only(tr, "QAT");
+    int rc = to_host(tr, "QAT");
     if (rc == LG_OK && !tr->opt_state) rc = tr_initialize_optimizer(tr);
     if (rc == LG_OK) rc = tr_validate(tr, &s.fp32_val_loss);
     if (rc == LG_OK) rc = q8_qat_new(&qat, tr->trk, tr->model);

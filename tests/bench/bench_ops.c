@@ -4,8 +4,11 @@
  *   build/tests/bench/bench_ops [--quick]
  *
  * Part 1: GFLOP/s of ag_linear / ag_matmul (forward, gradients off) against cblas_sgemm
- * called directly on the same buffers, interleaved, best of N rounds; the ratio is what
- * matters on a shared machine (1.00 = no overhead over the GEMM).
+ * called directly on the same buffers, interleaved, best of N rounds after one warm-up; the
+ * ratio is what matters on a shared machine (1.00 = no overhead over the GEMM). The kernels
+ * OpenBLAS picks matter more than anything here, so the header names them: OpenBLAS 0.3.21
+ * runs its AVX2 "Haswell" kernels on AMD Zen 5; OPENBLAS_CORETYPE=SKYLAKEX selects the
+ * AVX-512 ones.
  * Part 2: forward and forward+backward time of each op, best of N rounds. The loss of the
  * backward is sum_all(y) (one extra pass forward, one backward), the time includes
  * ag_ctx_reset. */
@@ -47,7 +50,7 @@ static void bench_gemm(struct ag_ctx *ctx, const struct gemm_case *c)
                                     : rand_t("bench/b", 3, bs, false);
     struct tn_tensor *y = tn_new_f32(trk, "bench/y", 3, (int64_t[]){c->batch, c->m, c->n});
     double flops = 2.0 * (double)c->batch * c->m * c->n * c->k, best_ag = 1e30, best_blas = 1e30;
-    for (int r = 0; r < rounds; r++) {
+    for (int r = -1; r < rounds; r++) { /* round -1 warms up (first-touch page faults) */
         double t0 = lg_now();
         struct tn_tensor *o = c->linear ? ag_linear(ctx, a, b, NULL) : ag_matmul(ctx, a, b, false, true);
         double t1 = lg_now();
@@ -64,6 +67,7 @@ static void bench_gemm(struct ag_ctx *ctx, const struct gemm_case *c)
                             1.0f, tn_f32(a) + i * c->m * c->k, (int)c->k, tn_f32(b) + i * c->n * c->k,
                             (int)c->k, 0.0f, tn_f32(y) + i * c->m * c->n, (int)c->n);
         double t3 = lg_now();
+        if (r < 0) continue;
         best_ag = t1 - t0 < best_ag ? t1 - t0 : best_ag;
         best_blas = t3 - t2 < best_blas ? t3 - t2 : best_blas;
     }
@@ -189,7 +193,7 @@ static int bench_op(struct ag_ctx *ctx, enum op op)
     struct inputs in;
     if (!make_inputs(op, &in)) return 1;
     double best_f = 1e30, best_fb = 1e30;
-    for (int r = 0; r < rounds; r++) {
+    for (int r = -1; r < rounds; r++) { /* round -1 warms up */
         ag_set_grad_enabled(ctx, false);
         double t0 = lg_now();
         struct tn_tensor *y = forward(ctx, op, &in);
@@ -206,6 +210,7 @@ static int bench_op(struct ag_ctx *ctx, enum op op)
             fprintf(stderr, "bench_ops: %s: %s\n", op_name[op], lg_errmsg());
             return 1;
         }
+        if (r < 0) continue;
         best_f = t1 - t0 < best_f ? t1 - t0 : best_f;
         best_fb = t3 - t2 < best_fb ? t3 - t2 : best_fb;
     }
@@ -224,6 +229,7 @@ int main(int argc, char **argv)
     tn_rng_seed(&rng, 1);
     struct ag_ctx *ctx = ag_ctx_new(trk, &(struct ag_options){.training = true, .seed = 1});
     if (!ctx) return 1;
+    printf("OpenBLAS kernels: %s, %d threads\n", openblas_get_corename(), openblas_get_num_threads());
     printf("GEMM: ag op vs cblas_sgemm on the same shapes (best of %d)\n", rounds);
     printf("%-44s %9s %9s %7s\n", "shape", "ag GF/s", "blas GF/s", "ratio");
     static const struct gemm_case gc[] = {

@@ -1,7 +1,7 @@
 /* compare_debug_state — compares two debug-state files (spec/TFT.md, "Debug state";
  * `leakgate debug-state`) tensor by tensor, e.g. the CPU's against the GPU's:
  *
- *   compare_debug_state [--out-tol 1e-5] [--grad-tol 1e-4] reference.safetensors candidate.safetensors
+ *   compare_debug_state [--out-tol 1e-5] [--grad-tol 1e-4] reference.st candidate.st
  *
  * Every tensor of the reference must be in the candidate with the same dtype and shape.
  * Parameters (no prefix) and inputs (input.*) must be identical (both came from the same seed);
@@ -48,7 +48,8 @@ static double rel_error(const void *r, const void *c, size_t nbytes, enum tn_dty
     return diff == 0 ? 0 : diff / fmax(ref, 1e-30);
 }
 
-static int compare(struct st_file *ref, struct st_file *cand, const double tol[G_N], struct worst w[G_N])
+static int compare(struct st_file *ref, struct st_file *cand, const double tol[G_N],
+                   struct worst w[G_N])
 {
     int bad = 0;
     for (int i = 0; i < st_count(ref); i++) {
@@ -73,7 +74,8 @@ static int compare(struct st_file *ref, struct st_file *cand, const double tol[G
         }
         void *x = malloc(n ? n : 1), *y = malloc(n ? n : 1);
         if (!x || !y || st_read(ref, i, x, n) || st_read(cand, j, y, n)) {
-            fprintf(stderr, "compare_debug_state: %s: %s\n", a->name, x && y ? lg_errmsg() : "out of memory");
+            fprintf(stderr, "compare_debug_state: %s: %s\n", a->name,
+                    x && y ? lg_errmsg() : "out of memory");
             free(x);
             free(y);
             return -1;
@@ -100,20 +102,26 @@ int main(int argc, char **argv)
     const char *files[2] = {NULL, NULL};
     int nf = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--out-tol") && i + 1 < argc) tol[G_OUTPUT] = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--grad-tol") && i + 1 < argc) tol[G_GRAD] = atof(argv[++i]);
-        else if (argv[i][0] != '-' && nf < 2) files[nf++] = argv[i];
-        else nf = 3;
+        if (!strcmp(argv[i], "--out-tol") && i + 1 < argc)
+            tol[G_OUTPUT] = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--grad-tol") && i + 1 < argc)
+            tol[G_GRAD] = atof(argv[++i]);
+        else if (argv[i][0] != '-' && nf < 2)
+            files[nf++] = argv[i];
+        else
+            nf = 3;
     }
     if (nf != 2) {
-        fprintf(stderr, "usage: compare_debug_state [--out-tol X] [--grad-tol X] reference.safetensors "
-                        "candidate.safetensors\n");
+        fprintf(stderr,
+                "usage: compare_debug_state [--out-tol X] [--grad-tol X] reference.safetensors "
+                "candidate.safetensors\n");
         return 2;
     }
     struct trk_tracker *trk = NULL;
     struct st_file *ref = NULL, *cand = NULL;
     int rc = 2;
-    if (trk_tracker_new(&trk, NULL) || st_open(&ref, trk, files[0]) || st_open(&cand, trk, files[1])) {
+    if (trk_tracker_new(&trk, NULL) || st_open(&ref, trk, files[0]) ||
+        st_open(&cand, trk, files[1])) {
         fprintf(stderr, "compare_debug_state: %s\n", lg_errmsg());
         goto out;
     }

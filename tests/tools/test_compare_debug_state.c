@@ -20,9 +20,11 @@ Test(compare_debug_state, same_passes_other_seed_fails_missing_is_usage)
 {
     const char *d = lg_test_tmpdir();
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "'%s' debug-state --preset tiny --seed 1 -o '%s/one.st' >/dev/null", LEAKGATE_BIN, d);
+    snprintf(cmd, sizeof cmd, "'%s' debug-state --preset tiny --seed 1 -o '%s/one.st' >/dev/null",
+             LEAKGATE_BIN, d);
     cr_assert_eq(sh(cmd), 0);
-    snprintf(cmd, sizeof cmd, "'%s' debug-state --preset tiny --seed 2 -o '%s/two.st' >/dev/null", LEAKGATE_BIN, d);
+    snprintf(cmd, sizeof cmd, "'%s' debug-state --preset tiny --seed 2 -o '%s/two.st' >/dev/null",
+             LEAKGATE_BIN, d);
     cr_assert_eq(sh(cmd), 0);
     snprintf(cmd, sizeof cmd, "'%s' '%s/one.st' '%s/one.st' >/dev/null", COMPARE_BIN, d, d);
     cr_expect_eq(sh(cmd), 0, "a file agrees with itself");

@@ -64,8 +64,9 @@ static void feed(struct feed *f, int n, double (*y)(int))
 static double zero(int i) { return (void)i, 0; }
 static double leak_from_40(int i) { return i >= 40 ? (i - 39) * 256 * KiB : 0; }
 static double slow_from_200(int i) { return i >= 200 ? (i - 199) * 32 * KiB : 0; }
-static double step_at_70(int i) { return i >= 70 ? 2 * MiB + 4096 : 0; }
-static double step_at_88(int i) { return i >= 88 ? 3 * MiB : 0; }
+/* one-time steps above je_resident's default band (4 MiB) */
+static double step_at_70(int i) { return i >= 70 ? 4 * MiB + 8192 : 0; }
+static double step_at_88(int i) { return i >= 88 ? 6 * MiB : 0; }
 static double ramp_10k(int i) { return i * 10 * KiB; }
 static double noisy(int i) { return ((i * 7919) % 13 - 6) * 8 * KiB; } /* ±48 KiB, no drift */
 

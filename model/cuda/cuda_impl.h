@@ -1,0 +1,163 @@
+/* cuda_impl.h — private to the .cu files of model/cuda: the C headers under C linkage, launch
+ * helpers, the sticky error, the cuBLAS handle, and the device versions of the CPU kernels' math
+ * (kernels_cpu_math.h, operation for operation, so both devices round alike). */
+#ifndef LG_CUDA_IMPL_H
+#define LG_CUDA_IMPL_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+/* lg_base.h is C11: its _Noreturn reads as C++'s [[noreturn]] here */
+#ifndef _Noreturn
+#define _Noreturn [[noreturn]]
+#endif
+extern "C" {
+#include "kernels.h"
+#include "kn_cuda.h"
+#include "tn_device.h"
+}
+
+/* ---- launches ---------------------------------------------------------------------------- */
+
+#define KN_THREADS 256
+
+/* Blocks for a grid-stride loop over n items (n > 0). */
+static inline unsigned kn_grid(int64_t n, int threads = KN_THREADS)
+{
+    int64_t b = (n + threads - 1) / threads;
+    return (unsigned)(b < 65535 ? b : 65535);
+}
+
+/* Grid-stride loop over i in [0, n). */
+#define KN_LOOP(i, n)                                                                           \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                   \
+         i += (int64_t)gridDim.x * blockDim.x)
+
+/* Records the first failure of asynchronous work (device.cu); `what` names the call. */
+void kn_cuda_record(cudaError_t e, const char *what);
+void kn_cuda_record_blas(cublasStatus_t s, const char *what);
+/* After a launch: records a launch failure under the kernel's name. */
+#define KN_CHECK_LAUNCH(name) kn_cuda_record(cudaGetLastError(), name)
+
+/* cuBLAS, loaded on first use (cublas_dl.cu): its entry points, typed from cublas_v2.h. */
+struct kn_cublas {
+    decltype(&cublasCreate_v2) create;
+    decltype(&cublasDestroy_v2) destroy;
+    decltype(&cublasSetStream_v2) set_stream;
+    decltype(&cublasSetMathMode) set_math_mode;
+    decltype(&cublasSetWorkspace_v2) set_workspace;
+    decltype(&cublasSgemm_v2) sgemm;
+    decltype(&cublasSgemmStridedBatched) sgemm_strided_batched;
+    /* C++ overloads cublasGemmEx, so its C signature is spelled out */
+    cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                              const void *, const void *, cudaDataType, int, const void *,
+                              cudaDataType, int, const void *, void *, cudaDataType, int,
+                              cublasComputeType_t, cublasGemmAlgo_t);
+    decltype(&cublasGetStatusString) status_string;
+};
+/* The loaded API, or NULL with an lg_fail message (LG_EUNAVAIL) when libcublas is missing. */
+const struct kn_cublas *kn_cublas_api(void);
+/* The text of a status (works before the library is loaded). */
+const char *kn_cublas_status(cublasStatus_t s);
+
+/* The cuBLAS handle, created lazily when kn_cuda_init was not called; NULL (error recorded)
+ * when it cannot be made. */
+cublasHandle_t kn_cuda_blas(void);
+
+/* ---- reductions shared by the kernel files ------------------------------------------------- */
+
+/* Sum of v over the block, deterministic (fixed tree); every thread gets the total.
+ * blockDim.x must be a power of two ≤ 1024; `sh` has blockDim.x / 32 slots. */
+template <typename T> __device__ inline T kn_warp_sum(T v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+template <typename T> __device__ inline T kn_block_sum(T v, T *sh)
+{
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = kn_warp_sum(v);
+    __syncthreads(); /* sh may still be read by a previous call */
+    if (lane == 0) sh[warp] = v;
+    __syncthreads();
+    T t = lane < nw ? sh[lane] : T(0);
+    return kn_warp_sum(t);
+}
+
+__device__ inline float kn_warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+/* ---- math: kernels_cpu_math.h on the device ----------------------------------------------- */
+
+__device__ inline float kn_dexp(float x)
+{
+    const float hi = 88.3762626647949f, lo = -87.3365478515625f;
+    float xc = x > hi ? hi : x;
+    xc = xc < lo ? lo : xc;
+    float t2 = xc * 1.44269504088896341f + 12582912.0f;
+    float fn = t2 - 12582912.0f;
+    float r = xc - fn * 0.693359375f;
+    r = r - fn * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    float res = p * __uint_as_float((__float_as_uint(t2) + 127u) << 23);
+    res = x > hi ? __int_as_float(0x7f800000) : res;
+    return x < lo ? 0.0f : res;
+}
+
+__device__ inline float kn_dsigmoid(float x) { return 1.0f / (1.0f + kn_dexp(-x)); }
+
+__device__ inline float kn_dtanh(float x)
+{
+    float ax = fabsf(x);
+    float x2 = x * x;
+    float inner = 0.133333333f + x2 * (-0.0539682540f + x2 * 0.0218694885f);
+    float poly = x * (1.0f + x2 * (-0.333333333f + x2 * inner));
+    float big = 1.0f - 2.0f / (kn_dexp(2.0f * ax) + 1.0f);
+    big = copysignf(big, x);
+    return ax < 0.2f ? poly : big;
+}
+
+/* ---- the kernel files' members of kn_cuda (kernels.h has the contracts) ------------------- */
+
+/* blas.cu */
+void kn_cuda_gemm(float *c, const float *a, const float *b, bool ta, bool tb, int m, int n, int k,
+                  float alpha, int lda, int ldb, float beta, int ldc);
+void kn_cuda_gemm_batched(float *c, const float *a, const float *b, bool ta, bool tb, int m, int n,
+                          int k, float alpha, int lda, int ldb, float beta, int ldc, int batch,
+                          int64_t stride_a, int64_t stride_b, int64_t stride_c);
+
+/* kernels_nn.cu */
+void kn_cuda_softmax(float *y, const float *x, int64_t rows, int64_t n);
+void kn_cuda_dsoftmax(float *dx, const float *y, const float *dy, int64_t rows, int64_t n);
+void kn_cuda_layernorm(float *y, float *mean, float *rstd, const float *x, const float *w,
+                       const float *b, int64_t rows, int64_t n, float eps);
+void kn_cuda_dlayernorm(float *dx, float *dw, float *db, const float *dy, const float *x,
+                        const float *mean, const float *rstd, const float *w, int64_t rows,
+                        int64_t n);
+void kn_cuda_lstm_cell(float *gates, float *c, float *h, const float *c_prev, int64_t B, int64_t H,
+                       int64_t ldg, int64_t ldc, int64_t ldh, int64_t ldcp);
+void kn_cuda_dlstm_cell(float *dg, float *dc, const float *dout, const float *dh_rec,
+                        const float *gates, const float *c, const float *c_prev, int64_t B,
+                        int64_t H, int64_t ldg, int64_t ldc, int64_t ldh, int64_t ldcp);
+void kn_cuda_pinball(float *loss, const float *yhat, const float *y, const float *q, int64_t rows,
+                     int64_t nq);
+void kn_cuda_dpinball(float *dyhat, float *dy, const float *dloss, const float *yhat,
+                      const float *y, const float *q, int64_t rows, int64_t nq);
+void kn_cuda_fake_quant(float *y, float *scale, const float *x, int64_t rows, int64_t n);
+void kn_cuda_dfake_quant(float *dx, const float *dy, const float *x, const float *scale,
+                         int64_t rows, int64_t n);
+void kn_cuda_adamw(float *p, float *m, float *v, const float *g, int64_t n, float lr, float beta1,
+                   float beta2, float eps, float wd, float bc1, float bc2);
+
+#endif

@@ -1,0 +1,624 @@
+/* kernels.cu — the CUDA kernel table kn_cuda (kernels.h): memory, strided gathers and their
+ * reductions, elementwise maps, dropout, reductions over an axis, the gradient norm's sum of
+ * squares, and embeddings. GEMMs are in blas.cu; rows (softmax, layer norm), the LSTM cell,
+ * losses, fake quantisation and AdamW are in kernels_nn.cu.
+ *
+ * Every buffer is a device pointer; every launch is checked (KN_CHECK_LAUNCH) into the sticky
+ * error (kn_cuda.h); nothing is launched for an empty range. */
+#include <math.h>
+
+#include "cuda_impl.h"
+
+/* ---- memory ---------------------------------------------------------------------------------- */
+
+static void cu_zero(float *x, int64_t n)
+{
+    if (n <= 0) return;
+    kn_cuda_record(cudaMemsetAsync(x, 0, (size_t)n * sizeof *x, 0), "cudaMemsetAsync (zero)");
+}
+
+__global__ void k_add_scalar(float *x, float v, int64_t n)
+{
+    KN_LOOP(i, n) x[i] += v;
+}
+
+static void cu_add_scalar(float *x, float v, int64_t n)
+{
+    if (n <= 0) return;
+    k_add_scalar<<<kn_grid(n), KN_THREADS>>>(x, v, n);
+    KN_CHECK_LAUNCH("k_add_scalar");
+}
+
+__global__ void k_axpy(float *dst, const float *src, float alpha, int64_t n)
+{
+    if (alpha == 1.0f) {
+        KN_LOOP(i, n) dst[i] += src[i];
+    } else {
+        KN_LOOP(i, n) dst[i] += alpha * src[i];
+    }
+}
+
+static void cu_axpy(float *dst, const float *src, float alpha, int64_t n)
+{
+    if (n <= 0) return;
+    k_axpy<<<kn_grid(n), KN_THREADS>>>(dst, src, alpha, n);
+    KN_CHECK_LAUNCH("k_axpy");
+}
+
+__global__ void k_scale(float *y, const float *x, float s, int64_t n)
+{
+    KN_LOOP(i, n) y[i] = s * x[i];
+}
+
+static void cu_scale(float *y, const float *x, float s, int64_t n)
+{
+    if (n <= 0) return;
+    k_scale<<<kn_grid(n), KN_THREADS>>>(y, x, s, n);
+    KN_CHECK_LAUNCH("k_scale");
+}
+
+__global__ void k_copy2d(float *dst, const float *src, int64_t rows, int64_t cols, int64_t ld_dst,
+                         int64_t ld_src)
+{
+    KN_LOOP(t, rows * cols)
+    {
+        int64_t r = t / cols, c = t % cols;
+        dst[r * ld_dst + c] = src[r * ld_src + c];
+    }
+}
+
+static void cu_copy2d(float *dst, const float *src, int64_t rows, int64_t cols, int64_t ld_dst,
+                      int64_t ld_src)
+{
+    if (rows <= 0 || cols <= 0) return;
+    if (rows == 1 || (ld_dst == cols && ld_src == cols)) {
+        kn_cuda_record(cudaMemcpyAsync(dst, src, (size_t)(rows * cols) * sizeof *dst,
+                                       cudaMemcpyDeviceToDevice, 0),
+                       "cudaMemcpyAsync (copy2d)");
+        return;
+    }
+    if (ld_dst >= cols && ld_src >= cols) {
+        kn_cuda_record(cudaMemcpy2DAsync(dst, (size_t)ld_dst * sizeof *dst, src,
+                                         (size_t)ld_src * sizeof *src, (size_t)cols * sizeof *dst,
+                                         (size_t)rows, cudaMemcpyDeviceToDevice, 0),
+                       "cudaMemcpy2DAsync (copy2d)");
+        return;
+    }
+    k_copy2d<<<kn_grid(rows * cols), KN_THREADS>>>(dst, src, rows, cols, ld_dst, ld_src);
+    KN_CHECK_LAUNCH("k_copy2d");
+}
+
+__global__ void k_dcopy2d(float *dsrc, const float *ddst, int64_t rows, int64_t cols,
+                          int64_t ld_src, int64_t ld_dst)
+{
+    KN_LOOP(t, rows * cols)
+    {
+        int64_t r = t / cols, c = t % cols;
+        dsrc[r * ld_src + c] += ddst[r * ld_dst + c];
+    }
+}
+
+static void cu_dcopy2d(float *dsrc, const float *ddst, int64_t rows, int64_t cols, int64_t ld_src,
+                       int64_t ld_dst)
+{
+    if (rows <= 0 || cols <= 0) return;
+    k_dcopy2d<<<kn_grid(rows * cols), KN_THREADS>>>(dsrc, ddst, rows, cols, ld_src, ld_dst);
+    KN_CHECK_LAUNCH("k_dcopy2d");
+}
+
+/* ---- strided geometry: gather, binary ops ---------------------------------------------------- */
+
+static int64_t geom_numel(const struct kn_geom *g)
+{
+    return g->ne[0] * g->ne[1] * g->ne[2] * g->ne[3];
+}
+
+/* The offset, under strides s, of output element t of shape ne (ne[3] fastest). */
+__device__ inline int64_t kn_offset(int64_t t, const int64_t *ne, const int64_t *s)
+{
+    int64_t i3 = t % ne[3];
+    t /= ne[3];
+    int64_t i2 = t % ne[2];
+    t /= ne[2];
+    int64_t i1 = t % ne[1];
+    int64_t i0 = t / ne[1];
+    return i0 * s[0] + i1 * s[1] + i2 * s[2] + i3 * s[3];
+}
+
+__global__ void k_gather(float *out, const float *x, struct kn_geom g, int64_t n)
+{
+    KN_LOOP(t, n) out[t] = x[kn_offset(t, g.ne, g.sa)];
+}
+
+static void cu_gather(float *out, const float *x, const struct kn_geom *g)
+{
+    int64_t n = geom_numel(g);
+    if (n <= 0) return;
+    k_gather<<<kn_grid(n), KN_THREADS>>>(out, x, *g, n);
+    KN_CHECK_LAUNCH("k_gather");
+}
+
+template <int OP>
+__global__ void k_binary(float *out, const float *a, const float *b, struct kn_geom g, int64_t n)
+{
+    KN_LOOP(t, n)
+    {
+        float x = a[kn_offset(t, g.ne, g.sa)], z = b[kn_offset(t, g.ne, g.sb)];
+        out[t] = OP == KN_ADD ? x + z : OP == KN_SUB ? x - z : x * z;
+    }
+}
+
+static void cu_binary(float *out, const float *a, const float *b, enum kn_binop op,
+                      const struct kn_geom *g)
+{
+    int64_t n = geom_numel(g);
+    if (n <= 0) return;
+    switch (op) {
+    case KN_ADD: k_binary<KN_ADD><<<kn_grid(n), KN_THREADS>>>(out, a, b, *g, n); break;
+    case KN_SUB: k_binary<KN_SUB><<<kn_grid(n), KN_THREADS>>>(out, a, b, *g, n); break;
+    case KN_MUL: k_binary<KN_MUL><<<kn_grid(n), KN_THREADS>>>(out, a, b, *g, n); break;
+    }
+    KN_CHECK_LAUNCH("k_binary");
+}
+
+/* ---- reductions into a strided target: dgather, dmul, dbias ----------------------------------
+ *
+ * target[Σ_k i_k·st[k]] += v(i) over every index i of an output of shape ne, with
+ * v(i) = alpha·dy[i] (dgather) or dy[i]·other[Σ_k i_k·so[k]] (dmul). Output dims whose target
+ * stride is 0 are summed over ("reduced"); the other ("kept") dims pick the target element.
+ * When the kept strides cannot overlap, every target element has one owner — a thread, or a
+ * block for long sums — that adds its whole sum once, in a fixed order: no atomics, the same
+ * result every run. Overlapping kept strides (never made by the ops, allowed by the contract)
+ * fall back to one atomic add per element. */
+struct kn_rplan {
+    int nk, nr;
+    int64_t kne[4], kst[4], kdy[4], kot[4]; /* kept dims: extent, target, dy, other strides */
+    int64_t rne[4], rdy[4], rot[4];         /* reduced dims: extent, dy, other strides */
+    int64_t nkept, nred;
+};
+
+/* The plan for output shape ne (dy contiguous), target strides st, other strides so (may be
+ * NULL). Returns false when kept target strides may overlap. */
+static bool rplan_make(struct kn_rplan *p, const int64_t *ne, const int64_t *st, const int64_t *so)
+{
+    int64_t cs[4]; /* dy's contiguous strides */
+    cs[3] = 1;
+    for (int k = 2; k >= 0; k--) cs[k] = cs[k + 1] * ne[k + 1];
+    memset(p, 0, sizeof *p);
+    p->nkept = p->nred = 1;
+    for (int k = 0; k < 4; k++) {
+        if (ne[k] == 1) continue;
+        int64_t o = so ? so[k] : 0;
+        if (st[k] == 0) {
+            p->rne[p->nr] = ne[k], p->rdy[p->nr] = cs[k], p->rot[p->nr] = o;
+            p->nr++;
+            p->nred *= ne[k];
+        } else {
+            p->kne[p->nk] = ne[k], p->kst[p->nk] = st[k], p->kdy[p->nk] = cs[k], p->kot[p->nk] = o;
+            p->nk++;
+            p->nkept *= ne[k];
+        }
+    }
+    /* no overlap: sorted by stride, each stride exceeds every offset the smaller ones reach */
+    int order[4] = {0, 1, 2, 3};
+    for (int a = 0; a < p->nk; a++)
+        for (int b = a + 1; b < p->nk; b++)
+            if (p->kst[order[b]] < p->kst[order[a]]) {
+                int t = order[a];
+                order[a] = order[b];
+                order[b] = t;
+            }
+    int64_t reach = 0;
+    for (int a = 0; a < p->nk; a++) {
+        int k = order[a];
+        if (p->kst[k] < 0 || p->kst[k] <= reach) return false;
+        reach += p->kst[k] * (p->kne[k] - 1);
+    }
+    return true;
+}
+
+/* Offsets (target, dy, other) of kept element t. */
+__device__ inline void rplan_kept(const struct kn_rplan &p, int64_t t, int64_t *od, int64_t *oy,
+                                  int64_t *oo)
+{
+    *od = *oy = *oo = 0;
+    for (int j = p.nk - 1; j >= 0; j--) {
+        int64_t i = t % p.kne[j];
+        t /= p.kne[j];
+        *od += i * p.kst[j];
+        *oy += i * p.kdy[j];
+        *oo += i * p.kot[j];
+    }
+}
+
+/* v of reduced element r, from the kept element's dy and other offsets. */
+template <bool OTHER>
+__device__ inline float rplan_value(const struct kn_rplan &p, int64_t r, int64_t oy, int64_t oo,
+                                    const float *dy, const float *other)
+{
+    for (int j = p.nr - 1; j >= 0; j--) {
+        int64_t i = r % p.rne[j];
+        r /= p.rne[j];
+        oy += i * p.rdy[j];
+        oo += i * p.rot[j];
+    }
+    return OTHER ? dy[oy] * other[oo] : dy[oy];
+}
+
+/* One thread per target element. */
+template <bool OTHER>
+__global__ void k_reduce_thread(float *dst, const float *dy, const float *other, float alpha,
+                                struct kn_rplan p)
+{
+    KN_LOOP(t, p.nkept)
+    {
+        int64_t od, oy, oo;
+        rplan_kept(p, t, &od, &oy, &oo);
+        float acc = 0.0f;
+        for (int64_t r = 0; r < p.nred; r++) acc += rplan_value<OTHER>(p, r, oy, oo, dy, other);
+        dst[od] += OTHER ? acc : alpha * acc;
+    }
+}
+
+/* One block per target element (long sums), a fixed-order tree over the block. */
+template <bool OTHER>
+__global__ void k_reduce_block(float *dst, const float *dy, const float *other, float alpha,
+                               struct kn_rplan p)
+{
+    __shared__ float sh[32];
+    for (int64_t t = blockIdx.x; t < p.nkept; t += gridDim.x) {
+        int64_t od, oy, oo;
+        rplan_kept(p, t, &od, &oy, &oo);
+        float acc = 0.0f;
+        for (int64_t r = threadIdx.x; r < p.nred; r += blockDim.x)
+            acc += rplan_value<OTHER>(p, r, oy, oo, dy, other);
+        acc = kn_block_sum(acc, sh);
+        if (threadIdx.x == 0) dst[od] += OTHER ? acc : alpha * acc;
+    }
+}
+
+/* One atomic add per element (target strides that may overlap). */
+template <bool OTHER>
+__global__ void k_reduce_atomic(float *dst, const float *dy, const float *other, float alpha,
+                                struct kn_geom g, int64_t n)
+{
+    KN_LOOP(t, n)
+    {
+        float v = OTHER ? dy[t] * other[kn_offset(t, g.ne, g.sb)] : alpha * dy[t];
+        atomicAdd(dst + kn_offset(t, g.ne, g.sa), v);
+    }
+}
+
+/* dst[Σ i·g.sa] += v(i); other (dmul) is read through g.sb. */
+static void reduce_into(float *dst, const float *dy, const float *other, float alpha,
+                        const struct kn_geom *g, const char *name)
+{
+    int64_t n = geom_numel(g);
+    if (n <= 0) return;
+    struct kn_rplan p;
+    if (!rplan_make(&p, g->ne, g->sa, other ? g->sb : NULL)) {
+        if (other)
+            k_reduce_atomic<true><<<kn_grid(n), KN_THREADS>>>(dst, dy, other, alpha, *g, n);
+        else
+            k_reduce_atomic<false><<<kn_grid(n), KN_THREADS>>>(dst, dy, other, alpha, *g, n);
+    } else if (p.nred >= 256 && p.nkept < 16384) {
+        unsigned blocks = (unsigned)(p.nkept < 65535 ? p.nkept : 65535);
+        if (other)
+            k_reduce_block<true><<<blocks, KN_THREADS>>>(dst, dy, other, alpha, p);
+        else
+            k_reduce_block<false><<<blocks, KN_THREADS>>>(dst, dy, other, alpha, p);
+    } else {
+        if (other)
+            k_reduce_thread<true><<<kn_grid(p.nkept), KN_THREADS>>>(dst, dy, other, alpha, p);
+        else
+            k_reduce_thread<false><<<kn_grid(p.nkept), KN_THREADS>>>(dst, dy, other, alpha, p);
+    }
+    KN_CHECK_LAUNCH(name);
+}
+
+static void cu_dgather(float *dx, const float *dy, float alpha, const struct kn_geom *g)
+{
+    reduce_into(dx, dy, NULL, alpha, g, "dgather");
+}
+
+static void cu_dmul(float *dx, const float *dy, const float *other, const struct kn_geom *g)
+{
+    reduce_into(dx, dy, other, 1.0f, g, "dmul");
+}
+
+static void cu_dbias(float *db, const float *dy, int64_t rows, int64_t n)
+{
+    /* dy [rows, n] summed over rows into db [n]: the output shape, db's strides (0 on rows) */
+    struct kn_geom g = {{1, 1, rows, n}, {0, 0, 0, 1}, {0, 0, 0, 0}};
+    reduce_into(db, dy, NULL, 1.0f, &g, "dbias");
+}
+
+__global__ void k_bias_fill(float *y, const float *b1, const float *b2, int64_t rows, int64_t n)
+{
+    KN_LOOP(t, rows * n)
+    {
+        int64_t j = t % n;
+        y[t] = b1 && b2 ? b1[j] + b2[j] : b1 ? b1[j] : b2 ? b2[j] : 0.0f;
+    }
+}
+
+static void cu_bias_fill(float *y, const float *b1, const float *b2, int64_t rows, int64_t n)
+{
+    if (rows <= 0 || n <= 0) return;
+    k_bias_fill<<<kn_grid(rows * n), KN_THREADS>>>(y, b1, b2, rows, n);
+    KN_CHECK_LAUNCH("k_bias_fill");
+}
+
+/* ---- elementwise maps ------------------------------------------------------------------------ */
+
+__global__ void k_sigmoid(float *y, const float *x, int64_t n)
+{
+    KN_LOOP(i, n) y[i] = kn_dsigmoid(x[i]);
+}
+
+__global__ void k_tanh(float *y, const float *x, int64_t n)
+{
+    KN_LOOP(i, n) y[i] = kn_dtanh(x[i]);
+}
+
+__global__ void k_elu(float *y, const float *x, int64_t n)
+{
+    KN_LOOP(i, n)
+    {
+        float e = kn_dexp(x[i]) - 1.0f;
+        y[i] = x[i] > 0.0f ? x[i] : e;
+    }
+}
+
+__global__ void k_dsigmoid(float *dx, const float *y, const float *dy, int64_t n)
+{
+    KN_LOOP(i, n) dx[i] += dy[i] * y[i] * (1.0f - y[i]);
+}
+
+__global__ void k_dtanh(float *dx, const float *y, const float *dy, int64_t n)
+{
+    KN_LOOP(i, n) dx[i] += dy[i] * (1.0f - y[i] * y[i]);
+}
+
+/* y > 0 exactly where x > 0; below, dy/dx = e^x = y + 1 */
+__global__ void k_delu(float *dx, const float *y, const float *dy, int64_t n)
+{
+    KN_LOOP(i, n) dx[i] += y[i] > 0.0f ? dy[i] : dy[i] * (y[i] + 1.0f);
+}
+
+#define KN_MAP(fn, kernel)                                                                      \
+    static void fn(float *y, const float *x, int64_t n)                                         \
+    {                                                                                           \
+        if (n <= 0) return;                                                                     \
+        kernel<<<kn_grid(n), KN_THREADS>>>(y, x, n);                                            \
+        KN_CHECK_LAUNCH(#kernel);                                                               \
+    }
+#define KN_DMAP(fn, kernel)                                                                     \
+    static void fn(float *dx, const float *y, const float *dy, int64_t n)                       \
+    {                                                                                           \
+        if (n <= 0) return;                                                                     \
+        kernel<<<kn_grid(n), KN_THREADS>>>(dx, y, dy, n);                                       \
+        KN_CHECK_LAUNCH(#kernel);                                                               \
+    }
+KN_MAP(cu_sigmoid, k_sigmoid)
+KN_MAP(cu_tanh, k_tanh)
+KN_MAP(cu_elu, k_elu)
+KN_DMAP(cu_dsigmoid, k_dsigmoid)
+KN_DMAP(cu_dtanh, k_dtanh)
+KN_DMAP(cu_delu, k_delu)
+
+/* ---- dropout: the CPU's counter-based hash, so a seed drops the same elements on both ------- */
+
+__device__ inline uint32_t kn_hash(uint32_t i, uint32_t s0, uint32_t s1)
+{
+    uint32_t h = i * 0x9E3779B1u + s0;
+    h ^= h >> 16;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35u;
+    h ^= h >> 16;
+    h ^= s1;
+    h *= 0x27D4EB2Fu;
+    h ^= h >> 15;
+    return h;
+}
+
+__global__ void k_dropout(float *y, int8_t *mask, const float *x, float p, float scale, uint32_t s0,
+                          uint32_t s1, int64_t n)
+{
+    KN_LOOP(i, n)
+    {
+        float u = (float)(kn_hash((uint32_t)i, s0, s1) >> 8) * 0x1.0p-24f;
+        int8_t keep = u >= p;
+        mask[i] = keep;
+        y[i] = keep ? x[i] * scale : 0.0f;
+    }
+}
+
+static void cu_dropout(float *y, int8_t *mask, const float *x, float p, float scale, uint64_t seed,
+                       int64_t n)
+{
+    if (n <= 0) return;
+    k_dropout<<<kn_grid(n), KN_THREADS>>>(y, mask, x, p, scale, (uint32_t)seed,
+                                          (uint32_t)(seed >> 32), n);
+    KN_CHECK_LAUNCH("k_dropout");
+}
+
+__global__ void k_ddropout(float *dx, const float *dy, const int8_t *mask, float scale, int64_t n)
+{
+    KN_LOOP(i, n) dx[i] += mask[i] ? dy[i] * scale : 0.0f;
+}
+
+static void cu_ddropout(float *dx, const float *dy, const int8_t *mask, float scale, int64_t n)
+{
+    if (n <= 0) return;
+    k_ddropout<<<kn_grid(n), KN_THREADS>>>(dx, dy, mask, scale, n);
+    KN_CHECK_LAUNCH("k_ddropout");
+}
+
+/* ---- reductions over an axis ----------------------------------------------------------------- */
+
+/* inner > 1: y[o, i] = alpha·(x[o, 0, i] + x[o, 1, i] + ...), summed in order as on the CPU */
+__global__ void k_sum_axis(float *y, const float *x, int64_t outer, int64_t n, int64_t inner,
+                           float alpha)
+{
+    KN_LOOP(t, outer * inner)
+    {
+        int64_t o = t / inner, i = t % inner;
+        const float *xo = x + o * n * inner + i;
+        float acc = xo[0];
+        for (int64_t k = 1; k < n; k++) acc += xo[k * inner];
+        y[t] = acc * alpha;
+    }
+}
+
+/* inner == 1: one block per row, in double as on the CPU */
+__global__ void k_sum_rows(float *y, const float *x, int64_t outer, int64_t n, float alpha)
+{
+    __shared__ double sh[32];
+    for (int64_t o = blockIdx.x; o < outer; o += gridDim.x) {
+        double acc = 0.0;
+        for (int64_t k = threadIdx.x; k < n; k += blockDim.x) acc += x[o * n + k];
+        acc = kn_block_sum(acc, sh);
+        if (threadIdx.x == 0) y[o] = (float)(alpha * acc);
+    }
+}
+
+static void cu_sum_axis(float *y, const float *x, int64_t outer, int64_t n, int64_t inner,
+                        float alpha)
+{
+    if (outer <= 0 || inner <= 0) return;
+    if (n <= 0) { /* an empty sum */
+        cu_zero(y, outer * inner);
+        return;
+    }
+    if (inner == 1) {
+        unsigned blocks = (unsigned)(outer < 65535 ? outer : 65535);
+        k_sum_rows<<<blocks, KN_THREADS>>>(y, x, outer, n, alpha);
+        KN_CHECK_LAUNCH("k_sum_rows");
+    } else {
+        k_sum_axis<<<kn_grid(outer * inner), KN_THREADS>>>(y, x, outer, n, inner, alpha);
+        KN_CHECK_LAUNCH("k_sum_axis");
+    }
+}
+
+__global__ void k_dsum_axis(float *dx, const float *dy, int64_t outer, int64_t n, int64_t inner,
+                            float alpha)
+{
+    KN_LOOP(t, outer * n * inner)
+    {
+        int64_t o = t / (n * inner), i = t % inner;
+        dx[t] += alpha * dy[o * inner + i];
+    }
+}
+
+static void cu_dsum_axis(float *dx, const float *dy, int64_t outer, int64_t n, int64_t inner,
+                         float alpha)
+{
+    if (outer <= 0 || n <= 0 || inner <= 0) return;
+    k_dsum_axis<<<kn_grid(outer * n * inner), KN_THREADS>>>(dx, dy, outer, n, inner, alpha);
+    KN_CHECK_LAUNCH("k_dsum_axis");
+}
+
+/* Σ x² in double: a fixed grid writes one partial per block into device memory owned by the
+ * module (no allocation), the host adds the partials in order. */
+#define SUMSQ_BLOCKS 256
+__device__ double kn_sumsq_part[SUMSQ_BLOCKS];
+
+__global__ void k_sumsq(const float *x, int64_t n)
+{
+    __shared__ double sh[32];
+    double acc = 0.0;
+    KN_LOOP(i, n) acc += (double)x[i] * x[i];
+    acc = kn_block_sum(acc, sh);
+    if (threadIdx.x == 0) kn_sumsq_part[blockIdx.x] = acc;
+}
+
+static double cu_sumsq(const float *x, int64_t n)
+{
+    if (n <= 0) return 0.0;
+    if (kn_cuda_error()) return NAN;
+    k_sumsq<<<SUMSQ_BLOCKS, KN_THREADS>>>(x, n);
+    KN_CHECK_LAUNCH("k_sumsq");
+    double part[SUMSQ_BLOCKS];
+    cudaError_t e = cudaMemcpyFromSymbol(part, kn_sumsq_part, sizeof part);
+    kn_cuda_record(e, "cudaMemcpyFromSymbol (sumsq)");
+    if (e != cudaSuccess || kn_cuda_error()) return NAN; /* a non-finite norm fails the step */
+    double s = 0.0;
+    for (int i = 0; i < SUMSQ_BLOCKS; i++) s += part[i];
+    return s;
+}
+
+/* ---- embedding ------------------------------------------------------------------------------- */
+
+/* Indices are trusted: ag_embedding checks their range only when they are on the host, so
+ * device indices must be valid (docs/cuda.md); a bad one reads out of bounds. */
+__global__ void k_embedding(float *y, const float *w, const int32_t *idx, int64_t n_idx, int64_t h)
+{
+    KN_LOOP(t, n_idx * h) y[t] = w[(int64_t)idx[t / h] * h + t % h];
+}
+
+static void cu_embedding(float *y, const float *w, const int32_t *idx, int64_t n_idx, int64_t h)
+{
+    if (n_idx <= 0 || h <= 0) return;
+    k_embedding<<<kn_grid(n_idx * h), KN_THREADS>>>(y, w, idx, n_idx, h);
+    KN_CHECK_LAUNCH("k_embedding");
+}
+
+/* A repeated index collects every row's gradient: atomic adds (the one nondeterministic sum). */
+__global__ void k_dembedding(float *dw, const float *dy, const int32_t *idx, int64_t n_idx,
+                             int64_t h)
+{
+    KN_LOOP(t, n_idx * h) atomicAdd(dw + (int64_t)idx[t / h] * h + t % h, dy[t]);
+}
+
+static void cu_dembedding(float *dw, const float *dy, const int32_t *idx, int64_t n_idx, int64_t h)
+{
+    if (n_idx <= 0 || h <= 0) return;
+    k_dembedding<<<kn_grid(n_idx * h), KN_THREADS>>>(dw, dy, idx, n_idx, h);
+    KN_CHECK_LAUNCH("k_dembedding");
+}
+
+/* ---- the table ------------------------------------------------------------------------------- */
+
+extern "C" const struct kn_backend kn_cuda = {
+    .name = "cuda",
+    .zero = cu_zero,
+    .add_scalar = cu_add_scalar,
+    .axpy = cu_axpy,
+    .scale = cu_scale,
+    .copy2d = cu_copy2d,
+    .dcopy2d = cu_dcopy2d,
+    .gather = cu_gather,
+    .dgather = cu_dgather,
+    .gemm = kn_cuda_gemm,
+    .gemm_batched = kn_cuda_gemm_batched,
+    .bias_fill = cu_bias_fill,
+    .dbias = cu_dbias,
+    .binary = cu_binary,
+    .dmul = cu_dmul,
+    .sigmoid = cu_sigmoid,
+    .dsigmoid = cu_dsigmoid,
+    .tanh = cu_tanh,
+    .dtanh = cu_dtanh,
+    .elu = cu_elu,
+    .delu = cu_delu,
+    .dropout = cu_dropout,
+    .ddropout = cu_ddropout,
+    .softmax = kn_cuda_softmax,
+    .dsoftmax = kn_cuda_dsoftmax,
+    .layernorm = kn_cuda_layernorm,
+    .dlayernorm = kn_cuda_dlayernorm,
+    .sum_axis = cu_sum_axis,
+    .dsum_axis = cu_dsum_axis,
+    .sumsq = cu_sumsq,
+    .embedding = cu_embedding,
+    .dembedding = cu_dembedding,
+    .lstm_cell = kn_cuda_lstm_cell,
+    .dlstm_cell = kn_cuda_dlstm_cell,
+    .pinball = kn_cuda_pinball,
+    .dpinball = kn_cuda_dpinball,
+    .fake_quant = kn_cuda_fake_quant,
+    .dfake_quant = kn_cuda_dfake_quant,
+    .adamw = kn_cuda_adamw,
+};

@@ -1,0 +1,356 @@
+/* kernels_nn.cu — CUDA kernels of the row-wise and network-level members of kn_cuda: softmax
+ * and layer norm (one warp per row), one LSTM time step forward and back (one thread per
+ * element), the pinball loss, fake quantisation (one block per row) and AdamW. Formulas are
+ * those of kernels_cpu.c and kernels_cpu_nn.c, term for term. */
+#include <math.h>
+
+#include "cuda_impl.h"
+
+/* Warps per block and blocks for one warp per row. */
+#define ROW_WARPS (KN_THREADS / 32)
+static unsigned row_grid(int64_t rows)
+{
+    int64_t b = (rows + ROW_WARPS - 1) / ROW_WARPS;
+    return (unsigned)(b < 65535 ? b : 65535);
+}
+
+/* The warp's row loop: r runs over this warp's rows; lane is the thread's lane. */
+#define KN_WARP_ROWS(r, rows)                                                                   \
+    for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; r < (rows);          \
+         r += ((int64_t)gridDim.x * blockDim.x) / 32)
+
+/* ---- softmax --------------------------------------------------------------------------------- */
+
+__global__ void k_softmax(float *y, const float *x, int64_t rows, int64_t n)
+{
+    int lane = threadIdx.x & 31;
+    KN_WARP_ROWS(r, rows)
+    {
+        const float *xr = x + r * n;
+        float *yr = y + r * n;
+        float mx = -INFINITY;
+        for (int64_t j = lane; j < n; j += 32) mx = xr[j] > mx ? xr[j] : mx;
+        mx = kn_warp_max(mx);
+        float sum = 0.0f;
+        for (int64_t j = lane; j < n; j += 32) {
+            float e = kn_dexp(xr[j] - mx);
+            yr[j] = e;
+            sum += e;
+        }
+        float inv = 1.0f / kn_warp_sum(sum);
+        for (int64_t j = lane; j < n; j += 32) yr[j] *= inv;
+    }
+}
+
+void kn_cuda_softmax(float *y, const float *x, int64_t rows, int64_t n)
+{
+    if (rows <= 0 || n <= 0) return;
+    k_softmax<<<row_grid(rows), KN_THREADS>>>(y, x, rows, n);
+    KN_CHECK_LAUNCH("k_softmax");
+}
+
+__global__ void k_dsoftmax(float *dx, const float *y, const float *dy, int64_t rows, int64_t n)
+{
+    int lane = threadIdx.x & 31;
+    KN_WARP_ROWS(r, rows)
+    {
+        const float *yr = y + r * n, *dyr = dy + r * n;
+        float *dxr = dx + r * n;
+        float dot = 0.0f;
+        for (int64_t j = lane; j < n; j += 32) dot += yr[j] * dyr[j];
+        dot = kn_warp_sum(dot);
+        for (int64_t j = lane; j < n; j += 32) dxr[j] += yr[j] * (dyr[j] - dot);
+    }
+}
+
+void kn_cuda_dsoftmax(float *dx, const float *y, const float *dy, int64_t rows, int64_t n)
+{
+    if (rows <= 0 || n <= 0) return;
+    k_dsoftmax<<<row_grid(rows), KN_THREADS>>>(dx, y, dy, rows, n);
+    KN_CHECK_LAUNCH("k_dsoftmax");
+}
+
+/* ---- layer norm ------------------------------------------------------------------------------ */
+
+__global__ void k_layernorm(float *y, float *mean, float *rstd, const float *x, const float *w,
+                            const float *b, int64_t rows, int64_t n, float eps)
+{
+    int lane = threadIdx.x & 31;
+    KN_WARP_ROWS(r, rows)
+    {
+        const float *xr = x + r * n;
+        float *yr = y + r * n;
+        float s = 0.0f;
+        for (int64_t j = lane; j < n; j += 32) s += xr[j];
+        float m = kn_warp_sum(s) / (float)n, v = 0.0f;
+        for (int64_t j = lane; j < n; j += 32) v += (xr[j] - m) * (xr[j] - m);
+        float rs = 1.0f / sqrtf(kn_warp_sum(v) / (float)n + eps);
+        for (int64_t j = lane; j < n; j += 32) yr[j] = (xr[j] - m) * rs * w[j] + b[j];
+        if (lane == 0) {
+            mean[r] = m;
+            rstd[r] = rs;
+        }
+    }
+}
+
+void kn_cuda_layernorm(float *y, float *mean, float *rstd, const float *x, const float *w,
+                       const float *b, int64_t rows, int64_t n, float eps)
+{
+    if (rows <= 0 || n <= 0) return;
+    k_layernorm<<<row_grid(rows), KN_THREADS>>>(y, mean, rstd, x, w, b, rows, n, eps);
+    KN_CHECK_LAUNCH("k_layernorm");
+}
+
+/* dx: one warp per row */
+__global__ void k_dlayernorm_dx(float *dx, const float *dy, const float *x, const float *mean,
+                                const float *rstd, const float *w, int64_t rows, int64_t n)
+{
+    int lane = threadIdx.x & 31;
+    KN_WARP_ROWS(r, rows)
+    {
+        const float *xr = x + r * n, *dyr = dy + r * n;
+        float *dxr = dx + r * n;
+        float m = mean[r], rs = rstd[r], dn_mean = 0.0f, dn_norm_mean = 0.0f;
+        for (int64_t j = lane; j < n; j += 32) {
+            float dn = w[j] * dyr[j];
+            dn_mean += dn;
+            dn_norm_mean += dn * (xr[j] - m) * rs;
+        }
+        dn_mean = kn_warp_sum(dn_mean) / (float)n;
+        dn_norm_mean = kn_warp_sum(dn_norm_mean) / (float)n;
+        for (int64_t j = lane; j < n; j += 32) {
+            float norm = (xr[j] - m) * rs;
+            dxr[j] += (w[j] * dyr[j] - dn_mean - norm * dn_norm_mean) * rs;
+        }
+    }
+}
+
+/* dw, db: one block per column, a fixed-order sum over the rows */
+__global__ void k_dlayernorm_wb(float *dw, float *db, const float *dy, const float *x,
+                                const float *mean, const float *rstd, int64_t rows, int64_t n)
+{
+    __shared__ float sh[32];
+    for (int64_t j = blockIdx.x; j < n; j += gridDim.x) {
+        float sw = 0.0f, sb = 0.0f;
+        for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+            float d = dy[r * n + j];
+            sb += d;
+            sw += (x[r * n + j] - mean[r]) * rstd[r] * d;
+        }
+        if (db) {
+            sb = kn_block_sum(sb, sh);
+            if (threadIdx.x == 0) db[j] += sb;
+        }
+        if (dw) {
+            sw = kn_block_sum(sw, sh);
+            if (threadIdx.x == 0) dw[j] += sw;
+        }
+    }
+}
+
+void kn_cuda_dlayernorm(float *dx, float *dw, float *db, const float *dy, const float *x,
+                        const float *mean, const float *rstd, const float *w, int64_t rows,
+                        int64_t n)
+{
+    if (rows <= 0 || n <= 0) return;
+    if (dw || db) {
+        unsigned blocks = (unsigned)(n < 65535 ? n : 65535);
+        k_dlayernorm_wb<<<blocks, 128>>>(dw, db, dy, x, mean, rstd, rows, n);
+        KN_CHECK_LAUNCH("k_dlayernorm_wb");
+    }
+    if (dx) {
+        k_dlayernorm_dx<<<row_grid(rows), KN_THREADS>>>(dx, dy, x, mean, rstd, w, rows, n);
+        KN_CHECK_LAUNCH("k_dlayernorm_dx");
+    }
+}
+
+/* ---- LSTM cell (gate order i, f, g, o) ------------------------------------------------------- */
+
+__global__ void k_lstm_cell(float *gates, float *c, float *h, const float *c_prev, int64_t B,
+                            int64_t H, int64_t ldg, int64_t ldc, int64_t ldh, int64_t ldcp)
+{
+    KN_LOOP(t, B * H)
+    {
+        int64_t b = t / H, j = t % H;
+        float *g = gates + b * ldg;
+        float i = kn_dsigmoid(g[j]), f = kn_dsigmoid(g[H + j]), gg = kn_dtanh(g[2 * H + j]),
+              o = kn_dsigmoid(g[3 * H + j]);
+        float cn = c_prev ? i * gg + f * c_prev[b * ldcp + j] : i * gg;
+        g[j] = i, g[H + j] = f, g[2 * H + j] = gg, g[3 * H + j] = o;
+        c[b * ldc + j] = cn;
+        h[b * ldh + j] = o * kn_dtanh(cn);
+    }
+}
+
+void kn_cuda_lstm_cell(float *gates, float *c, float *h, const float *c_prev, int64_t B, int64_t H,
+                       int64_t ldg, int64_t ldc, int64_t ldh, int64_t ldcp)
+{
+    if (B <= 0 || H <= 0) return;
+    k_lstm_cell<<<kn_grid(B * H), KN_THREADS>>>(gates, c, h, c_prev, B, H, ldg, ldc, ldh, ldcp);
+    KN_CHECK_LAUNCH("k_lstm_cell");
+}
+
+/* h = o·tanh(c), c = f·c_prev + i·g (kernels_cpu_nn.c has the derivation) */
+__global__ void k_dlstm_cell(float *dg, float *dc, const float *dout, const float *dh_rec,
+                             const float *gates, const float *c, const float *c_prev, int64_t B,
+                             int64_t H, int64_t ldg, int64_t ldc, int64_t ldh, int64_t ldcp)
+{
+    KN_LOOP(t, B * H)
+    {
+        int64_t b = t / H, j = t % H;
+        const float *g = gates + b * ldg;
+        float *d = dg + b * ldg;
+        float i = g[j], f = g[H + j], gg = g[2 * H + j], o = g[3 * H + j];
+        float dh = dout[b * ldh + j] + dh_rec[b * H + j];
+        float tc = kn_dtanh(c[b * ldc + j]);
+        float dcv = dc[b * H + j] + dh * o * (1.0f - tc * tc);
+        d[j] = dcv * gg * i * (1.0f - i);
+        d[H + j] = dcv * c_prev[b * ldcp + j] * f * (1.0f - f);
+        d[2 * H + j] = dcv * i * (1.0f - gg * gg);
+        d[3 * H + j] = dh * tc * o * (1.0f - o);
+        dc[b * H + j] = dcv * f;
+    }
+}
+
+void kn_cuda_dlstm_cell(float *dg, float *dc, const float *dout, const float *dh_rec,
+                        const float *gates, const float *c, const float *c_prev, int64_t B,
+                        int64_t H, int64_t ldg, int64_t ldc, int64_t ldh, int64_t ldcp)
+{
+    if (B <= 0 || H <= 0) return;
+    k_dlstm_cell<<<kn_grid(B * H), KN_THREADS>>>(dg, dc, dout, dh_rec, gates, c, c_prev, B, H, ldg,
+                                                 ldc, ldh, ldcp);
+    KN_CHECK_LAUNCH("k_dlstm_cell");
+}
+
+/* ---- pinball loss ---------------------------------------------------------------------------- */
+
+/* one block: Σ in double over a fixed tree, as the CPU sums in double */
+__global__ void k_pinball(float *loss, const float *yhat, const float *y, const float *q,
+                          int64_t rows, int64_t nq)
+{
+    __shared__ double sh[32];
+    double acc = 0.0;
+    for (int64_t t = threadIdx.x; t < rows * nq; t += blockDim.x) {
+        int64_t r = t / nq, k = t % nq;
+        float e = y[r] - yhat[t];
+        acc += (double)(e > 0.0f ? q[k] * e : (q[k] - 1.0f) * e);
+    }
+    acc = kn_block_sum(acc, sh);
+    if (threadIdx.x == 0) loss[0] = rows ? (float)(acc / (double)rows) : 0.0f;
+}
+
+void kn_cuda_pinball(float *loss, const float *yhat, const float *y, const float *q, int64_t rows,
+                     int64_t nq)
+{
+    k_pinball<<<1, 1024>>>(loss, yhat, y, q, rows, nq);
+    KN_CHECK_LAUNCH("k_pinball");
+}
+
+/* one thread per row: dy[r] collects its quantiles in order */
+__global__ void k_dpinball(float *dyhat, float *dy, const float *dloss, const float *yhat,
+                           const float *y, const float *q, int64_t rows, int64_t nq)
+{
+    float s = rows ? dloss[0] / (float)rows : 0.0f;
+    KN_LOOP(r, rows)
+    {
+        for (int64_t k = 0; k < nq; k++) {
+            float e = y[r] - yhat[r * nq + k];
+            float d = e > 0.0f ? -q[k] : (e < 0.0f ? 1.0f - q[k] : 0.0f);
+            if (dyhat) dyhat[r * nq + k] += s * d;
+            if (dy) dy[r] -= s * d;
+        }
+    }
+}
+
+void kn_cuda_dpinball(float *dyhat, float *dy, const float *dloss, const float *yhat,
+                      const float *y, const float *q, int64_t rows, int64_t nq)
+{
+    if (rows <= 0 || (!dyhat && !dy)) return;
+    k_dpinball<<<kn_grid(rows), KN_THREADS>>>(dyhat, dy, dloss, yhat, y, q, rows, nq);
+    KN_CHECK_LAUNCH("k_dpinball");
+}
+
+/* ---- fake quantisation (symmetric int8 per row) ---------------------------------------------- */
+
+__device__ inline float kn_block_max(float v, float *sh)
+{
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = kn_warp_max(v);
+    __syncthreads();
+    if (lane == 0) sh[warp] = v;
+    __syncthreads();
+    return kn_warp_max(lane < nw ? sh[lane] : 0.0f);
+}
+
+__global__ void k_fake_quant(float *y, float *scale, const float *x, int64_t rows, int64_t n)
+{
+    __shared__ float sh[32];
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const float *xr = x + r * n;
+        float *yr = y + r * n;
+        float amax = 0.0f;
+        for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+            float a = fabsf(xr[j]);
+            amax = a > amax ? a : amax;
+        }
+        amax = kn_block_max(amax, sh);
+        float s = amax / 127.0f, inv = s > 0.0f ? 1.0f / s : 0.0f;
+        for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+            float v = rintf(xr[j] * inv);
+            v = v > 127.0f ? 127.0f : (v < -127.0f ? -127.0f : v);
+            yr[j] = v * s;
+        }
+        if (threadIdx.x == 0) scale[r] = s;
+    }
+}
+
+void kn_cuda_fake_quant(float *y, float *scale, const float *x, int64_t rows, int64_t n)
+{
+    if (rows <= 0 || n <= 0) return;
+    k_fake_quant<<<(unsigned)(rows < 65535 ? rows : 65535), KN_THREADS>>>(y, scale, x, rows, n);
+    KN_CHECK_LAUNCH("k_fake_quant");
+}
+
+__global__ void k_dfake_quant(float *dx, const float *dy, const float *x, const float *scale,
+                              int64_t rows, int64_t n)
+{
+    KN_LOOP(t, rows * n)
+    {
+        float sc = scale[t / n], inv = sc > 0.0f ? 1.0f / sc : 0.0f;
+        dx[t] += fabsf(x[t]) * inv < 127.5f ? dy[t] : 0.0f;
+    }
+}
+
+void kn_cuda_dfake_quant(float *dx, const float *dy, const float *x, const float *scale,
+                         int64_t rows, int64_t n)
+{
+    if (rows <= 0 || n <= 0) return;
+    k_dfake_quant<<<kn_grid(rows * n), KN_THREADS>>>(dx, dy, x, scale, rows, n);
+    KN_CHECK_LAUNCH("k_dfake_quant");
+}
+
+/* ---- AdamW: PyTorch's update, as cpu_adamw --------------------------------------------------- */
+
+__global__ void k_adamw(float *p, float *m, float *v, const float *g, int64_t n, float beta1,
+                        float beta2, float eps, float decay, float step, float inv_sqrt_bc2)
+{
+    KN_LOOP(i, n)
+    {
+        float gi = g[i];
+        float mi = beta1 * m[i] + (1.0f - beta1) * gi;
+        float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = p[i] * decay - step * mi / (sqrtf(vi) * inv_sqrt_bc2 + eps);
+    }
+}
+
+void kn_cuda_adamw(float *p, float *m, float *v, const float *g, int64_t n, float lr, float beta1,
+                   float beta2, float eps, float wd, float bc1, float bc2)
+{
+    if (n <= 0) return;
+    float decay = 1.0f - lr * wd, step = lr / bc1, inv_sqrt_bc2 = 1.0f / sqrtf(bc2);
+    k_adamw<<<kn_grid(n), KN_THREADS>>>(p, m, v, g, n, beta1, beta2, eps, decay, step,
+                                        inv_sqrt_bc2);
+    KN_CHECK_LAUNCH("k_adamw");
+}

@@ -1,0 +1,142 @@
+/* test_gpu_cli.c — the leakgate binary with --device cuda: a clean FP32 run passes with the
+ * device channels measured, the device-tensor injection is caught by the tagged device channel
+ * with its tag, every mode (FP32, INT8, QAT) runs clean on the device, and the debug state
+ * computed on the device agrees with the host's (tests/tools/compare_debug_state). */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "gpu_test.h"
+
+TestSuite(gpu_cli, .init = lg_test_setup, .fini = lg_gpu_teardown, .timeout = 600);
+
+struct out {
+    int status;
+    char *text; /* stdout + stderr */
+};
+
+/* Runs `bin args` and captures everything it prints. */
+static struct out run(const char *bin, const char *args)
+{
+    struct out o = {0};
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", bin, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t cap = 1 << 16, n = 0, k;
+    o.text = malloc(cap);
+    while ((k = fread(o.text + n, 1, cap - n - 1, p)) > 0) {
+        n += k;
+        if (n + 1 >= cap) o.text = realloc(o.text, cap *= 2);
+    }
+    o.text[n] = '\0';
+    int st = pclose(p);
+    o.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    fprintf(stderr, "$ %s %s\n%s\n", bin, args, o.text);
+    return o;
+}
+
+/* The verdict table's line for a channel ("" when absent). */
+static const char *line_of(const char *text, const char *channel, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    size_t cl = strlen(channel);
+    for (const char *p = text; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (len > cl && !strncmp(p, channel, cl) && p[cl] == ' ') {
+            snprintf(buf, size, "%.*s", (int)len, p);
+            break;
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+    return buf;
+}
+
+/* The binaries: their build paths, or LEAKGATE_BIN / COMPARE_BIN from the environment when the
+ * build moved (ci/gpu-check runs a bundle copied to a GPU machine). */
+static const char *leakgate_bin(void)
+{
+    const char *e = getenv("LEAKGATE_BIN");
+    return e && *e ? e : LEAKGATE_BIN;
+}
+
+static const char *compare_bin(void)
+{
+    const char *e = getenv("COMPARE_BIN");
+    return e && *e ? e : COMPARE_BIN;
+}
+
+#define RUN_ARGS "run --device cuda --modes fp32 --sessions 6 --steps 3 --quiet --no-reports"
+
+Test(gpu_cli, clean_fp32_run_on_the_device_passes)
+{
+    lg_gpu_begin();
+    char args[512], line[1024];
+    snprintf(args, sizeof args, RUN_ARGS " --out '%s/out'", lg_test_tmpdir());
+    struct out o = run(leakgate_bin(), args);
+    cr_expect_eq(o.status, 0, "exit %d", o.status);
+    cr_expect(strstr(line_of(o.text, "tagged_device", line, sizeof line), " pass ") != NULL, "%s",
+              line);
+    cr_expect(strstr(line_of(o.text, "device_driver", line, sizeof line), "unavailable") == NULL,
+              "the driver's view is measured: %s", line);
+    free(o.text);
+}
+
+Test(gpu_cli, device_tensor_injection_is_caught_with_its_tag)
+{
+    lg_gpu_begin();
+    char args[512], line[1024];
+    snprintf(args, sizeof args, RUN_ARGS " --out '%s/out' --inject device-tensor",
+             lg_test_tmpdir());
+    struct out o = run(leakgate_bin(), args);
+    cr_expect_eq(o.status, 1, "exit %d, expected 1 (leak)", o.status);
+    line_of(o.text, "tagged_device", line, sizeof line);
+    cr_expect(strstr(line, " leak ") != NULL, "tagged_device says leak: %s", line);
+    cr_expect(strstr(line, "act/device.scratch") != NULL, "names the tag: %s", line);
+    cr_expect(strstr(line_of(o.text, "tagged_host", line, sizeof line), " pass ") != NULL,
+              "the host ledger is clean: %s", line);
+    free(o.text);
+}
+
+Test(gpu_cli, every_mode_runs_clean_on_the_device)
+{
+    lg_gpu_begin();
+    char args[512], line[1024];
+    /* FP32 training on the device; INT8 and QAT finalisation on the host, as int8.h runs */
+    snprintf(args, sizeof args,
+             "run --device cuda --modes fp32,int8,qat --sessions 8 --steps 2 --quiet "
+             "--no-reports --out '%s/out'",
+             lg_test_tmpdir());
+    struct out o = run(leakgate_bin(), args);
+    cr_expect_eq(o.status, 0, "exit %d", o.status);
+    cr_expect(strstr(line_of(o.text, "tagged_device", line, sizeof line), " pass ") != NULL, "%s",
+              line);
+    cr_expect(strstr(line_of(o.text, "tagged_host", line, sizeof line), " pass ") != NULL, "%s",
+              line);
+    free(o.text);
+}
+
+Test(gpu_cli, debug_state_on_the_device_agrees_with_the_host)
+{
+    lg_gpu_begin();
+    char args[512];
+    const char *d = lg_test_tmpdir();
+    snprintf(args, sizeof args, "debug-state --preset tiny --seed 1 -o '%s/cpu.safetensors'", d);
+    struct out o = run(leakgate_bin(), args);
+    cr_assert_eq(o.status, 0);
+    free(o.text);
+    snprintf(args, sizeof args,
+             "debug-state --preset tiny --seed 1 --device cuda -o '%s/gpu.safetensors'", d);
+    o = run(leakgate_bin(), args);
+    cr_assert_eq(o.status, 0);
+    free(o.text);
+    snprintf(args, sizeof args,
+             "--out-tol 1e-5 --grad-tol 1e-4 '%s/cpu.safetensors' '%s/gpu.safetensors'", d, d);
+    o = run(compare_bin(), args);
+    cr_expect_eq(o.status, 0, "the device's debug state agrees");
+    cr_expect(strstr(o.text, "PASS") != NULL);
+    free(o.text);
+}
