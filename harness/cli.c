@@ -26,8 +26,8 @@ static void run_usage(FILE *f)
             "                      int8-calibration, qat-observer, device-tensor, raw-malloc, raw-mmap\n"
             "                      e.g. raw-malloc:256KiB@10 (size per session, from session 10)\n"
             "  --budget CH.FIELD=SIZE  override a statistical budget, e.g. rss.slope=256KiB\n"
-            "                      (CH: je_allocated je_active je_resident rss device_driver\n"
-            "                      device_process; FIELD: band, slope, floor)\n"
+            "                      (CH: je_allocated je_active je_resident rss dev_driver\n"
+            "                      dev_process; FIELD: band, slope, floor)\n"
             "  --out DIR           results and reports (default leakgate-out)\n"
             "  --no-reports        results.jsonl only\n"
             "  --quiet             no progress output\n");

@@ -71,7 +71,7 @@ static int parse_budget(struct hx_options *o, const char *s)
     int ch = rpt_channel_from_name(buf);
     if (ch < 0 || rpt_channel_exact(ch))
         return lg_fail(LG_EINVAL, "--budget: '%s' is not a statistical channel (je_allocated, je_active, "
-                                  "je_resident, rss, device_driver, device_process)", buf);
+                                  "je_resident, rss, dev_driver, dev_process)", buf);
     size_t v;
     if (hx_parse_size(eq + 1, &v)) return lg_fail_ctx(LG_EINVAL, "--budget %s: ", s);
     struct rpt_budget *b = &o->budgets[ch];

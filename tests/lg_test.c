@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 struct trk_tracker *T;
 static char tmpdir[256];
@@ -72,4 +73,27 @@ const char *lg_test_tmpdir(void)
         if (!mkdtemp(tmpdir)) cr_assert_fail("mkdtemp failed");
     }
     return tmpdir;
+}
+
+struct lg_out lg_run(const char *bin, const char *args)
+{
+    struct lg_out o = {0};
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", bin, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p, "popen %s", cmd);
+    size_t cap = 1 << 16, n = 0, k;
+    o.text = malloc(cap);
+    cr_assert_not_null(o.text);
+    while ((k = fread(o.text + n, 1, cap - n - 1, p)) > 0) {
+        n += k;
+        if (n + 1 >= cap) {
+            o.text = realloc(o.text, cap *= 2);
+            cr_assert_not_null(o.text);
+        }
+    }
+    o.text[n] = '\0';
+    int st = pclose(p);
+    o.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return o;
 }

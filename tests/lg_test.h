@@ -14,6 +14,14 @@ void lg_test_setup(void);
 void lg_test_teardown(void);                /* asserts zero live bytes and no errors */
 void lg_test_teardown_allow_errors(void);   /* for tests that provoke invalid frees */
 
+/* What a program printed (stdout and stderr together) and how it ended. */
+struct lg_out {
+    int status; /* exit status, or 128 + signal */
+    char *text; /* freed with free() */
+};
+/* Runs `'bin' args 2>&1` through the shell (args is a shell fragment) and captures it all. */
+struct lg_out lg_run(const char *bin, const char *args);
+
 /* Directory of committed test data (tests/data). */
 const char *lg_test_data_dir(void);
 /* A fresh empty scratch directory for this test; removed at teardown. */

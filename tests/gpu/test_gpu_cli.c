@@ -12,28 +12,11 @@
 
 TestSuite(gpu_cli, .init = lg_test_setup, .fini = lg_gpu_teardown, .timeout = 600);
 
-struct out {
-    int status;
-    char *text; /* stdout + stderr */
-};
-
-/* Runs `bin args` and captures everything it prints. */
-static struct out run(const char *bin, const char *args)
+/* Runs `bin args`, captures everything it prints, and echoes it into the test's log (the GPU
+ * check brings the logs back from the device machine). */
+static struct lg_out run(const char *bin, const char *args)
 {
-    struct out o = {0};
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", bin, args);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    size_t cap = 1 << 16, n = 0, k;
-    o.text = malloc(cap);
-    while ((k = fread(o.text + n, 1, cap - n - 1, p)) > 0) {
-        n += k;
-        if (n + 1 >= cap) o.text = realloc(o.text, cap *= 2);
-    }
-    o.text[n] = '\0';
-    int st = pclose(p);
-    o.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    struct lg_out o = lg_run(bin, args);
     fprintf(stderr, "$ %s %s\n%s\n", bin, args, o.text);
     return o;
 }
@@ -76,11 +59,11 @@ Test(gpu_cli, clean_fp32_run_on_the_device_passes)
     lg_gpu_begin();
     char args[512], line[1024];
     snprintf(args, sizeof args, RUN_ARGS " --out '%s/out'", lg_test_tmpdir());
-    struct out o = run(leakgate_bin(), args);
+    struct lg_out o = run(leakgate_bin(), args);
     cr_expect_eq(o.status, 0, "exit %d", o.status);
     cr_expect(strstr(line_of(o.text, "tagged_device", line, sizeof line), " pass ") != NULL, "%s",
               line);
-    cr_expect(strstr(line_of(o.text, "device_driver", line, sizeof line), "unavailable") == NULL,
+    cr_expect(strstr(line_of(o.text, "dev_driver", line, sizeof line), "unavailable") == NULL,
               "the driver's view is measured: %s", line);
     free(o.text);
 }
@@ -91,7 +74,7 @@ Test(gpu_cli, device_tensor_injection_is_caught_with_its_tag)
     char args[512], line[1024];
     snprintf(args, sizeof args, RUN_ARGS " --out '%s/out' --inject device-tensor",
              lg_test_tmpdir());
-    struct out o = run(leakgate_bin(), args);
+    struct lg_out o = run(leakgate_bin(), args);
     cr_expect_eq(o.status, 1, "exit %d, expected 1 (leak)", o.status);
     line_of(o.text, "tagged_device", line, sizeof line);
     cr_expect(strstr(line, " leak ") != NULL, "tagged_device says leak: %s", line);
@@ -110,7 +93,7 @@ Test(gpu_cli, every_mode_runs_clean_on_the_device)
              "run --device cuda --modes fp32,int8,qat --sessions 8 --steps 2 --quiet "
              "--no-reports --out '%s/out'",
              lg_test_tmpdir());
-    struct out o = run(leakgate_bin(), args);
+    struct lg_out o = run(leakgate_bin(), args);
     cr_expect_eq(o.status, 0, "exit %d", o.status);
     cr_expect(strstr(line_of(o.text, "tagged_device", line, sizeof line), " pass ") != NULL, "%s",
               line);
@@ -125,7 +108,7 @@ Test(gpu_cli, debug_state_on_the_device_agrees_with_the_host)
     char args[512];
     const char *d = lg_test_tmpdir();
     snprintf(args, sizeof args, "debug-state --preset tiny --seed 1 -o '%s/cpu.safetensors'", d);
-    struct out o = run(leakgate_bin(), args);
+    struct lg_out o = run(leakgate_bin(), args);
     cr_assert_eq(o.status, 0);
     free(o.text);
     snprintf(args, sizeof args,

@@ -15,31 +15,8 @@
 
 TestSuite(cli, .init = lg_test_setup, .fini = lg_test_teardown, .timeout = 240);
 
-struct out {
-    int status;
-    char *text; /* stdout + stderr */
-};
-
 /* Runs leakgate with args (a shell fragment) and captures everything it prints. */
-static struct out run(const char *args)
-{
-    struct out o = {0};
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", LEAKGATE_BIN, args);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    size_t cap = 1 << 16, n = 0;
-    o.text = malloc(cap);
-    size_t k;
-    while ((k = fread(o.text + n, 1, cap - n - 1, p)) > 0) {
-        n += k;
-        if (n + 1 >= cap) o.text = realloc(o.text, cap *= 2);
-    }
-    o.text[n] = '\0';
-    int st = pclose(p);
-    o.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    return o;
-}
+static struct lg_out run(const char *args) { return lg_run(LEAKGATE_BIN, args); }
 
 /* The verdict table's line for a channel ("" when absent). */
 static const char *line_of(const char *text, const char *channel, char *buf, size_t size)
@@ -64,7 +41,7 @@ static void expect_leak(const char *inject, const char *modes, const char *chann
     char args[512], line[1024];
     snprintf(args, sizeof args, "run --sessions 6 --quiet --no-reports --out '%s/out' --modes %s --inject %s",
              lg_test_tmpdir(), modes, inject);
-    struct out o = run(args);
+    struct lg_out o = run(args);
     line_of(o.text, channel, line, sizeof line);
     cr_expect_eq(o.status, 1, "--inject %s: exit %d, expected 1 (leak)\n%s", inject, o.status, o.text);
     cr_expect(strstr(line, " leak ") != NULL, "--inject %s: channel %s should say leak:\n%s", inject,
@@ -78,7 +55,7 @@ Test(cli, clean_run_passes)
 {
     char args[512], line[1024];
     snprintf(args, sizeof args, "run --sessions 8 --quiet --out '%s/out' --modes fp32,int8,qat", lg_test_tmpdir());
-    struct out o = run(args);
+    struct lg_out o = run(args);
     cr_expect_eq(o.status, 0, "exit %d:\n%s", o.status, o.text);
     cr_expect(strstr(o.text, "PASS") != NULL, "%s", o.text);
     cr_expect(strstr(line_of(o.text, "tagged_host", line, sizeof line), " pass ") != NULL, "%s", line);
@@ -107,7 +84,7 @@ Test(cli, raw_malloc_is_caught_by_jemalloc_allocated_only)
     char args[512], line[1024];
     snprintf(args, sizeof args, "run --sessions 8 --quiet --no-reports --out '%s/out' --inject raw-malloc:256KiB",
              lg_test_tmpdir());
-    struct out o = run(args);
+    struct lg_out o = run(args);
     cr_expect_eq(o.status, 1, "%s", o.text);
     cr_expect(strstr(line_of(o.text, "je_allocated", line, sizeof line), " leak ") != NULL, "%s", o.text);
     cr_expect(strstr(line, "256.00 KiB") != NULL, "the slope is the injected size: %s", line);
@@ -121,7 +98,7 @@ Test(cli, raw_mmap_is_caught_by_rss_only)
     char args[512], line[1024];
     snprintf(args, sizeof args, "run --sessions 8 --quiet --no-reports --out '%s/out' --inject raw-mmap:2MiB",
              lg_test_tmpdir());
-    struct out o = run(args);
+    struct lg_out o = run(args);
     cr_expect_eq(o.status, 1, "%s", o.text);
     cr_expect(strstr(line_of(o.text, "rss", line, sizeof line), " leak ") != NULL, "%s", o.text);
     cr_expect(strstr(line_of(o.text, "je_allocated", line, sizeof line), " pass ") != NULL,
@@ -135,7 +112,7 @@ Test(cli, injection_from_a_later_session)
     /* 2 warm-up (fp32, int8) + 10 measured: the leak starts at session 6 */
     snprintf(args, sizeof args, "run --sessions 10 --quiet --no-reports --out '%s/out' --inject adam-state@6",
              lg_test_tmpdir());
-    struct out o = run(args);
+    struct lg_out o = run(args);
     cr_expect_eq(o.status, 1, "%s", o.text);
     cr_expect(strstr(line_of(o.text, "tagged_host", line, sizeof line), "first in session 6") != NULL, "%s", line);
     free(o.text);
@@ -145,7 +122,7 @@ Test(cli, reproduce_shows_the_varmap_bytes_and_site_and_fixed_shows_zero)
 {
     char args[512];
     snprintf(args, sizeof args, "reproduce varmap-dup-ref --preset tiny --out '%s/r'", lg_test_tmpdir());
-    struct out o = run(args);
+    struct lg_out o = run(args);
     cr_expect_eq(o.status, 1, "%s", o.text);
     cr_expect(strstr(o.text, "class varmap") && strstr(o.text, "(108844 bytes)"),
               "tiny's VarMap is 108,844 bytes (spec table):\n%s", o.text);
@@ -180,7 +157,7 @@ Test(cli, bad_input_exits_2_with_a_message)
         {"report /nonexistent.jsonl -o /tmp/x", "/nonexistent.jsonl"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct out o = run(cases[i].args);
+        struct lg_out o = run(cases[i].args);
         cr_expect_eq(o.status, 2, "'%s': exit %d, expected 2\n%s", cases[i].args, o.status, o.text);
         cr_expect(strstr(o.text, cases[i].needle) != NULL, "'%s' should say '%s':\n%s", cases[i].args,
                   cases[i].needle, o.text);
@@ -194,7 +171,7 @@ Test(cli, malformed_csv_exits_2_naming_file_and_line)
     snprintf(args, sizeof args,
              "run --sessions 2 --quiet --out '%s/o' --csv '%s/csv/bad/number.csv' --csv-config '%s/csv/small.json'",
              lg_test_tmpdir(), lg_test_data_dir(), lg_test_data_dir());
-    struct out o = run(args);
+    struct lg_out o = run(args);
     cr_expect_eq(o.status, 2, "%s", o.text);
     cr_expect(strstr(o.text, "number.csv:4: column 'y' (3): 'abc' is not a number") != NULL,
               "names the file, line and column: %s", o.text);
@@ -207,7 +184,7 @@ Test(cli, csv_training_runs_clean)
     snprintf(args, sizeof args,
              "run --sessions 3 --quiet --no-reports --out '%s/o' --csv '%s/csv/example.csv' --csv-config '%s/csv/example.json'",
              lg_test_tmpdir(), lg_test_data_dir(), lg_test_data_dir());
-    struct out o = run(args);
+    struct lg_out o = run(args);
     cr_expect_eq(o.status, 0, "%s", o.text);
     free(o.text);
 }

@@ -22,30 +22,8 @@
 
 TestSuite(soak, .init = lg_test_setup, .fini = lg_test_teardown, .timeout = 240);
 
-struct out {
-    int status;
-    char *text; /* stdout + stderr */
-};
-
 /* Runs leakgate with args (a shell fragment) and captures everything it prints. */
-static struct out run(const char *args)
-{
-    struct out o = {0};
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", LEAKGATE_BIN, args);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    size_t cap = 1 << 16, n = 0, k;
-    o.text = malloc(cap);
-    while ((k = fread(o.text + n, 1, cap - n - 1, p)) > 0) {
-        n += k;
-        if (n + 1 >= cap) o.text = realloc(o.text, cap *= 2);
-    }
-    o.text[n] = '\0';
-    int st = pclose(p);
-    o.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    return o;
-}
+static struct lg_out run(const char *args) { return lg_run(LEAKGATE_BIN, args); }
 
 /* Starts leakgate in the background (argv after the program name, NULL-terminated), output
  * to log. */
@@ -224,7 +202,7 @@ Test(soak, clean_100_sessions_pass_with_compact_results_metrics_and_reports)
 {
     char args[512], path[600], line[1024];
     snprintf(args, sizeof args, "soak --sessions 100 --quiet --out '%s/clean'", lg_test_tmpdir());
-    struct out o = run(args);
+    struct lg_out o = run(args);
     cr_expect_eq(o.status, 0, "exit %d:\n%s", o.status, o.text);
     cr_expect(strstr(o.text, "PASS") != NULL, "%s", o.text);
     cr_expect(strstr(line_of(o.text, "je_allocated", line, sizeof line), " pass ") != NULL, "%s", o.text);
@@ -271,7 +249,7 @@ Test(soak, a_slow_leak_starting_at_session_40_is_caught_by_the_trend_test)
     char args[512], line[1024];
     snprintf(args, sizeof args, "soak --sessions 100 --quiet --no-reports --out '%s/leak' --inject raw-malloc:256KiB@40",
              lg_test_tmpdir());
-    struct out o = run(args);
+    struct lg_out o = run(args);
     cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
     line_of(o.text, "je_allocated", line, sizeof line);
     cr_expect(strstr(line, " leak ") != NULL, "je_allocated should say leak:\n%s", o.text);
@@ -347,7 +325,7 @@ Test(soak, its_own_memory_stays_flat_over_300_sessions)
     char args[512], path[600];
     snprintf(args, sizeof args, "soak --sessions 300 --steps 2 --modes fp32 --quiet --no-reports --out '%s/flat'",
              lg_test_tmpdir());
-    struct out o = run(args);
+    struct lg_out o = run(args);
     cr_expect_eq(o.status, 0, "the soak's own verdict on its clean run passes (exit %d):\n%s", o.status, o.text);
     free(o.text);
     snprintf(path, sizeof path, "%s/flat/results.jsonl", lg_test_tmpdir());
@@ -384,7 +362,7 @@ Test(soak, a_duration_plan_ends_on_time_and_is_not_partial)
     char args[512];
     snprintf(args, sizeof args, "soak --duration 3s --quiet --no-reports --out '%s/dur'", lg_test_tmpdir());
     double t0 = lg_now();
-    struct out o = run(args);
+    struct lg_out o = run(args);
     double took = lg_now() - t0;
     cr_expect_eq(o.status, 0, "%s", o.text);
     cr_expect(took >= 3 && took < 60, "took %.1f s", took);
@@ -409,7 +387,7 @@ Test(soak, bad_options_exit_2_with_a_message)
         {"soak --metrics", "--metrics needs a value"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct out o = run(cases[i].args);
+        struct lg_out o = run(cases[i].args);
         cr_expect_eq(o.status, 2, "'%s': exit %d, expected 2\n%s", cases[i].args, o.status, o.text);
         cr_expect(strstr(o.text, cases[i].needle) != NULL, "'%s' should say '%s':\n%s", cases[i].args,
                   cases[i].needle, o.text);
@@ -454,7 +432,7 @@ Test(soak, three_concurrent_shards_merge_into_one_plan_and_a_leaking_shard_is_na
     run_shards(leak, 1, 1, "raw-malloc:256KiB@20");
 
     snprintf(args, sizeof args, "merge '%s/shard-*-of-3' -o '%s/merged'", clean, lg_test_tmpdir()); /* a glob */
-    struct out o = run(args);
+    struct lg_out o = run(args);
     cr_expect_eq(o.status, 0, "exit %d:\n%s", o.status, o.text);
     cr_expect(strstr(o.text, "PASS: every shard") != NULL, "%s", o.text);
     for (int i = 0; i < 3; i++) {
@@ -521,7 +499,7 @@ Test(soak, merge_refuses_what_is_not_one_plan)
              "'%s' soak --sessions 9 --shard 1/3 --quiet --no-reports --out '%s/other' && "
              "'%s' run --sessions 2 --quiet --no-reports --out '%s/run'",
              dir, LEAKGATE_BIN, dir, LEAKGATE_BIN, dir, LEAKGATE_BIN, dir);
-    struct out o = run(args);
+    struct lg_out o = run(args);
     cr_assert_eq(o.status, 0, "%s", o.text);
     free(o.text);
     static const struct {
