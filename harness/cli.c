@@ -14,7 +14,7 @@ static void run_usage(FILE *f)
             "  --preset P          tiny (default), electricity, foxhunt-815\n"
             "  --csv F --csv-config J   train on your CSV file with JSON column roles instead\n"
             "  --modes M           fp32,int8,qat, interleaved (default fp32,int8)\n"
-            "  --sessions N        measured sessions (default 24)\n"
+            "  --sessions N        measured sessions (default 40)\n"
             "  --warmup W          warm-up sessions per mode (default 1)\n"
             "  --steps K           training steps per session (default 10)\n"
             "  --batch B           batch size (default: the preset's)\n"

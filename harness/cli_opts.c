@@ -20,7 +20,7 @@ void hx_options_defaults(struct hx_options *o)
     memset(o, 0, sizeof *o);
     lg_strlcpy(o->preset, "tiny", sizeof o->preset);
     o->modes = HX_MODE_FP32 | HX_MODE_INT8;
-    o->sessions = 24;
+    o->sessions = 40;
     o->warmup = 1;
     o->steps = 10;
     o->device = TN_CPU;

@@ -148,28 +148,7 @@ static void verdict_exact(const struct hx_soak_trend *t, int c, struct rpt_chann
     const struct hx_soak_exact *e = &t->ex[slot];
     const char *worst = c == RPT_CH_TAGGED_HOST ? t->attr.worst_host
                         : c == RPT_CH_TAGGED_DEVICE ? t->attr.worst_dev : t->attr.worst_ref;
-    char b1[32];
-    v->budget = 0;
-    v->figure = (double)e->max;
-    v->slope = v->slope_lo = v->slope_hi = NAN;
-    v->shift = (double)e->total;
-    bool objects = c == RPT_CH_REFS;
-    if (!e->bad) {
-        v->status = RPT_PASS;
-        snprintf(v->why, sizeof v->why, "every session freed what it allocated (0 %s left, zero tolerance)",
-                 objects ? "objects" : "bytes");
-        return;
-    }
-    v->status = RPT_LEAK;
-    if (objects)
-        snprintf(v->why, sizeof v->why,
-                 "%d of %d session(s) left %lld shared object(s) referenced, first in session %d%s%s", e->bad,
-                 t->n_all, (long long)e->total, e->first, *worst ? ": " : "", worst);
-    else
-        snprintf(v->why, sizeof v->why,
-                 "%d of %d session(s) left tagged memory alive, up to %s per session, first in session %d%s%s",
-                 e->bad, t->n_all, lg_fmt_bytes(b1, sizeof b1, (double)e->max), e->first,
-                 *worst ? "; largest: " : "", worst);
+    hx_judge_exact_counts(c, e->bad, t->n_all, e->first, e->total, e->max, worst, v);
 }
 
 /* "CUSUM alarm at session 44 (S 80.00 KiB > h 64.00 KiB)" and/or the trend alarm, into buf. */

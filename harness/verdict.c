@@ -188,27 +188,18 @@ void hx_judge_statistical(enum rpt_channel ch, const double *y, int n, const str
              fmt_b(s6, sizeof s6, t.late), fmt_b(s7, sizeof s7, b->band));
 }
 
-void hx_judge_exact(enum rpt_channel ch, const int64_t *leaked, int n, const char *worst,
-                    struct rpt_channel_verdict *v)
+void hx_judge_exact_counts(enum rpt_channel ch, int bad, int n, int first, int64_t total,
+                           int64_t max, const char *worst, struct rpt_channel_verdict *v)
 {
     char s1[32];
     memset(v, 0, sizeof *v);
     v->channel = ch;
     v->budget = 0;
-    int bad = 0, first = -1;
-    int64_t total = 0, max = 0;
-    for (int i = 0; i < n; i++) {
-        if (leaked[i] > 0) {
-            bad++;
-            if (first < 0) first = i;
-        }
-        total += leaked[i];
-        if (leaked[i] > max) max = leaked[i];
-    }
     v->figure = (double)max;
     v->slope = v->slope_lo = v->slope_hi = NAN;
     v->shift = (double)total;
     bool objects = ch == RPT_CH_REFS;
+    if (!worst) worst = "";
     if (!bad) {
         v->status = RPT_PASS;
         snprintf(v->why, sizeof v->why, "every session freed what it allocated (0 %s left, zero tolerance)",
@@ -219,13 +210,26 @@ void hx_judge_exact(enum rpt_channel ch, const int64_t *leaked, int n, const cha
     if (objects)
         snprintf(v->why, sizeof v->why,
                  "%d of %d session(s) left %lld shared object(s) referenced, first in session %d%s%s",
-                 bad, n, (long long)total, first, worst && *worst ? ": " : "", worst ? worst : "");
+                 bad, n, (long long)total, first, *worst ? ": " : "", worst);
     else
         snprintf(v->why, sizeof v->why,
                  "%d of %d session(s) left tagged memory alive, up to %s per session, first in "
                  "session %d%s%s",
-                 bad, n, lg_fmt_bytes(s1, sizeof s1, (double)max), first, worst && *worst ? "; largest: " : "",
-                 worst ? worst : "");
+                 bad, n, lg_fmt_bytes(s1, sizeof s1, (double)max), first, *worst ? "; largest: " : "",
+                 worst);
+}
+
+void hx_judge_exact(enum rpt_channel ch, const int64_t *leaked, int n, const char *worst,
+                    struct rpt_channel_verdict *out)
+{
+    int bad = 0, first = -1;
+    int64_t total = 0, max = 0;
+    for (int i = 0; i < n; i++) {
+        if (leaked[i] > 0 && bad++ == 0) first = i;
+        total += leaked[i];
+        if (leaked[i] > max) max = leaked[i];
+    }
+    hx_judge_exact_counts(ch, bad, n, first, total, max, worst, out);
 }
 
 void hx_overall(struct rpt_verdict *v)

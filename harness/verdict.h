@@ -46,6 +46,11 @@ void hx_judge_statistical(enum rpt_channel ch, const double *y, int n, const str
 void hx_judge_exact(enum rpt_channel ch, const int64_t *leaked, int n, const char *worst,
                     struct rpt_channel_verdict *out);
 
+/* The same from running counts (soak keeps no per-session arrays): `bad` sessions of `n` left
+ * something, the first being `first`; `total` and `max` over them. */
+void hx_judge_exact_counts(enum rpt_channel ch, int bad, int n, int first, int64_t total,
+                           int64_t max, const char *worst, struct rpt_channel_verdict *out);
+
 /* Combines channel verdicts into the run's: any leak → leak (exit 1); else any inconclusive →
  * inconclusive (exit 3); else pass (exit 0). Fills v->status, exit_code and summary. */
 void hx_overall(struct rpt_verdict *v);

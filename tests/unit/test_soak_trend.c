@@ -67,7 +67,7 @@ static double slow_from_200(int i) { return i >= 200 ? (i - 199) * 32 * KiB : 0;
 /* one-time steps above je_resident's default band (4 MiB) */
 static double step_at_70(int i) { return i >= 70 ? 4 * MiB + 8192 : 0; }
 static double step_at_88(int i) { return i >= 88 ? 6 * MiB : 0; }
-static double ramp_10k(int i) { return i * 10 * KiB; }
+static double ramp_5k(int i) { return i * 5 * KiB; }
 static double noisy(int i) { return ((i * 7919) % 13 - 6) * 8 * KiB; } /* ±48 KiB, no drift */
 
 Test(soak_trend, cusum_parameters_come_from_the_budget)
@@ -111,7 +111,7 @@ Test(soak_trend, a_leak_from_session_40_fires_the_cusum_after_five_sessions_then
     struct feed f;
     feed_init(&f, 50);
     feed(&f, 100, leak_from_40);
-    /* je_allocated: k 16 KiB, clip 32 KiB: S grows 16 KiB a session, passes h = 64 KiB at the 5th */
+    /* je_allocated: k 8 KiB, clip 16 KiB: S grows 8 KiB a session, passes h = 32 KiB at the 5th */
     cr_expect_eq(f.t.ch[RPT_CH_JE_ALLOCATED].cusum_at, 44);
     int trend = f.t.ch[RPT_CH_JE_ALLOCATED].trend_at;
     cr_expect(trend > 44 && trend <= 70, "the window's slope turns significant later: %d", trend);
@@ -165,7 +165,7 @@ Test(soak_trend, a_ramp_below_the_budget_is_not_called_settled)
 {
     struct feed f;
     feed_init(&f, 50);
-    feed(&f, 200, ramp_10k); /* 10 KiB/session < 16 KiB budget, 2 MiB by the end > 256 KiB band */
+    feed(&f, 200, ramp_5k); /* 5 KiB/session < 8 KiB budget, 1 MiB by the end > 128 KiB band */
     struct rpt_verdict v;
     hx_soak_trend_verdict(&f.t, &v);
     const struct rpt_channel_verdict *cv = &v.channels[RPT_CH_JE_ALLOCATED];
