@@ -1,0 +1,47 @@
+/* fuzz_results.c — libFuzzer target for the results loader (what `leakgate report`, `compare`
+ * and `merge` read). The input is a results file; it must either load — and then every
+ * artefact writer that needs no external program must accept it — or fail with LG_EFORMAT
+ * and a message naming the file. ASan and LSan watch every path.
+ *
+ *   ci/fuzz 60 fuzz_results
+ * Seeds: tests/data/results (recorded runs: clean, leaking, partial, soak, device).
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "reports.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    int fd = memfd_create("results.jsonl", 0);
+    if (fd < 0) abort();
+    if (size && write(fd, data, size) != (ssize_t)size) abort();
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    struct rpt_results *r = NULL;
+    int rc = rpt_results_load(&r, path);
+    if (rc == LG_OK) {
+        /* documents that need no gnuplot: they must take whatever loaded */
+        FILE *null = fopen("/dev/null", "w");
+        if (!null) abort();
+        if (rpt_write_junit(r, null) != LG_OK || rpt_write_markdown(r, null) != LG_OK ||
+            rpt_write_csv(r, null) != LG_OK) {
+            fprintf(stderr, "fuzz_results: a loaded file was refused by a writer: %s\n", lg_errmsg());
+            abort();
+        }
+        fclose(null);
+        rpt_results_free(r);
+    } else if (rc != LG_EFORMAT && rc != LG_EIO) {
+        fprintf(stderr, "fuzz_results: status %d (%s)\n", rc, lg_errmsg());
+        abort();
+    } else if (!strstr(lg_errmsg(), "/proc/self/fd/")) {
+        fprintf(stderr, "fuzz_results: the message does not name the file: %s\n", lg_errmsg());
+        abort();
+    }
+    close(fd);
+    return 0;
+}
