@@ -161,9 +161,9 @@ struct tn_tensor *ag_adopt(struct ag_ctx *ctx, struct tn_tensor *t) { return ag_
 void ag_act_name(const struct ag_ctx *ctx, const char *name, char *buf, size_t size)
 {
     if (ctx->scope[0])
-        lg_snprintf(buf, size, "act/%s.%s", ctx->scope, name);
+        lg_join(buf, size, 4, "act/", ctx->scope, ".", name);
     else
-        lg_snprintf(buf, size, "act/%s", name);
+        lg_join(buf, size, 2, "act/", name);
 }
 
 struct tn_tensor *ag_out(struct ag_ctx *ctx, const char *name, enum tn_dtype dt,
@@ -289,7 +289,7 @@ static float *grad_of(struct ag_ctx *ctx, struct tn_tensor *t, bool zero, bool *
     if (!t || !t->requires_grad) return NULL;
     if (!t->grad) {
         char name[LG_MAX_NAME];
-        lg_snprintf(name, sizeof name, "%s/%s", t->node ? "act.grad" : "grad", tn_basename(t));
+        lg_join(name, sizeof name, 2, t->node ? "act.grad/" : "grad/", tn_basename(t));
         t->grad = zero ? tn_zeros(t->st->trk, TN_F32, t->device, t->ndim, t->ne, name)
                        : tn_new(t->st->trk, TN_F32, t->device, t->ndim, t->ne, name);
         if (!t->grad) {
@@ -330,7 +330,7 @@ struct tn_tensor *ag_scratch(struct ag_ctx *ctx, const struct tn_tensor *owner, 
                              int ndim, const int64_t *shape)
 {
     char name[LG_MAX_NAME];
-    lg_snprintf(name, sizeof name, "act.grad/%s.%s", tn_basename(owner), what);
+    lg_join(name, sizeof name, 4, "act.grad/", tn_basename(owner), ".", what);
     struct tn_tensor *t = tn_new(ctx->trk, TN_F32, owner->device, ndim, shape, name);
     if (!t) fail_alloc(ctx, name);
     return t;

@@ -77,8 +77,12 @@ static int check_shape(int ndim, const int64_t *shape, const char *name)
 static void meta_tag(char *buf, size_t size, const char *name, const char *what)
 {
     const char *slash = strchr(name, '/');
-    int n = slash ? (int)(slash - name) : 0;
-    snprintf(buf, size, "meta/%.*s%s%s", n, name, n ? "." : "", what);
+    size_t n = slash ? (size_t)(slash - name) : 0;
+    char cls[LG_MAX_NAME];
+    if (n >= sizeof cls) n = sizeof cls - 1;
+    memcpy(cls, name, n);
+    cls[n] = '\0';
+    lg_join(buf, size, 4, "meta/", cls, n ? "." : "", what);
 }
 
 /* A tensor struct with no storage yet; the caller sets st. */

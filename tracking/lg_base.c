@@ -77,6 +77,28 @@ int lg_strlcpy(char *dst, const char *src, size_t size)
     return trunc;
 }
 
+int lg_join(char *dst, size_t size, int n, ...)
+{
+    if (size == 0) return 1;
+    size_t k = 0;
+    int trunc = 0;
+    va_list ap;
+    va_start(ap, n);
+    for (int i = 0; i < n; i++) {
+        const char *s = va_arg(ap, const char *);
+        size_t l = strlen(s);
+        if (k + l >= size) {
+            l = size - 1 - k;
+            trunc = 1;
+        }
+        memcpy(dst + k, s, l);
+        k += l;
+    }
+    va_end(ap);
+    dst[k] = '\0';
+    return trunc;
+}
+
 int lg_snprintf(char *dst, size_t size, const char *fmt, ...)
 {
     va_list ap;

@@ -56,6 +56,9 @@ _Noreturn void lg_assert_fail(const char *file, int line, const char *what);
 
 /* Copies a string into a fixed buffer, always NUL-terminated; returns 1 when truncated. */
 int lg_strlcpy(char *dst, const char *src, size_t size);
+/* Joins n strings into a fixed buffer (truncating, always NUL-terminated); returns 1 when
+ * truncated. For names built on hot paths, where snprintf's format parsing shows up. */
+int lg_join(char *dst, size_t size, int n, ...);
 /* snprintf into a fixed buffer; returns 1 when truncated. */
 int lg_snprintf(char *dst, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -1,30 +1,49 @@
 /* tags.c — interned allocation tags and their per-space counters.
  *
  * Tags live in fixed chunks that never move, so a reader holding a tag id needs no lock.
- * Interning looks first in a per-thread one-entry cache (the same tag string is usually
- * passed many times in a row), then under a read lock in an open-addressing index, and only
- * takes the write lock to add a new tag.
+ * Interning is on every allocation's path, so it is made cheap: a per-thread direct-mapped
+ * cache answers most calls (one hash and one string compare), then a lock-free probe of the
+ * shared index; only a new tag takes the writers' lock.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "trk_impl.h"
 
-static uint64_t hash_str(const char *s)
+/* A hash of the string, 8 bytes at a time; *len receives its length. */
+static uint64_t hash_str(const char *s, size_t *len)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    size_t n = strlen(s), i = 0;
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    uint64_t w = 0;
+    memcpy(&w, s + i, n - i);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 29;
+    *len = n;
     return h;
+}
+
+static struct trk_tag_index *index_new(size_t cap)
+{
+    struct trk_tag_index *x = calloc(1, sizeof *x + cap * sizeof x->slot[0]);
+    if (x) x->cap = cap;
+    return x;
 }
 
 int trk_tags_init(struct trk_tracker *trk)
 {
     struct trk_tags *t = &trk->tags;
-    pthread_rwlock_init(&t->lock, NULL);
-    t->index_cap = 1024;
-    t->index = calloc(t->index_cap, sizeof *t->index);
-    if (!t->index) return lg_fail(LG_ENOMEM, "tracker: no memory for the tag index");
-    atomic_fetch_add(&trk->overhead, (int64_t)(t->index_cap * sizeof *t->index));
+    pthread_mutex_init(&t->lock, NULL);
+    struct trk_tag_index *x = index_new(1024);
+    if (!x) return lg_fail(LG_ENOMEM, "tracker: no memory for the tag index");
+    atomic_store(&t->index, x);
+    atomic_fetch_add(&trk->overhead, (int64_t)(sizeof *x + x->cap * sizeof x->slot[0]));
     return LG_OK;
 }
 
@@ -32,96 +51,101 @@ void trk_tags_fini(struct trk_tracker *trk)
 {
     struct trk_tags *t = &trk->tags;
     for (size_t i = 0; i < TRK_TAG_MAX_CHUNKS && t->chunks[i]; i++) free(t->chunks[i]);
-    free(t->index);
-    pthread_rwlock_destroy(&t->lock);
+    for (struct trk_tag_index *x = atomic_load(&t->index), *next; x; x = next) {
+        next = x->retired;
+        free(x);
+    }
+    pthread_mutex_destroy(&t->lock);
 }
 
-/* Looks a name up in the index; caller holds the lock (read or write). */
-static uint32_t find_locked(struct trk_tracker *trk, const char *name, uint64_t h)
+/* Probes an index for name; UINT32_MAX when absent. Safe without a lock: a slot is either
+ * 0 or the id + 1 of a tag whose name and hash were written before the slot was published. */
+static uint32_t probe(struct trk_tracker *trk, const struct trk_tag_index *x, const char *name,
+                      uint64_t h)
 {
-    struct trk_tags *t = &trk->tags;
-    size_t mask = t->index_cap - 1;
+    size_t mask = x->cap - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
-        uint32_t e = t->index[i];
+        uint32_t e = atomic_load_explicit(&x->slot[i], memory_order_acquire);
         if (e == 0) return UINT32_MAX;
-        if (strcmp(trk_tag_get(trk, e - 1)->name, name) == 0) return e - 1;
+        const struct trk_tag *tg = trk_tag_get(trk, e - 1);
+        if (tg->hash == h && strcmp(tg->name, name) == 0) return e - 1;
     }
 }
 
-static int grow_index_locked(struct trk_tracker *trk)
+static void place(struct trk_tag_index *x, uint64_t h, uint32_t id)
+{
+    size_t mask = x->cap - 1, i = h & mask;
+    while (atomic_load_explicit(&x->slot[i], memory_order_relaxed)) i = (i + 1) & mask;
+    atomic_store_explicit(&x->slot[i], id + 1, memory_order_release);
+}
+
+/* Adds name (absent from the index) as a new tag; caller holds the writers' lock. */
+static uint32_t add_locked(struct trk_tracker *trk, const char *name, uint64_t h)
 {
     struct trk_tags *t = &trk->tags;
-    size_t ncap = t->index_cap * 2;
-    uint32_t *ni = calloc(ncap, sizeof *ni);
-    if (!ni) return LG_ENOMEM;
     uint32_t n = atomic_load(&t->count);
-    for (uint32_t id = 0; id < n; id++) {
-        size_t i = hash_str(trk_tag_get(trk, id)->name) & (ncap - 1);
-        while (ni[i]) i = (i + 1) & (ncap - 1);
-        ni[i] = id + 1;
+    size_t chunk = n / TRK_TAG_CHUNK;
+    if (chunk >= TRK_TAG_MAX_CHUNKS) return UINT32_MAX;
+    if (!t->chunks[chunk]) {
+        t->chunks[chunk] = calloc(TRK_TAG_CHUNK, sizeof(struct trk_tag));
+        if (!t->chunks[chunk]) return UINT32_MAX;
+        atomic_fetch_add(&trk->overhead, (int64_t)(TRK_TAG_CHUNK * sizeof(struct trk_tag)));
     }
-    atomic_fetch_add(&trk->overhead, (int64_t)((ncap - t->index_cap) * sizeof *ni));
-    free(t->index);
-    t->index = ni;
-    t->index_cap = ncap;
-    return LG_OK;
+    struct trk_tag_index *x = atomic_load(&t->index);
+    if ((size_t)(n + 1) * 2 > x->cap) { /* grow: copy into a new index, then publish it */
+        struct trk_tag_index *bigger = index_new(x->cap * 2);
+        if (!bigger) return UINT32_MAX;
+        for (uint32_t id = 0; id < n; id++) place(bigger, trk_tag_get(trk, id)->hash, id);
+        bigger->retired = x;
+        atomic_store_explicit(&t->index, bigger, memory_order_release);
+        atomic_fetch_add(&trk->overhead, (int64_t)(sizeof *bigger + bigger->cap * sizeof bigger->slot[0]));
+        x = bigger;
+    }
+    struct trk_tag *tg = trk_tag_get(trk, n);
+    lg_strlcpy(tg->name, name, LG_MAX_NAME);
+    tg->hash = h;
+    atomic_store_explicit(&t->count, n + 1, memory_order_release);
+    place(x, h, n);
+    return n;
 }
 
-/* Keyed by the tracker's serial, not its address: a new tracker may reuse an old address. */
+/* The per-thread cache: direct-mapped by hash, keyed by the tracker's serial (not its
+ * address: a new tracker may reuse an old address). */
+#define TL_SLOTS 64
 static _Thread_local struct {
-    uint64_t serial;
+    uint64_t serial, hash;
     uint32_t id;
-    char name[LG_MAX_NAME];
-} tl_last;
+} tl_cache[TL_SLOTS];
 
 uint32_t trk_tag_intern(struct trk_tracker *trk, const char *name)
 {
     char buf[LG_MAX_NAME];
     if (!name || !*name) name = "untagged";
-    /* the common case: the same tag as this thread's last call (equal means short enough) */
-    if (tl_last.serial == trk->serial && strcmp(tl_last.name, name) == 0) return tl_last.id;
-    if (strlen(name) >= LG_MAX_NAME) { /* truncate long tags */
+    size_t len;
+    uint64_t h = hash_str(name, &len);
+    if (len >= LG_MAX_NAME) { /* truncate long tags */
         lg_strlcpy(buf, name, sizeof buf);
         name = buf;
-        if (tl_last.serial == trk->serial && strcmp(tl_last.name, name) == 0) return tl_last.id;
+        h = hash_str(name, &len);
     }
+    unsigned slot = (unsigned)(h >> 58) & (TL_SLOTS - 1);
+    if (tl_cache[slot].serial == trk->serial && tl_cache[slot].hash == h &&
+        strcmp(trk_tag_get(trk, tl_cache[slot].id)->name, name) == 0)
+        return tl_cache[slot].id;
 
     struct trk_tags *t = &trk->tags;
-    uint64_t h = hash_str(name);
-    pthread_rwlock_rdlock(&t->lock);
-    uint32_t id = find_locked(trk, name, h);
-    pthread_rwlock_unlock(&t->lock);
+    uint32_t id = probe(trk, atomic_load_explicit(&t->index, memory_order_acquire), name, h);
     if (id == UINT32_MAX) {
-        pthread_rwlock_wrlock(&t->lock);
-        id = find_locked(trk, name, h); /* another thread may have added it */
-        if (id == UINT32_MAX) {
-            uint32_t n = atomic_load(&t->count);
-            size_t chunk = n / TRK_TAG_CHUNK;
-            if (chunk >= TRK_TAG_MAX_CHUNKS) goto full;
-            if (!t->chunks[chunk]) {
-                t->chunks[chunk] = calloc(TRK_TAG_CHUNK, sizeof(struct trk_tag));
-                if (!t->chunks[chunk]) goto full;
-                atomic_fetch_add(&trk->overhead,
-                                 (int64_t)(TRK_TAG_CHUNK * sizeof(struct trk_tag)));
-            }
-            if ((size_t)(n + 1) * 2 > t->index_cap && grow_index_locked(trk) != LG_OK) goto full;
-            lg_strlcpy(trk_tag_get(trk, n)->name, name, LG_MAX_NAME);
-            size_t mask = t->index_cap - 1;
-            size_t i = h & mask;
-            while (t->index[i]) i = (i + 1) & mask;
-            t->index[i] = n + 1;
-            atomic_store(&t->count, n + 1);
-            id = n;
-        }
-        pthread_rwlock_unlock(&t->lock);
+        pthread_mutex_lock(&t->lock);
+        id = probe(trk, atomic_load(&t->index), name, h); /* another thread may have added it */
+        if (id == UINT32_MAX) id = add_locked(trk, name, h);
+        pthread_mutex_unlock(&t->lock);
+        if (id == UINT32_MAX) return UINT32_MAX;
     }
-    tl_last.serial = trk->serial;
-    tl_last.id = id;
-    lg_strlcpy(tl_last.name, name, sizeof tl_last.name);
+    tl_cache[slot].serial = trk->serial;
+    tl_cache[slot].hash = h;
+    tl_cache[slot].id = id;
     return id;
-full:
-    pthread_rwlock_unlock(&t->lock);
-    return UINT32_MAX;
 }
 
 void trk_tag_class(const char *tag, char *buf, size_t size)

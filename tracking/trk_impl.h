@@ -56,6 +56,7 @@ struct trk_ledger {
 
 struct trk_tag {
     char name[LG_MAX_NAME];
+    uint64_t hash;
     /* guarded by the ledger lock */
     int64_t live_bytes[TRK_NSPACES], live_count[TRK_NSPACES];
     int64_t peak_bytes[TRK_NSPACES];
@@ -65,12 +66,21 @@ struct trk_tag {
 #define TRK_TAG_CHUNK 1024
 #define TRK_TAG_MAX_CHUNKS 1024 /* a million tags */
 
+/* An open-addressing index over tag ids + 1 (0 = empty). Readers probe it without a lock;
+ * a writer (holding trk_tags.lock) publishes entries with release stores, and replaces a full
+ * index by a larger copy, keeping the old one until the tracker is freed (a reader may still
+ * be probing it; doubling bounds what is kept to the size of the current one). */
+struct trk_tag_index {
+    size_t cap;                     /* a power of two */
+    struct trk_tag_index *retired;  /* the index this one replaced */
+    _Atomic uint32_t slot[];
+};
+
 struct trk_tags {
-    pthread_rwlock_t lock;
+    pthread_mutex_t lock;           /* writers only */
     struct trk_tag *chunks[TRK_TAG_MAX_CHUNKS]; /* chunks never move: readers need no lock */
     _Atomic uint32_t count;
-    uint32_t *index;          /* open addressing over tag ids + 1 (0 = empty) */
-    size_t index_cap;
+    _Atomic(struct trk_tag_index *) index;
 };
 
 /* ---- stacks: deduplicated frame arrays ----------------------------------------------- */
