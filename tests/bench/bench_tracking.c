@@ -6,7 +6,8 @@
  *
  * Each row times, interleaved and repeated, (a) mallocx+dallocx on a dedicated arena with
  * the same flags the tracker uses, (b) trk_alloc+trk_free, (c) trk_alloc+trk_free with stacks
- * on, and (d) plain malloc+free (jemalloc's default arena with its thread cache). The
+ * on, and (d) plain malloc+free (jemalloc's default arena with its thread cache and its
+ * default 10 s decay, so blocks of several MiB go back to the kernel between calls). The
  * working set keeps 16 blocks live, so each call is a real allocation, not a cache hit of
  * the block just freed. The best of 5 rounds is reported.
  */
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "tracking.h"
 
@@ -78,6 +80,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_tracking: arenas.create failed\n");
         return 4;
     }
+    /* the same arena settings the tracker uses: no time-based purging */
+    ssize_t never = -1;
+    char name[64];
+    snprintf(name, sizeof name, "arena.%u.dirty_decay_ms", arena);
+    mallctl(name, NULL, NULL, &never, sizeof never);
+    snprintf(name, sizeof name, "arena.%u.muzzy_decay_ms", arena);
+    mallctl(name, NULL, NULL, &never, sizeof never);
     int flags = MALLOCX_ARENA(arena) | MALLOCX_ALIGN(64) | MALLOCX_TCACHE_NONE;
 
     printf("tracked alloc+free vs raw mallocx+dallocx (dedicated arena, tcache off, 64-byte aligned)\n");
