@@ -13,6 +13,7 @@ void hx_judge_results(struct rpt_results *r)
 {
     struct hx_series ser;
     if (hx_series_init(&ser, r->n_sessions) != LG_OK) return;
+    ser.device = hx_run_had_device(&r->run);
     for (int i = 0; i < r->n_sessions; i++) hx_series_add(&ser, &r->sessions[i]);
     hx_judge_series(&ser, r->run.budgets, &r->verdict);
     r->verdict.partial = true;

@@ -20,6 +20,7 @@ struct hx_series {
     int64_t *leaked_host, *leaked_dev, *leaked_refs; /* every session, warm-up included */
     char worst_host[160], worst_dev[160], worst_ref[200];
     int64_t worst_host_bytes, worst_dev_bytes;
+    bool device;                    /* the run had a device: tagged_device is judged */
 };
 int hx_series_init(struct hx_series *s, int cap);
 void hx_series_fini(struct hx_series *s);
@@ -29,6 +30,10 @@ void hx_series_add(struct hx_series *s, const struct rpt_session *r);
  * allocates nothing. A zeroed struct hx_series (no arrays) may be used for attribution alone
  * (the soak streams its exact channels this way). */
 void hx_series_attribute(struct hx_series *s, const struct rpt_session *r);
+/* Marks a channel not measured, with the reason. */
+void hx_verdict_unavailable(struct rpt_channel_verdict *cv, enum rpt_channel c, const char *why);
+/* Whether a results file's run line names a device ("cuda: ..."). */
+bool hx_run_had_device(const struct rpt_run *run);
 /* Judges every channel and the run. */
 void hx_judge_series(const struct hx_series *s, const struct rpt_budget *b, struct rpt_verdict *v);
 

@@ -159,6 +159,7 @@ int hx_run(const struct hx_options *o, struct rpt_verdict *v)
     if (rc == LG_OK) rc = hx_env_init(&env, o);
     if (rc == LG_OK) rc = hx_series_init(&ser, total);
     if (rc != LG_OK) goto out;
+    ser.device = trk_has_device(env.trk);
     hx_fill_run_line(o, &env.cfg, &run);
     snprintf(path, sizeof path, "%s/results.jsonl", o->out_dir);
     if ((rc = rpt_writer_open(&w, path, &run))) goto out;

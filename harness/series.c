@@ -84,6 +84,17 @@ void hx_series_attribute(struct hx_series *s, const struct rpt_session *r)
     }
 }
 
+void hx_verdict_unavailable(struct rpt_channel_verdict *cv, enum rpt_channel c, const char *why)
+{
+    memset(cv, 0, sizeof *cv);
+    cv->channel = c;
+    cv->status = RPT_UNAVAILABLE;
+    cv->figure = cv->slope = cv->slope_lo = cv->slope_hi = cv->shift = NAN;
+    lg_strlcpy(cv->why, why, sizeof cv->why);
+}
+
+bool hx_run_had_device(const struct rpt_run *run) { return strncmp(run->device, "cuda", 4) == 0; }
+
 void hx_judge_series(const struct hx_series *s, const struct rpt_budget *b, struct rpt_verdict *v)
 {
     v->sessions_measured = s->n_measured;
@@ -93,17 +104,15 @@ void hx_judge_series(const struct hx_series *s, const struct rpt_budget *b, stru
         if (c == RPT_CH_TAGGED_HOST) {
             hx_judge_exact(c, s->leaked_host, s->n_all, s->worst_host, cv);
         } else if (c == RPT_CH_TAGGED_DEVICE) {
-            hx_judge_exact(c, s->leaked_dev, s->n_all, s->worst_dev, cv);
+            if (s->device)
+                hx_judge_exact(c, s->leaked_dev, s->n_all, s->worst_dev, cv);
+            else
+                hx_verdict_unavailable(cv, c, "no device in this run (--device cpu)");
         } else if (c == RPT_CH_REFS) {
             hx_judge_exact(c, s->leaked_refs, s->n_all, s->worst_ref, cv);
         } else if (!s->avail[c] || s->n_measured == 0) {
-            memset(cv, 0, sizeof *cv);
-            cv->channel = c;
-            cv->status = RPT_UNAVAILABLE;
-            cv->figure = cv->slope = cv->slope_lo = cv->slope_hi = cv->shift = NAN;
-            snprintf(cv->why, sizeof cv->why, "%s",
-                     s->n_measured == 0 ? "no measured session"
-                                        : "not measured in this build or on this machine");
+            hx_verdict_unavailable(cv, c, s->n_measured == 0 ? "no measured session"
+                                                             : "not measured in this build or on this machine");
         } else {
             hx_judge_statistical(c, s->y[c], s->n_measured, &b[c], cv);
         }

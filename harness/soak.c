@@ -119,6 +119,7 @@ static int state_init(struct soak_state *st, const struct hx_soak_options *so)
             return lg_fail_ctx(rc, "preset %s: ", st->plan.presets[i]);
     }
     if ((rc = hx_soak_trend_init(&st->trend, o->window, o->budgets)) != LG_OK) return rc;
+    st->trend.attr.device = trk_has_device(st->env.trk);
     hx_soak_gauges_init(&st->gauges, &st->plan, o->shard);
     for (int i = 0; i < HX_SOAK_MAX_PRESETS; i++)
         for (int c = 0; c < RPT_NCHANNELS; c++) st->baseline[i][c] = RPT_NONE;

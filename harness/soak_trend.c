@@ -250,6 +250,8 @@ void hx_soak_trend_verdict(const struct hx_soak_trend *t, struct rpt_verdict *v)
         cv->channel = (enum rpt_channel)c;
         if (statistical(c))
             verdict_statistical(t, c, cv);
+        else if (c == RPT_CH_TAGGED_DEVICE && !t->attr.device)
+            hx_verdict_unavailable(cv, c, "no device in this run (--device cpu)");
         else
             verdict_exact(t, c, cv);
     }
@@ -261,6 +263,7 @@ int hx_soak_judge_results(struct rpt_results *r, int window)
     struct hx_soak_trend t;
     int rc = hx_soak_trend_init(&t, window, r->run.budgets);
     if (rc != LG_OK) return rc;
+    t.attr.device = hx_run_had_device(&r->run);
     for (int i = 0; i < r->n_sessions; i++) hx_soak_trend_add(&t, &r->sessions[i]);
     hx_soak_trend_verdict(&t, &r->verdict);
     hx_soak_trend_fini(&t);

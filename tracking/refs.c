@@ -21,8 +21,8 @@ int trk_refs_init(struct trk_tracker *trk)
 
 void trk_refs_fini(struct trk_tracker *trk)
 {
-    for (size_t i = 0; i < trk->refs.n; i++) free(trk->refs.v[i].retains);
-    free(trk->refs.v);
+    for (size_t i = 0; i < trk->refs.n; i++) trk_meta_free(trk, trk->refs.v[i].retains);
+    trk_meta_free(trk, trk->refs.v);
     pthread_mutex_destroy(&trk->refs.mu);
 }
 
@@ -45,7 +45,7 @@ static int add_retain_locked(struct trk_tracker *trk, struct trk_refobj *o, cons
 {
     if (o->n == o->cap) {
         int ncap = o->cap ? o->cap * 2 : 4;
-        struct trk_retain *nv = realloc(o->retains, (size_t)ncap * sizeof *nv);
+        struct trk_retain *nv = trk_meta_realloc(trk, o->retains, (size_t)ncap * sizeof *nv);
         if (!nv) return LG_ENOMEM;
         o->retains = nv;
         o->cap = ncap;
@@ -70,7 +70,7 @@ void trk_ref_track(struct trk_tracker *trk, const void *obj, const char *kind, c
     }
     if (trk->refs.n == trk->refs.cap) {
         size_t ncap = trk->refs.cap ? trk->refs.cap * 2 : 16;
-        struct trk_refobj *nv = realloc(trk->refs.v, ncap * sizeof *nv);
+        struct trk_refobj *nv = trk_meta_realloc(trk, trk->refs.v, ncap * sizeof *nv);
         if (!nv) goto out;
         trk->refs.v = nv;
         trk->refs.cap = ncap;
@@ -138,7 +138,7 @@ void trk_ref_untrack(struct trk_tracker *trk, const void *obj, struct trk_site s
     if (o) {
         outstanding = o->n;
         snprintf(name, sizeof name, "%s %s", o->kind, o->name);
-        free(o->retains);
+        trk_meta_free(trk, o->retains);
         *o = trk->refs.v[--trk->refs.n];
     }
     pthread_mutex_unlock(&trk->refs.mu);

@@ -25,8 +25,8 @@ int trk_stacks_init(struct trk_tracker *trk)
 
 void trk_stacks_fini(struct trk_tracker *trk)
 {
-    free(trk->stacks.v);
-    free(trk->stacks.index);
+    trk_meta_free(trk, trk->stacks.v);
+    trk_meta_free(trk, trk->stacks.index);
     pthread_mutex_destroy(&trk->stacks.mu);
 }
 
@@ -46,23 +46,21 @@ static int grow_locked(struct trk_tracker *trk)
     struct trk_stacks *s = &trk->stacks;
     if (s->n + 1 > s->cap) {
         size_t ncap = s->cap ? s->cap * 2 : 256;
-        struct trk_stack *nv = realloc(s->v, ncap * sizeof *nv);
+        struct trk_stack *nv = trk_meta_realloc(trk, s->v, ncap * sizeof *nv);
         if (!nv) return LG_ENOMEM;
-        atomic_fetch_add(&trk->overhead, (int64_t)((ncap - s->cap) * sizeof *nv));
         s->v = nv;
         s->cap = ncap;
     }
     if ((s->n + 1) * 2 > s->index_cap) {
         size_t ncap = s->index_cap ? s->index_cap * 2 : 512;
-        uint32_t *ni = calloc(ncap, sizeof *ni);
+        uint32_t *ni = trk_meta_calloc(trk, ncap, sizeof *ni);
         if (!ni) return LG_ENOMEM;
         for (size_t id = 1; id < s->n; id++) {
             size_t i = s->v[id].hash & (ncap - 1);
             while (ni[i]) i = (i + 1) & (ncap - 1);
             ni[i] = (uint32_t)id;
         }
-        atomic_fetch_add(&trk->overhead, (int64_t)((ncap - s->index_cap) * sizeof *ni));
-        free(s->index);
+        trk_meta_free(trk, s->index);
         s->index = ni;
         s->index_cap = ncap;
     }

@@ -29,9 +29,9 @@ static uint64_t hash_str(const char *s, size_t *len)
     return h;
 }
 
-static struct trk_tag_index *index_new(size_t cap)
+static struct trk_tag_index *index_new(struct trk_tracker *trk, size_t cap)
 {
-    struct trk_tag_index *x = calloc(1, sizeof *x + cap * sizeof x->slot[0]);
+    struct trk_tag_index *x = trk_meta_calloc(trk, 1, sizeof *x + cap * sizeof x->slot[0]);
     if (x) x->cap = cap;
     return x;
 }
@@ -40,20 +40,19 @@ int trk_tags_init(struct trk_tracker *trk)
 {
     struct trk_tags *t = &trk->tags;
     pthread_mutex_init(&t->lock, NULL);
-    struct trk_tag_index *x = index_new(1024);
+    struct trk_tag_index *x = index_new(trk, 1024);
     if (!x) return lg_fail(LG_ENOMEM, "tracker: no memory for the tag index");
     atomic_store(&t->index, x);
-    atomic_fetch_add(&trk->overhead, (int64_t)(sizeof *x + x->cap * sizeof x->slot[0]));
     return LG_OK;
 }
 
 void trk_tags_fini(struct trk_tracker *trk)
 {
     struct trk_tags *t = &trk->tags;
-    for (size_t i = 0; i < TRK_TAG_MAX_CHUNKS && t->chunks[i]; i++) free(t->chunks[i]);
+    for (size_t i = 0; i < TRK_TAG_MAX_CHUNKS && t->chunks[i]; i++) trk_meta_free(trk, t->chunks[i]);
     for (struct trk_tag_index *x = atomic_load(&t->index), *next; x; x = next) {
         next = x->retired;
-        free(x);
+        trk_meta_free(trk, x);
     }
     pthread_mutex_destroy(&t->lock);
 }
@@ -87,18 +86,16 @@ static uint32_t add_locked(struct trk_tracker *trk, const char *name, uint64_t h
     size_t chunk = n / TRK_TAG_CHUNK;
     if (chunk >= TRK_TAG_MAX_CHUNKS) return UINT32_MAX;
     if (!t->chunks[chunk]) {
-        t->chunks[chunk] = calloc(TRK_TAG_CHUNK, sizeof(struct trk_tag));
+        t->chunks[chunk] = trk_meta_calloc(trk, TRK_TAG_CHUNK, sizeof(struct trk_tag));
         if (!t->chunks[chunk]) return UINT32_MAX;
-        atomic_fetch_add(&trk->overhead, (int64_t)(TRK_TAG_CHUNK * sizeof(struct trk_tag)));
     }
     struct trk_tag_index *x = atomic_load(&t->index);
     if ((size_t)(n + 1) * 2 > x->cap) { /* grow: copy into a new index, then publish it */
-        struct trk_tag_index *bigger = index_new(x->cap * 2);
+        struct trk_tag_index *bigger = index_new(trk, x->cap * 2);
         if (!bigger) return UINT32_MAX;
         for (uint32_t id = 0; id < n; id++) place(bigger, trk_tag_get(trk, id)->hash, id);
         bigger->retired = x;
         atomic_store_explicit(&t->index, bigger, memory_order_release);
-        atomic_fetch_add(&trk->overhead, (int64_t)(sizeof *bigger + bigger->cap * sizeof bigger->slot[0]));
         x = bigger;
     }
     struct trk_tag *tg = trk_tag_get(trk, n);

@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdlib.h>
+#include <malloc.h>
 #include <string.h>
 #include <sys/types.h>
 
@@ -58,7 +59,7 @@ int trk_tracker_new(struct trk_tracker **out, const struct trk_options *opt)
     if (!trk) return lg_fail(LG_ENOMEM, "tracker: out of memory");
     if (opt) trk->opt = *opt;
     trk->serial = atomic_fetch_add(&next_serial, 1);
-    atomic_store(&trk->overhead, (int64_t)sizeof *trk);
+    atomic_store(&trk->overhead, (int64_t)malloc_usable_size(trk));
     pthread_mutex_init(&trk->errs.mu, NULL);
     trk_stacks_init(trk);
     trk_refs_init(trk);
@@ -109,7 +110,7 @@ size_t trk_tracker_free(struct trk_tracker *trk)
         else if (trk->have_dev)
             trk->dev.free(trk->dev.ctx, (void *)r->ptr);
     }
-    free(led->recs);
+    trk_meta_free(trk, led->recs);
 #ifdef LG_HAVE_JEMALLOC
     /* Arenas cannot be destroyed while jemalloc 5.3 may reuse their index; purge instead so
      * the pages go back to the system. */
@@ -146,7 +147,7 @@ static inline size_t ptr_hash(uintptr_t p)
 /* Rebuilds the table at `ncap` slots; caller holds the lock. */
 static int rehash_locked(struct trk_tracker *trk, struct trk_ledger *led, size_t ncap)
 {
-    struct trk_rec *nv = calloc(ncap, sizeof *nv);
+    struct trk_rec *nv = trk_meta_calloc(trk, ncap, sizeof *nv);
     if (!nv) return LG_ENOMEM;
     for (size_t i = 0; i < led->cap; i++) {
         struct trk_rec *r = &led->recs[i];
@@ -155,8 +156,7 @@ static int rehash_locked(struct trk_tracker *trk, struct trk_ledger *led, size_t
         while (nv[j].ptr != TRK_EMPTY) j = (j + 1) & (ncap - 1);
         nv[j] = *r;
     }
-    atomic_fetch_add(&trk->overhead, (int64_t)((ncap - led->cap) * sizeof *nv));
-    free(led->recs);
+    trk_meta_free(trk, led->recs);
     led->recs = nv;
     led->cap = ncap;
     led->tombs = 0;

@@ -220,7 +220,8 @@ struct trk_snapshot {
     int64_t arena_allocated, arena_active, arena_dirty; /* the dedicated arena's own */
     int64_t rss, rss_anon, rss_file, lazyfree;    /* /proc/self/smaps_rollup */
     int64_t dev_used, dev_total, dev_process;     /* device driver view (backend usage) */
-    int64_t tracker_overhead;                     /* bytes the tracker's own tables use */
+    int64_t tracker_overhead;                     /* bytes the tracker's own tables use (usable
+                                                     size of their heap blocks) */
 };
 /* Fills a snapshot. Reads jemalloc stats after an epoch write. Allocates nothing tagged. */
 void trk_snapshot(struct trk_tracker *trk, struct trk_snapshot *out);

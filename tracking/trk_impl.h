@@ -167,6 +167,13 @@ struct trk_tracker {
     bool have_dev;
 };
 
+/* meta.c: the tracker's own tables, counted in trk->overhead by their usable size, so the
+ * harness can take them out of jemalloc's allocated figure (they are the measurement's
+ * memory, not the workload's). */
+void *trk_meta_calloc(struct trk_tracker *trk, size_t n, size_t size);
+void *trk_meta_realloc(struct trk_tracker *trk, void *p, size_t size);
+void trk_meta_free(struct trk_tracker *trk, void *p);
+
 /* tags.c */
 int trk_tags_init(struct trk_tracker *trk);
 void trk_tags_fini(struct trk_tracker *trk);
