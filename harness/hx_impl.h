@@ -62,6 +62,13 @@ int hx_make_data(const struct hx_options *o, struct trk_tracker *trk, struct tft
 int hx_env_init(struct hx_env *env, const struct hx_options *o);
 void hx_env_fini(struct hx_env *env);
 int hx_mode_at(int modes, int index);
+/* Makes v the error verdict of a failed run (status error, exit code from rc, the message). */
+void hx_verdict_error(struct rpt_verdict *v, int rc);
+/* Ends a run: closes the results file (w may be NULL: never opened), turns a failure that came
+ * before any verdict into an error verdict, writes every report when the file was opened, and
+ * keeps the failure's message. Returns rc. */
+int hx_close_results(const struct hx_options *o, struct rpt_writer *w, const char *path, int rc,
+                     struct rpt_verdict *v);
 
 /* ---- option parsing shared by the commands (cli_opts.c) ------------------------------------ */
 

@@ -144,9 +144,29 @@ int hx_mode_at(int modes, int index)
     return list[index % n];
 }
 
+void hx_verdict_error(struct rpt_verdict *v, int rc)
+{
+    v->status = RPT_ERROR;
+    v->exit_code = hx_exit_code_for(rc);
+    snprintf(v->summary, sizeof v->summary, "ERROR: %s", lg_errmsg());
+}
+
+int hx_close_results(const struct hx_options *o, struct rpt_writer *w, const char *path, int rc,
+                     struct rpt_verdict *v)
+{
+    bool opened = w != NULL;
+    rpt_writer_close(w);
+    if (rc != LG_OK && !opened) hx_verdict_error(v, rc);
+    char msg[1024];
+    lg_strlcpy(msg, lg_errmsg(), sizeof msg); /* writing reports must not lose the failure */
+    if (opened && o->reports) hx_write_reports(o, path);
+    if (rc != LG_OK) lg_fail(rc, "%s", msg);
+    return rc;
+}
+
 int hx_run(const struct hx_options *o, struct rpt_verdict *v)
 {
-    struct hx_env env;
+    struct hx_env env = {0};
     struct hx_series ser;
     struct rpt_writer *w = NULL;
     struct rpt_run run;
@@ -197,9 +217,7 @@ int hx_run(const struct hx_options *o, struct rpt_verdict *v)
     hx_judge_series(&ser, o->budgets, v);
     v->partial = done < total;
     if (rc != LG_OK) {
-        v->status = RPT_ERROR;
-        v->exit_code = hx_exit_code_for(rc);
-        snprintf(v->summary, sizeof v->summary, "ERROR: %s", lg_errmsg());
+        hx_verdict_error(v, rc);
     } else if (v->partial) {
         size_t l = strlen(v->summary);
         snprintf(v->summary + l, sizeof v->summary - l, " (partial: %d of %d sessions, stopped by a signal)",
@@ -208,18 +226,8 @@ int hx_run(const struct hx_options *o, struct rpt_verdict *v)
     rpt_writer_verdict(w, v);
     hx_print_verdict(o, v, stdout);
 out:
-    rpt_writer_close(w);
-    if (rc != LG_OK && !w) {
-        v->status = RPT_ERROR;
-        v->exit_code = hx_exit_code_for(rc);
-        snprintf(v->summary, sizeof v->summary, "ERROR: %s", lg_errmsg());
-    }
-    int saved = rc;
-    char msg[1024];
-    lg_strlcpy(msg, lg_errmsg(), sizeof msg);
-    if (w && o->reports) hx_write_reports(o, path);
+    rc = hx_close_results(o, w, path, rc, v);
     hx_series_fini(&ser);
     if (env.o) hx_env_fini(&env);
-    if (saved != LG_OK) lg_fail(saved, "%s", msg);
-    return saved;
+    return rc;
 }

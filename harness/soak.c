@@ -245,10 +245,8 @@ int hx_soak(const struct hx_soak_options *so, struct rpt_verdict *v)
     hx_soak_trend_verdict(&st->trend, v);
     finish_verdict(v, &st->plan, o->shard, pr.measured, lg_now() - pr.t0, stopped);
     if (rc != LG_OK) {
-        v->status = RPT_ERROR;
-        v->exit_code = hx_exit_code_for(rc);
+        hx_verdict_error(v, rc);
         v->partial = true;
-        snprintf(v->summary, sizeof v->summary, "ERROR: %s", lg_errmsg());
     }
     rpt_writer_verdict(w, v);
     hx_print_verdict(o, v, stdout);
@@ -256,18 +254,8 @@ int hx_soak(const struct hx_soak_options *so, struct rpt_verdict *v)
     st->gauges.verdict = v->status;
     write_metrics(st, so->metrics);
 out:
-    rpt_writer_close(w);
-    if (rc != LG_OK && !w) {
-        v->status = RPT_ERROR;
-        v->exit_code = hx_exit_code_for(rc);
-        snprintf(v->summary, sizeof v->summary, "ERROR: %s", lg_errmsg());
-    }
-    int saved = rc;
-    char msg[1024];
-    lg_strlcpy(msg, lg_errmsg(), sizeof msg);
-    if (w && o->reports) hx_write_reports(o, path);
+    rc = hx_close_results(o, w, path, rc, v);
     state_fini(st);
     free(st);
-    if (saved != LG_OK) lg_fail(saved, "%s", msg);
-    return saved;
+    return rc;
 }

@@ -175,6 +175,28 @@ Test(cli, malformed_csv_exits_2_naming_file_and_line)
     cr_expect_eq(o.status, 2, "%s", o.text);
     cr_expect(strstr(o.text, "number.csv:4: column 'y' (3): 'abc' is not a number") != NULL,
               "names the file, line and column: %s", o.text);
+    cr_expect(strstr(o.text, "still live at exit") == NULL, "the error path freed everything: %s", o.text);
+    free(o.text);
+}
+
+Test(cli, a_session_that_fails_frees_what_it_took)
+{
+    /* the checkpoint cannot be written: its temporary name is taken by a directory */
+    char dir[512], args[1024];
+    snprintf(dir, sizeof dir, "%s/ro", lg_test_tmpdir());
+    snprintf(args, sizeof args, "mkdir -p '%s/checkpoint.safetensors.tmp'", dir);
+    cr_assert_eq(system(args), 0);
+    snprintf(args, sizeof args, "run --sessions 2 --no-reports --out '%s'", dir);
+    struct lg_out o = run(args);
+    cr_expect_eq(o.status, 2, "an I/O error is an input error: %s", o.text);
+    cr_expect(strstr(o.text, "checkpoint.safetensors.tmp") != NULL, "names the file: %s", o.text);
+    cr_expect(strstr(o.text, "session 0 (fp32) failed") != NULL, "%s", o.text);
+    cr_expect(strstr(o.text, "still live at exit") == NULL, "model, trainer and optimizer freed: %s", o.text);
+    free(o.text);
+    snprintf(args, sizeof args, "run --sessions 2 --out /proc/no-such-dir/x");
+    o = run(args);
+    cr_expect_eq(o.status, 2, "%s", o.text);
+    cr_expect(strstr(o.text, "cannot create /proc/no-such-dir") != NULL, "%s", o.text);
     free(o.text);
 }
 
