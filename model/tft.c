@@ -1,9 +1,15 @@
 /* tft.c — TemporalFusionTransformer: builds every parameter of spec/TFT.md in its VarMap and
  * runs the forward pass. The model is used through struct tft_model_vt (see tft.h).
  *
- * One liberty with the order of operations, exact in real arithmetic: the interpretable
- * attention's mean over heads, mean_h(A_h V), is computed as (mean_h A_h) V, since V is shared
- * by all heads — one [T_dec, T]·[T, d_a] product per sample instead of n_head of them.
+ * Two liberties with the order of operations, both exact in real arithmetic:
+ *  - the interpretable attention's mean over heads, mean_h(A_h V), is computed as
+ *    (mean_h A_h) V, since V is shared by all heads: one [T_dec, T]·[T, d_a] product per
+ *    sample instead of n_head of them;
+ *  - a real variable's embedding ξ = x·wᵀ + b is rank one plus a constant, so the variable
+ *    selection networks' first layers (var_grn fc1, flat_grn fc1 and skip) compute W ξ as
+ *    x ⊗ (W w) + W b instead of a matrix product over every row, and the flat GRN's input
+ *    concatenation is never built (tft_blocks.c, linear_concat). An installed linear hook
+ *    (INT8) sees every layer the plain way.
  */
 #include <math.h>
 #include <stdio.h>
@@ -172,10 +178,13 @@ int tft_batch_to_device(struct tft_batch *b, enum tn_device dev)
 
 /* ---- forward ------------------------------------------------------------------------------- */
 
-/* ξ for variable i: [B, H] for statics, [B, steps, H] for time-varying inputs. */
-static struct tn_tensor *embed(struct tft_tft *t, struct ag_ctx *ctx, int i, struct tn_tensor *x)
+/* ξ for variable i: [B, H] for statics, [B, steps, H] for time-varying inputs. A real
+ * variable's ξ is also kept factored in *f (x [..., 1], w, b) for the VSNs' first layers. */
+static struct tn_tensor *embed(struct tft_tft *t, struct ag_ctx *ctx, int i, struct tn_tensor *x,
+                               struct tft_factor *f)
 {
     const struct tft_embedding *e = &t->emb[i];
+    memset(f, 0, sizeof *f);
     if (!x) return ag_fail(ctx, LG_EINVAL, "tft forward: input %s missing", t->base.cfg.vars[i].name);
     ag_scope_pushf(ctx, "emb.%s", t->base.cfg.vars[i].name);
     struct tn_tensor *y;
@@ -185,10 +194,19 @@ static struct tn_tensor *embed(struct tft_tft *t, struct ag_ctx *ctx, int i, str
         int64_t shape[TN_MAX_DIMS];
         memcpy(shape, x->ne, sizeof shape);
         shape[x->ndim] = 1;
-        y = ag_linear(ctx, ag_reshape(ctx, x, x->ndim + 1, shape), e->w, e->b);
+        struct tn_tensor *xr = ag_reshape(ctx, x, x->ndim + 1, shape);
+        *f = (struct tft_factor){xr, e->w, e->b};
+        y = ag_linear(ctx, xr, e->w, e->b);
     }
     ag_scope_pop(ctx);
     return y;
+}
+
+/* The factors of a time-varying input over steps [start, start + len). */
+static struct tft_factor factor_steps(struct ag_ctx *ctx, struct tft_factor f, int64_t start, int64_t len)
+{
+    if (f.x) f.x = ag_slice(ctx, f.x, 1, start, len);
+    return f;
 }
 
 static int check_batch(struct tft_tft *t, struct ag_ctx *ctx, const struct tft_batch *b)
@@ -243,13 +261,14 @@ static struct tn_tensor *tft_forward(struct tft_model *m, struct ag_ctx *ctx,
     const struct tft_config *c = &m->cfg;
     int Te = c->T_enc, Td = c->T_dec, L = c->lstm_layers;
     struct tn_tensor *xs[TFT_MAX_VARS], *full[TFT_MAX_VARS] = {0};
+    struct tft_factor fs[TFT_MAX_VARS], ffull[TFT_MAX_VARS];
     if (ag_error(ctx) || check_batch(t, ctx, batch)) return NULL;
 
     /* static covariates → ζ → c_s, c_e, c_c, c_h */
     ag_scope_push(ctx, "static_vsn");
     for (int j = 0; j < t->static_vsn.n; j++)
-        xs[j] = embed(t, ctx, t->static_vsn.var[j], batch->x[t->static_vsn.var[j]]);
-    struct tn_tensor *zeta = vsn_forward(m, ctx, &t->static_vsn, xs, NULL);
+        xs[j] = embed(t, ctx, t->static_vsn.var[j], batch->x[t->static_vsn.var[j]], &fs[j]);
+    struct tn_tensor *zeta = vsn_forward(m, ctx, &t->static_vsn, xs, NULL, fs);
     ag_scope_pop(ctx);
     struct tn_tensor *cs[4];
     for (int i = 0; i < 4; i++) {
@@ -261,17 +280,23 @@ static struct tn_tensor *tft_forward(struct tft_model *m, struct ag_ctx *ctx,
 
     /* time-varying embeddings: known inputs are embedded once over all T steps */
     for (int i = 0; i < c->n_vars; i++)
-        if (c->vars[i].role != TFT_STATIC) full[i] = embed(t, ctx, i, batch->x[i]);
+        if (c->vars[i].role != TFT_STATIC) full[i] = embed(t, ctx, i, batch->x[i], &ffull[i]);
     ag_scope_push(ctx, "enc_vsn");
     for (int j = 0; j < t->enc_vsn.n; j++) {
         int v = t->enc_vsn.var[j];
-        xs[j] = c->vars[v].role == TFT_OBSERVED ? full[v] : ag_slice(ctx, full[v], 1, 0, Te);
+        bool observed = c->vars[v].role == TFT_OBSERVED; /* observed inputs cover T_enc only */
+        xs[j] = observed ? full[v] : ag_slice(ctx, full[v], 1, 0, Te);
+        fs[j] = observed ? ffull[v] : factor_steps(ctx, ffull[v], 0, Te);
     }
-    struct tn_tensor *xi_enc = vsn_forward(m, ctx, &t->enc_vsn, xs, c_s);      /* [B, Te, H] */
+    struct tn_tensor *xi_enc = vsn_forward(m, ctx, &t->enc_vsn, xs, c_s, fs);  /* [B, Te, H] */
     ag_scope_pop(ctx);
     ag_scope_push(ctx, "dec_vsn");
-    for (int j = 0; j < t->dec_vsn.n; j++) xs[j] = ag_slice(ctx, full[t->dec_vsn.var[j]], 1, Te, Td);
-    struct tn_tensor *xi_dec = vsn_forward(m, ctx, &t->dec_vsn, xs, c_s);      /* [B, Td, H] */
+    for (int j = 0; j < t->dec_vsn.n; j++) {
+        int v = t->dec_vsn.var[j];
+        xs[j] = ag_slice(ctx, full[v], 1, Te, Td);
+        fs[j] = factor_steps(ctx, ffull[v], Te, Td);
+    }
+    struct tn_tensor *xi_dec = vsn_forward(m, ctx, &t->dec_vsn, xs, c_s, fs);  /* [B, Td, H] */
     ag_scope_pop(ctx);
 
     /* LSTM encoder from (c_h, c_c) in every layer; decoder from the encoder's final state */

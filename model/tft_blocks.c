@@ -127,15 +127,15 @@ struct tn_tensor *gan_forward(struct tft_model *m, struct ag_ctx *ctx, const str
     return ag_layernorm(ctx, s, g->norm.w, g->norm.b, LN_EPS);
 }
 
-/* η2 = ELU(fc1(a) + ctx(c)); η1 = fc2(η2); out = LN(skip(a) + GLU(dropout(η1))) */
-struct tn_tensor *grn_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_grn *g,
-                              struct tn_tensor *a, struct tn_tensor *c)
+/* The GRN after its first layer: h = fc1(a), skip = skip(a) (a itself when d_in = d_out).
+ * η2 = ELU(h + ctx(c)); η1 = fc2(η2); out = LN(skip + GLU(dropout(η1))) */
+static struct tn_tensor *grn_tail(struct tft_model *m, struct ag_ctx *ctx, const struct tft_grn *g,
+                                  struct tn_tensor *h, struct tn_tensor *skip, struct tn_tensor *c)
 {
-    if (!a) return NULL;
-    struct tn_tensor *h = tft_apply_linear(m, ctx, &g->fc1, a);
+    if (!h) return NULL;
     if (c && g->ctx.w) {
         struct tn_tensor *hc = tft_apply_linear(m, ctx, &g->ctx, c); /* [B, d_h] */
-        if (hc && a->ndim == 3) /* broadcast the static context over time */
+        if (hc && h->ndim == 3) /* broadcast the static context over time */
             hc = ag_reshape(ctx, hc, 3, (int64_t[]){hc->ne[0], 1, hc->ne[1]});
         h = ag_add(ctx, h, hc);
     }
@@ -143,23 +143,83 @@ struct tn_tensor *grn_forward(struct tft_model *m, struct ag_ctx *ctx, const str
     h = tft_apply_linear(m, ctx, &g->fc2, h);
     h = ag_dropout(ctx, h, m->cfg.dropout);
     struct tn_tensor *gl = glu_forward(m, ctx, &g->glu, h);
-    struct tn_tensor *skip = g->skip.w ? tft_apply_linear(m, ctx, &g->skip, a) : a;
     return ag_layernorm(ctx, ag_add(ctx, skip, gl), g->norm.w, g->norm.b, LN_EPS);
 }
 
-/* v = softmax(flat_grn(concat_j ξ_j, c)); out = Σ_j v_j · var_grn_j(ξ_j)   (v ≡ 1 when n = 1) */
+struct tn_tensor *grn_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_grn *g,
+                              struct tn_tensor *a, struct tn_tensor *c)
+{
+    if (!a) return NULL;
+    struct tn_tensor *h = tft_apply_linear(m, ctx, &g->fc1, a);
+    struct tn_tensor *skip = g->skip.w ? tft_apply_linear(m, ctx, &g->skip, a) : a;
+    return grn_tail(m, ctx, g, h, skip, c);
+}
+
+/* W·concat_j(ξ_j) + bias without building the concatenation, W [out, n·H] taken in column
+ * blocks W_j [out, H]. A factored input ξ_j = x_j·w_jᵀ + b_j (a real variable's embedding)
+ * needs no product over its rows: W_j ξ_j = x_j ⊗ (W_j w_j) + W_j b_j, and all of them together
+ * are one skinny product X·U, X = [x_j ...] [..., n_f], U = [(W_j w_j)ᵀ ...] [n_f, out]. Other
+ * inputs are multiplied as usual. Exact in real arithmetic; only the rounding differs. */
+static struct tn_tensor *linear_concat(struct ag_ctx *ctx, const struct tft_linear *l,
+                                       struct tn_tensor **xs, const struct tft_factor *f, int n,
+                                       int H)
+{
+    struct tn_tensor *acc = NULL, *xf[TFT_MAX_VARS], *uf[TFT_MAX_VARS];
+    struct tn_tensor *cst = l->b ? ag_reshape(ctx, l->b, 2, (int64_t[]){1, l->b->ne[0]}) : NULL;
+    int nf = 0;
+    ag_scope_push(ctx, l->name);
+    for (int j = 0; j < n; j++) {
+        struct tn_tensor *wj = n == 1 ? l->w : ag_slice(ctx, l->w, 1, (int64_t)j * H, H); /* [out, H] */
+        if (f[j].x) {
+            xf[nf] = f[j].x;                                                             /* [..., 1] */
+            uf[nf++] = ag_linear(ctx, ag_reshape(ctx, f[j].w, 2, (int64_t[]){1, H}), wj, NULL); /* [1, out] */
+            struct tn_tensor *cj = ag_linear(ctx, ag_reshape(ctx, f[j].b, 2, (int64_t[]){1, H}), wj, NULL);
+            cst = cst ? ag_add(ctx, cst, cj) : cj;
+        } else {
+            struct tn_tensor *term = ag_linear(ctx, xs[j], wj, NULL);
+            acc = acc ? ag_add(ctx, acc, term) : term;
+        }
+    }
+    if (nf) {
+        struct tn_tensor *X = nf == 1 ? xf[0] : ag_concat(ctx, xf, nf, -1); /* [..., n_f] */
+        struct tn_tensor *U = nf == 1 ? uf[0] : ag_concat(ctx, uf, nf, 0);  /* [n_f, out] */
+        struct tn_tensor *term = ag_matmul(ctx, X, U, false, false);         /* [..., out] */
+        acc = acc ? ag_add(ctx, acc, term) : term;
+    }
+    struct tn_tensor *y = cst ? ag_add(ctx, acc, cst) : acc;
+    ag_scope_pop(ctx);
+    return y;
+}
+
+/* v = softmax(flat_grn(concat_j ξ_j, c)); out = Σ_j v_j · var_grn_j(ξ_j)   (v ≡ 1 when n = 1)
+ * With factors (f non-NULL) and no linear hook installed, the first layers (var_grn fc1,
+ * flat_grn fc1 and skip) take the factored path of linear_concat. */
 struct tn_tensor *vsn_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_vsn *v,
-                              struct tn_tensor **xs, struct tn_tensor *c)
+                              struct tn_tensor **xs, struct tn_tensor *c, const struct tft_factor *f)
 {
     struct tn_tensor *proc[TFT_MAX_VARS];
+    int H = m->cfg.hidden;
+    bool factored = f && !m->hook.linear;
     for (int j = 0; j < v->n; j++) {
         if (!xs[j]) return NULL;
-        proc[j] = grn_forward(m, ctx, &v->var_grn[j], xs[j], NULL);
+        const struct tft_grn *g = &v->var_grn[j];
+        if (factored && f[j].x) /* d_in = d_out: the skip is ξ itself */
+            proc[j] = grn_tail(m, ctx, g, linear_concat(ctx, &g->fc1, &xs[j], &f[j], 1, H), xs[j], NULL);
+        else
+            proc[j] = grn_forward(m, ctx, g, xs[j], NULL);
     }
     if (v->n == 1) return proc[0];
     int nd = xs[0]->ndim; /* 2: [B, H] (static); 3: [B, T, H] */
-    struct tn_tensor *flat = ag_concat(ctx, xs, v->n, -1);              /* [..., n·H] */
-    struct tn_tensor *w = ag_softmax(ctx, grn_forward(m, ctx, &v->flat, flat, c)); /* [..., n] */
+    struct tn_tensor *gate;
+    if (factored) {
+        struct tn_tensor *h = linear_concat(ctx, &v->flat.fc1, xs, f, v->n, H);
+        struct tn_tensor *skip = linear_concat(ctx, &v->flat.skip, xs, f, v->n, H);
+        gate = grn_tail(m, ctx, &v->flat, h, skip, c);
+    } else {
+        struct tn_tensor *flat = ag_concat(ctx, xs, v->n, -1);          /* [..., n·H] */
+        gate = grn_forward(m, ctx, &v->flat, flat, c);
+    }
+    struct tn_tensor *w = ag_softmax(ctx, gate);                        /* [..., n] */
     struct tn_tensor *stacked = ag_stack(ctx, proc, v->n, nd - 1);      /* [..., n, H] */
     if (!w || !stacked) return NULL;
     int64_t shape[TN_MAX_DIMS];

@@ -100,8 +100,14 @@ struct tn_tensor *gan_forward(struct tft_model *m, struct ag_ctx *ctx, const str
 /* c: context [B, d_c] broadcast over time when x is [B, T, d_in]; may be NULL. */
 struct tn_tensor *grn_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_grn *g,
                               struct tn_tensor *x, struct tn_tensor *c);
-/* xs[j]: the n embedded inputs, each [..., H]; c: context or NULL → [..., H]. */
+/* A real variable's embedding kept factored: ξ = x·wᵀ + b, x [..., 1] (the scaled input),
+ * w [H, 1], b [H]. x is NULL for a categorical input (no factors). */
+struct tft_factor {
+    struct tn_tensor *x, *w, *b;
+};
+/* xs[j]: the n embedded inputs, each [..., H]; c: context or NULL; f: their factors or NULL
+ * → [..., H]. */
 struct tn_tensor *vsn_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_vsn *v,
-                              struct tn_tensor **xs, struct tn_tensor *c);
+                              struct tn_tensor **xs, struct tn_tensor *c, const struct tft_factor *f);
 
 #endif

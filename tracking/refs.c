@@ -54,10 +54,10 @@ static int add_retain_locked(struct trk_tracker *trk, struct trk_refobj *o, cons
     return LG_OK;
 }
 
-void trk_ref_track(struct trk_tracker *trk, const void *obj, const char *kind, const char *name,
+TRK_ENTRY void trk_ref_track(struct trk_tracker *trk, const void *obj, const char *kind, const char *name,
                    const void *holder, struct trk_site site)
 {
-    uint32_t stack = trk->opt.stacks ? trk_stack_capture(trk, 1) : 0;
+    uint32_t stack = trk->opt.stacks ? trk_stack_capture(trk) : 0;
     pthread_mutex_lock(&trk->refs.mu);
     struct trk_refobj *o = find_locked(trk, obj);
     if (o) {
@@ -86,10 +86,10 @@ out:
     pthread_mutex_unlock(&trk->refs.mu);
 }
 
-void trk_ref_retain(struct trk_tracker *trk, const void *obj, const void *holder,
+TRK_ENTRY void trk_ref_retain(struct trk_tracker *trk, const void *obj, const void *holder,
                     struct trk_site site)
 {
-    uint32_t stack = trk->opt.stacks ? trk_stack_capture(trk, 1) : 0;
+    uint32_t stack = trk->opt.stacks ? trk_stack_capture(trk) : 0;
     pthread_mutex_lock(&trk->refs.mu);
     struct trk_refobj *o = find_locked(trk, obj);
     if (o) add_retain_locked(trk, o, holder, site, stack);
@@ -101,7 +101,7 @@ void trk_ref_retain(struct trk_tracker *trk, const void *obj, const void *holder
     }
 }
 
-void trk_ref_release(struct trk_tracker *trk, const void *obj, const void *holder,
+TRK_ENTRY void trk_ref_release(struct trk_tracker *trk, const void *obj, const void *holder,
                      struct trk_site site)
 {
     pthread_mutex_lock(&trk->refs.mu);
@@ -122,14 +122,14 @@ void trk_ref_release(struct trk_tracker *trk, const void *obj, const void *holde
     if (!found) {
         char where[160];
         site_str(site, where, sizeof where);
-        trk_record_error(trk, trk_stack_capture(trk, 1),
+        trk_record_error(trk, trk_stack_capture(trk),
                          o ? "release of %p (%s) by holder %p that holds no reference, at %s"
                            : "release of untracked object %p%s by holder %p, at %s",
                          obj, name, holder, where);
     }
 }
 
-void trk_ref_untrack(struct trk_tracker *trk, const void *obj, struct trk_site site)
+TRK_ENTRY void trk_ref_untrack(struct trk_tracker *trk, const void *obj, struct trk_site site)
 {
     pthread_mutex_lock(&trk->refs.mu);
     struct trk_refobj *o = find_locked(trk, obj);
@@ -145,7 +145,7 @@ void trk_ref_untrack(struct trk_tracker *trk, const void *obj, struct trk_site s
     if (o && outstanding > 0) {
         char where[160];
         site_str(site, where, sizeof where);
-        trk_record_error(trk, trk_stack_capture(trk, 1),
+        trk_record_error(trk, trk_stack_capture(trk),
                          "%s destroyed at %s while %d reference(s) were outstanding", name, where,
                          outstanding);
     }

@@ -67,16 +67,31 @@ static int grow_locked(struct trk_tracker *trk)
     return LG_OK;
 }
 
-__attribute__((noinline)) uint32_t trk_stack_capture(struct trk_tracker *trk, int skip)
+extern char __start_lg_trk_text[], __stop_lg_trk_text[];
+
+static bool in_tracker(const void *pc)
 {
-    void *frames[TRK_MAX_FRAMES + 8];
+    return (const char *)pc >= __start_lg_trk_text && (const char *)pc < __stop_lg_trk_text;
+}
+
+TRK_ENTRY uint32_t trk_stack_capture(struct trk_tracker *trk)
+{
+    void *frames[TRK_MAX_FRAMES + 16];
     int want = trk->opt.stack_depth > 0 ? trk->opt.stack_depth : 16;
     if (want > TRK_MAX_FRAMES) want = TRK_MAX_FRAMES;
-    skip += 1; /* this function */
-    int n = backtrace(frames, LG_MIN(want + skip, (int)LG_ARRAY_LEN(frames)));
-    if (n <= skip) return 0;
-    void **f = frames + skip;
-    n -= skip;
+    int n = backtrace(frames, (int)LG_ARRAY_LEN(frames)), last = -1;
+    /* drop everything up to the last of the leading run of tracker frames (a sanitizer's
+     * backtrace interceptor may come before it) */
+    for (int i = 0; i < n; i++) {
+        if (in_tracker(frames[i]))
+            last = i;
+        else if (last >= 0)
+            break;
+    }
+    int first = last + 1;
+    if (first >= n) return 0;
+    void **f = frames + first;
+    n = LG_MIN(n - first, want);
     uint64_t h = hash_frames(f, n);
 
     struct trk_stacks *s = &trk->stacks;

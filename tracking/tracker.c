@@ -258,11 +258,10 @@ void trk_record_error(struct trk_tracker *trk, uint32_t stack, const char *fmt, 
     pthread_mutex_unlock(&trk->errs.mu);
 }
 
-/* Records an invalid free of p, telling a double free from a pointer never seen.
- * Called directly from trk_free / trk_dev_free (one frame above the caller). */
-__attribute__((noinline)) static void invalid_free(struct trk_tracker *trk, uintptr_t p, uint32_t space)
+/* Records an invalid free of p, telling a double free from a pointer never seen. */
+TRK_ENTRY static void invalid_free(struct trk_tracker *trk, uintptr_t p, uint32_t space)
 {
-    uint32_t stack = trk_stack_capture(trk, 2); /* always: errors are rare and need a site */
+    uint32_t stack = trk_stack_capture(trk); /* always: errors are rare and need a site */
     int tag = -1;
     pthread_mutex_lock(&trk->errs.mu);
     for (size_t i = 0; i < TRK_FREED_RING; i++)
@@ -279,17 +278,17 @@ __attribute__((noinline)) static void invalid_free(struct trk_tracker *trk, uint
 
 /* ---- host allocations ---------------------------------------------------------------------- */
 
-/* Stack capture skips frames by count, so the call chain from the public entry points to
- * here is kept free of inlining: entry → alloc_impl/trk_dev_alloc → track_new. */
-__attribute__((noinline)) static void *track_new(struct trk_tracker *trk, void *p, size_t size,
-                                                  const char *tag, uint32_t space, int skip)
+/* Records a new allocation; the stack (when on) starts at the first frame outside the
+ * tracker's section (TRK_ENTRY). */
+TRK_ENTRY static void *track_new(struct trk_tracker *trk, void *p, size_t size, const char *tag,
+                                 uint32_t space)
 {
     uint32_t id = trk_tag_intern(trk, tag);
     struct trk_rec rec = {.ptr = (uintptr_t)p, .size = size, .tag = id,
                           .gen = atomic_load_explicit(&trk->gen, memory_order_relaxed),
                           .space = space};
     if (id == UINT32_MAX) goto nomem;
-    if (trk->opt.stacks) rec.stack = trk_stack_capture(trk, skip + 1);
+    if (trk->opt.stacks) rec.stack = trk_stack_capture(trk);
     trk_spin_lock(&trk->led.lock);
     int rc = ledger_insert_locked(trk, &rec);
     if (rc == LG_OK) count_alloc_locked(trk, id, space, (int64_t)size);
@@ -305,8 +304,7 @@ nomem:
     return NULL;
 }
 
-/* Frames above this one up to the caller: 1 (the public entry point). */
-__attribute__((noinline)) static void *alloc_impl(struct trk_tracker *trk, size_t size,
+TRK_ENTRY static void *alloc_impl(struct trk_tracker *trk, size_t size,
                                                    const char *tag)
 {
     void *p = raw_alloc(trk, size);
@@ -320,23 +318,23 @@ __attribute__((noinline)) static void *alloc_impl(struct trk_tracker *trk, size_
     (void)tag;
     return p;
 #else
-    return track_new(trk, p, size, tag, TRK_HOST, 2);
+    return track_new(trk, p, size, tag, TRK_HOST);
 #endif
 }
 
-__attribute__((noinline)) void *trk_alloc(struct trk_tracker *trk, size_t size, const char *tag)
+TRK_ENTRY void *trk_alloc(struct trk_tracker *trk, size_t size, const char *tag)
 {
     return alloc_impl(trk, size, tag);
 }
 
-__attribute__((noinline)) void *trk_calloc(struct trk_tracker *trk, size_t size, const char *tag)
+TRK_ENTRY void *trk_calloc(struct trk_tracker *trk, size_t size, const char *tag)
 {
     void *p = alloc_impl(trk, size, tag);
     if (p) memset(p, 0, size);
     return p;
 }
 
-__attribute__((noinline)) void *trk_allocf(struct trk_tracker *trk, size_t size, const char *fmt,
+TRK_ENTRY void *trk_allocf(struct trk_tracker *trk, size_t size, const char *fmt,
                                            ...)
 {
     char tag[LG_MAX_NAME];
@@ -347,7 +345,7 @@ __attribute__((noinline)) void *trk_allocf(struct trk_tracker *trk, size_t size,
     return alloc_impl(trk, size, tag);
 }
 
-__attribute__((noinline)) void trk_free(struct trk_tracker *trk, void *p)
+TRK_ENTRY void trk_free(struct trk_tracker *trk, void *p)
 {
     if (!p) return;
 #ifdef LG_NO_TRACKING
@@ -392,7 +390,7 @@ void trk_set_device_backend(struct trk_tracker *trk, const struct trk_device_bac
 
 bool trk_has_device(const struct trk_tracker *trk) { return trk->have_dev; }
 
-__attribute__((noinline)) void *trk_dev_alloc(struct trk_tracker *trk, size_t size,
+TRK_ENTRY void *trk_dev_alloc(struct trk_tracker *trk, size_t size,
                                               const char *tag)
 {
     if (!trk->have_dev) {
@@ -407,10 +405,10 @@ __attribute__((noinline)) void *trk_dev_alloc(struct trk_tracker *trk, size_t si
                 lg_fmt_bytes(b, sizeof b, (double)size), tag ? tag : "untagged");
         return NULL;
     }
-    return track_new(trk, p, size, tag, TRK_DEVICE, 1);
+    return track_new(trk, p, size, tag, TRK_DEVICE);
 }
 
-__attribute__((noinline)) void trk_dev_free(struct trk_tracker *trk, void *p)
+TRK_ENTRY void trk_dev_free(struct trk_tracker *trk, void *p)
 {
     if (!p) return;
     struct trk_rec rec;

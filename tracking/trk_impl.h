@@ -183,10 +183,17 @@ static inline struct trk_tag *trk_tag_get(struct trk_tracker *trk, uint32_t id)
     return &trk->tags.chunks[id / TRK_TAG_CHUNK][id % TRK_TAG_CHUNK];
 }
 
+/* The tracker's entry points and the functions between them and a stack capture live in one
+ * text section; a captured stack drops its leading frames inside that section, so what a
+ * report shows starts at the caller whatever the compiler inlined or turned into tail calls
+ * (sanitizer builds do both differently). */
+#define TRK_ENTRY __attribute__((noinline, section("lg_trk_text")))
+
 /* stacks.c */
 int trk_stacks_init(struct trk_tracker *trk);
 void trk_stacks_fini(struct trk_tracker *trk);
-uint32_t trk_stack_capture(struct trk_tracker *trk, int skip); /* 0 when off or on failure */
+/* The caller's stack, from the first frame outside the tracker; 0 on failure. */
+uint32_t trk_stack_capture(struct trk_tracker *trk);
 /* Symbolised text of a stack id; the caller frees it with free(). NULL for id 0. */
 char *trk_stack_text(struct trk_tracker *trk, uint32_t id);
 
