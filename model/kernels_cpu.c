@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "kernels_cpu.h"
-#include "kernels_cpu_math.h"
+#include "kn_math.h"
 
 /* ---- memory ------------------------------------------------------------------------------- */
 

@@ -3,7 +3,7 @@
 #include <math.h>
 
 #include "kernels_cpu.h"
-#include "kernels_cpu_math.h"
+#include "kn_math.h"
 
 /* ---- LSTM cell (gate order i, f, g, o) -------------------------------------------------------- */
 

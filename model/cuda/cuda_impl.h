@@ -1,6 +1,6 @@
 /* cuda_impl.h — private to the .cu files of model/cuda: the C headers under C linkage, launch
  * helpers, the sticky error, the cuBLAS handle, and the device versions of the CPU kernels' math
- * (kernels_cpu_math.h, operation for operation, so both devices round alike). */
+ * (kn_math.h, operation for operation, so both devices round alike). */
 #ifndef LG_CUDA_IMPL_H
 #define LG_CUDA_IMPL_H
 
@@ -14,6 +14,7 @@
 #endif
 extern "C" {
 #include "kernels.h"
+#include "kn_math.h"
 #include "kn_cuda.h"
 #include "tn_device.h"
 }
@@ -92,41 +93,11 @@ __device__ inline float kn_warp_max(float v)
     return v;
 }
 
-/* ---- math: kernels_cpu_math.h on the device ----------------------------------------------- */
+/* ---- math: the CPU kernels' formulas (kn_math.h), compiled for the device ---------------- */
 
-__device__ inline float kn_dexp(float x)
-{
-    const float hi = 88.3762626647949f, lo = -87.3365478515625f;
-    float xc = x > hi ? hi : x;
-    xc = xc < lo ? lo : xc;
-    float t2 = xc * 1.44269504088896341f + 12582912.0f;
-    float fn = t2 - 12582912.0f;
-    float r = xc - fn * 0.693359375f;
-    r = r - fn * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    float res = p * __uint_as_float((__float_as_uint(t2) + 127u) << 23);
-    res = x > hi ? __int_as_float(0x7f800000) : res;
-    return x < lo ? 0.0f : res;
-}
-
-__device__ inline float kn_dsigmoid(float x) { return 1.0f / (1.0f + kn_dexp(-x)); }
-
-__device__ inline float kn_dtanh(float x)
-{
-    float ax = fabsf(x);
-    float x2 = x * x;
-    float inner = 0.133333333f + x2 * (-0.0539682540f + x2 * 0.0218694885f);
-    float poly = x * (1.0f + x2 * (-0.333333333f + x2 * inner));
-    float big = 1.0f - 2.0f / (kn_dexp(2.0f * ax) + 1.0f);
-    big = copysignf(big, x);
-    return ax < 0.2f ? poly : big;
-}
+#define kn_dexp kn_exp
+#define kn_dsigmoid kn_sigmoid
+#define kn_dtanh kn_tanh
 
 /* ---- the kernel files' members of kn_cuda (kernels.h has the contracts) ------------------- */
 

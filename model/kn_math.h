@@ -1,21 +1,29 @@
-/* kernels_cpu_math.h — exp, sigmoid and tanh written so that GCC vectorises the loops that
- * call them (no libm calls, no branches: both sides computed, then selected). Private to
- * kernels_cpu*.c. Accuracy (checked against libm in test_autograd): exp within 2 ulp on
- * [−87.3, 88.3], 0 below, +inf above; tanh within 1e-6 relative; sigmoid within 2e-7 absolute. */
-#ifndef LG_KERNELS_CPU_MATH_H
-#define LG_KERNELS_CPU_MATH_H
+/* kn_math.h — exp, sigmoid and tanh written so that GCC vectorises the loops that call them
+ * (no libm calls, no branches: both sides computed, then selected). One definition for both
+ * devices: the CPU kernels (kernels_cpu.c, kernels_cpu_nn.c) and the CUDA kernels (cuda/,
+ * where KN_HD makes them __host__ __device__) compute the same formulas, operation for
+ * operation, so both round alike. Accuracy (checked against libm in test_autograd): exp within 2 ulp on [−87.3, 88.3],
+ * 0 below, +inf above; tanh within 1e-6 relative; sigmoid within 2e-7 absolute. */
+#ifndef LG_KN_MATH_H
+#define LG_KN_MATH_H
 
 #include <stdint.h>
 #include <string.h>
 
-static inline float kn_bits_to_f32(uint32_t i)
+#ifdef __CUDACC__
+#define KN_HD __host__ __device__
+#else
+#define KN_HD
+#endif
+
+KN_HD static inline float kn_bits_to_f32(uint32_t i)
 {
     float f;
     memcpy(&f, &i, sizeof f);
     return f;
 }
 
-static inline uint32_t kn_f32_to_bits(float f)
+KN_HD static inline uint32_t kn_f32_to_bits(float f)
 {
     uint32_t i;
     memcpy(&i, &f, sizeof i);
@@ -24,7 +32,7 @@ static inline uint32_t kn_f32_to_bits(float f)
 
 /* e^x: x = n·ln2 + r with |r| ≤ ln2/2, e^r by Cephes' degree-6 polynomial, 2^n through the
  * exponent bits. NaN propagates (comparisons against NaN are false). */
-static inline float kn_exp(float x)
+KN_HD static inline float kn_exp(float x)
 {
     const float hi = 88.3762626647949f, lo = -87.3365478515625f;
     float xc = x > hi ? hi : x;
@@ -43,22 +51,22 @@ static inline float kn_exp(float x)
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
     float res = p * kn_bits_to_f32((kn_f32_to_bits(t2) + 127u) << 23);
-    res = x > hi ? __builtin_inff() : res;
+    res = x > hi ? kn_bits_to_f32(0x7f800000u) : res; /* +inf */
     return x < lo ? 0.0f : res;
 }
 
-static inline float kn_sigmoid(float x) { return 1.0f / (1.0f + kn_exp(-x)); }
+KN_HD static inline float kn_sigmoid(float x) { return 1.0f / (1.0f + kn_exp(-x)); }
 
 /* tanh: an odd Taylor polynomial below |x| = 0.2 (where 1 − 2/(e^{2x}+1) would lose digits
  * to cancellation), 1 − 2/(e^{2|x|}+1) with the sign put back above. */
-static inline float kn_tanh(float x)
+KN_HD static inline float kn_tanh(float x)
 {
-    float ax = __builtin_fabsf(x);
+    float ax = x < 0 ? -x : x;
     float x2 = x * x;
     float poly = x * (1.0f + x2 * (-0.333333333f +
                                    x2 * (0.133333333f + x2 * (-0.0539682540f + x2 * 0.0218694885f))));
     float big = 1.0f - 2.0f / (kn_exp(2.0f * ax) + 1.0f);
-    big = __builtin_copysignf(big, x);
+    big = x < 0 ? -big : big;
     return ax < 0.2f ? poly : big;
 }
 
