@@ -27,9 +27,10 @@ void hx_judge_results(struct rpt_results *r)
 int hx_cmd_report(int argc, char **argv)
 {
     const char *in = NULL, *dir = NULL;
+    unsigned flags = RPT_ALL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: leakgate report RESULTS.jsonl -o DIR\n"
+            printf("usage: leakgate report RESULTS.jsonl -o DIR [--no-plots]\n"
                    "Rebuilds plots (PNG, SVG), junit.xml, summary.md, sessions.csv and report.html from\n"
                    "saved results, a partial run's included (its verdict is judged from what finished).\n");
             return 0;
@@ -40,6 +41,8 @@ int hx_cmd_report(int argc, char **argv)
                 return 2;
             }
             dir = argv[++i];
+        } else if (!strcmp(argv[i], "--no-plots")) {
+            flags &= ~(unsigned)RPT_PLOTS;
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "leakgate report: unknown option '%s'\n", argv[i]);
             return 2;
@@ -51,7 +54,7 @@ int hx_cmd_report(int argc, char **argv)
         }
     }
     if (!in || !dir) {
-        fprintf(stderr, "usage: leakgate report RESULTS.jsonl -o DIR\n");
+        fprintf(stderr, "usage: leakgate report RESULTS.jsonl -o DIR [--no-plots]\n");
         return 2;
     }
     struct rpt_results *r = NULL;
@@ -71,7 +74,7 @@ int hx_cmd_report(int argc, char **argv)
             hx_judge_results(r);
         }
     }
-    int rc = rpt_write_all(r, dir, RPT_ALL);
+    int rc = rpt_write_all(r, dir, flags);
     int code = rc == LG_OK ? 0 : rc == LG_EUNAVAIL ? 2 : 4;
     if (rc != LG_OK) fprintf(stderr, "leakgate report: %s\n", lg_errmsg());
     else printf("%s\nreport written to %s/ (report.html, summary.md, junit.xml, sessions.csv, plots)\n",

@@ -97,3 +97,25 @@ struct lg_out lg_run(const char *bin, const char *args)
     o.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     return o;
 }
+
+/* One of 8 rotating path buffers, so a few paths can be used in one call. */
+static char *path_buf(void)
+{
+    static char buf[8][512];
+    static int k;
+    return buf[k++ % 8];
+}
+
+const char *lg_test_tmpfile(const char *name)
+{
+    char *p = path_buf();
+    snprintf(p, 512, "%s/%s", lg_test_tmpdir(), name);
+    return p;
+}
+
+const char *lg_test_datafile(const char *sub, const char *name)
+{
+    char *p = path_buf();
+    snprintf(p, 512, "%s/%s/%s", lg_test_data_dir(), sub, name);
+    return p;
+}

@@ -26,5 +26,9 @@ struct lg_out lg_run(const char *bin, const char *args);
 const char *lg_test_data_dir(void);
 /* A fresh empty scratch directory for this test; removed at teardown. */
 const char *lg_test_tmpdir(void);
+/* "<scratch dir>/name" and "<test data>/sub/name". The strings live in a ring of 8 buffers:
+ * valid until eight more calls. */
+const char *lg_test_tmpfile(const char *name);
+const char *lg_test_datafile(const char *sub, const char *name);
 
 #endif

@@ -18,14 +18,7 @@ TestSuite(reports, .init = lg_test_setup, .fini = lg_test_teardown, .timeout = 1
 
 /* ---- helpers ------------------------------------------------------------------------------- */
 
-static const char *fixture(const char *name)
-{
-    static char buf[4][512];
-    static int k;
-    char *p = buf[k++ % 4];
-    snprintf(p, 512, "%s/results/%s", lg_test_data_dir(), name);
-    return p;
-}
+static const char *fixture(const char *name) { return lg_test_datafile("results", name); }
 
 static struct rpt_results *load(const char *name) /* freed with rpt_results_free */
 {
@@ -34,14 +27,7 @@ static struct rpt_results *load(const char *name) /* freed with rpt_results_free
     return r;
 }
 
-static const char *out_dir(const char *name)
-{
-    static char buf[4][512];
-    static int k;
-    char *p = buf[k++ % 4];
-    snprintf(p, 512, "%s/%s", lg_test_tmpdir(), name);
-    return p;
-}
+static const char *out_dir(const char *name) { return lg_test_tmpfile(name); }
 
 static char *slurp(const char *dir, const char *name) /* caller frees; NULL when missing */
 {

@@ -41,23 +41,9 @@ static void spit(const char *path, const char *s, size_t n)
     fclose(f);
 }
 
-static const char *tmp_path(const char *name)
-{
-    static char buf[4][512];
-    static int k;
-    char *p = buf[k++ % 4];
-    snprintf(p, 512, "%s/%s", lg_test_tmpdir(), name);
-    return p;
-}
+static const char *tmp_path(const char *name) { return lg_test_tmpfile(name); }
 
-static const char *fixture(const char *name)
-{
-    static char buf[4][512];
-    static int k;
-    char *p = buf[k++ % 4];
-    snprintf(p, 512, "%s/results/%s", lg_test_data_dir(), name);
-    return p;
-}
+static const char *fixture(const char *name) { return lg_test_datafile("results", name); }
 
 static int shell(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int shell(const char *fmt, ...)
