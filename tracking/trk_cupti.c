@@ -18,6 +18,14 @@
 
 #ifdef LG_HAVE_CUPTI_H
 #include <cupti.h>
+/* CUpti_ActivityMemory4, the MEMORY2 record read below, is CUDA 13's (CUPTI_API_VERSION 130000
+ * on); older headers build without the capture. */
+#if CUPTI_API_VERSION >= 130000
+#define LG_CUPTI_CAPTURE 1
+#endif
+#endif
+
+#ifdef LG_CUPTI_CAPTURE
 
 typedef CUptiResult (*reg_fn)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
 typedef CUptiResult (*kind_fn)(CUpti_ActivityKind);
@@ -234,11 +242,11 @@ int64_t trk_cupti_each_live(void (*fn)(void *, uint64_t, uint64_t, const char *)
     return seen;
 }
 
-#else /* built without cupti.h */
+#else /* built without cupti.h, or with one older than CUDA 13's */
 
 int trk_cupti_start(void)
 {
-    return lg_fail(LG_EUNAVAIL, "CUPTI capture: this build has no CUPTI headers");
+    return lg_fail(LG_EUNAVAIL, "CUPTI capture: this build has no CUDA 13 CUPTI headers");
 }
 void trk_cupti_stop(void) {}
 void trk_cupti_flush(void) {}
