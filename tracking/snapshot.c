@@ -4,7 +4,8 @@
  * (refreshed by writing "epoch" first); the dedicated arena's own figures; the kernel's view of
  * the process from /proc/self/smaps_rollup (Rss, Anonymous, LazyFree — pages freed with
  * MADV_FREE still count in Rss until reclaimed, so LazyFree is reported beside it); and the
- * device driver's view through the device backend.
+ * device driver's view through the device backend (left out of the light snapshot that
+ * in-session timeline samples take: it queries the driver).
  *
  * A snapshot allocates nothing on the heap: reading statistics must not move them.
  */
@@ -54,7 +55,9 @@ static void read_smaps_rollup(struct trk_snapshot *s)
     if (s->rss >= 0 && s->rss_anon >= 0) s->rss_file = s->rss - s->rss_anon;
 }
 
-void trk_snapshot(struct trk_tracker *trk, struct trk_snapshot *s)
+/* Every view; the device's driver view only when `device` (a driver query: not for every
+ * training step). */
+static void snapshot(struct trk_tracker *trk, struct trk_snapshot *s, bool device)
 {
     memset(s, 0, sizeof *s);
     s->t = lg_now();
@@ -97,17 +100,29 @@ void trk_snapshot(struct trk_tracker *trk, struct trk_snapshot *s)
 #endif
     read_smaps_rollup(s);
     s->dev_used = s->dev_total = s->dev_process = -1;
-    if (trk->have_dev && trk->dev.usage)
+    if (device && trk->have_dev && trk->dev.usage)
         trk->dev.usage(trk->dev.ctx, &s->dev_used, &s->dev_total, &s->dev_process);
 }
 
-void trk_quiesce(struct trk_tracker *trk)
+void trk_snapshot(struct trk_tracker *trk, struct trk_snapshot *s)
 {
-    if (trk->have_dev && trk->dev.sync) trk->dev.sync(trk->dev.ctx);
+    snapshot(trk, s, true);
+}
+
+void trk_snapshot_light(struct trk_tracker *trk, struct trk_snapshot *s)
+{
+    snapshot(trk, s, false);
+}
+
+int trk_quiesce(struct trk_tracker *trk)
+{
+    int rc = LG_OK;
+    if (trk->have_dev && trk->dev.sync) rc = trk->dev.sync(trk->dev.ctx);
 #ifdef LG_HAVE_JEMALLOC
     mallctl("thread.tcache.flush", NULL, NULL, NULL, 0);
     char name[64];
     snprintf(name, sizeof name, "arena.%u.purge", (unsigned)MALLCTL_ARENAS_ALL);
     mallctl(name, NULL, NULL, NULL, 0);
 #endif
+    return rc;
 }

@@ -77,7 +77,9 @@ struct trk_device_backend {
     const char *name;                                   /* "cuda" */
     int (*alloc)(void *ctx, void **out, size_t size);   /* LG_OK or an lg status */
     void (*free)(void *ctx, void *p);
-    void (*sync)(void *ctx);                            /* quiesce: wait for the device */
+    /* quiesce: wait for the device; LG_OK, or an lg status (lg_fail's message set) naming
+     * the device fault the wait found, so it is charged to the work before it */
+    int (*sync)(void *ctx);
     /* driver view: used and total device bytes, and this process's bytes (-1 if n/a) */
     void (*usage)(void *ctx, int64_t *used, int64_t *total, int64_t *process);
     void *ctx;
@@ -223,10 +225,20 @@ struct trk_snapshot {
     int64_t tracker_overhead;                     /* bytes the tracker's own tables use (usable
                                                      size of their heap blocks) */
 };
-/* Fills a snapshot. Reads jemalloc stats after an epoch write. Allocates nothing tagged. */
+/* Fills a snapshot. Reads jemalloc stats after an epoch write, and the device backend's
+ * driver view as it is now (a query of the driver, no synchronise: trk_quiesce first for a
+ * settled figure). Allocates nothing. */
 void trk_snapshot(struct trk_tracker *trk, struct trk_snapshot *out);
-/* Quiesce before a snapshot: device sync, tcache flush, purge all arenas. */
-void trk_quiesce(struct trk_tracker *trk);
+/* The cheap snapshot for timeline samples inside a session (every training step): the ledger,
+ * jemalloc and smaps_rollup as trk_snapshot reads them, and nothing of the device's driver
+ * view — no device synchronise, no cudaMemGetInfo, no NVML query (dev_used, dev_total and
+ * dev_process are -1; tagged_device is the ledger's, exact as always). Allocates nothing. */
+void trk_snapshot_light(struct trk_tracker *trk, struct trk_snapshot *out);
+/* Quiesce before a snapshot: device sync (and pool trim), tcache flush, purge all arenas.
+ * Returns LG_OK, or the device backend's status when the sync found a device fault (LG_ECUDA,
+ * lg_errmsg() naming it): the fault belongs to the work queued before this call, so a harness
+ * records it in the session that just ended. The host half runs either way. */
+int trk_quiesce(struct trk_tracker *trk);
 
 /* Prints one line per tag whose live bytes differ between two tag-stat arrays (b − a). */
 void trk_tag_diff_print(const struct trk_tag_stat *a, size_t na, const struct trk_tag_stat *b,

@@ -9,20 +9,37 @@
  *   void *p = trk_dev_alloc(trk, 1 << 20, "act/scratch");   // tagged cudaMallocAsync
  *   trk_dev_free(trk, p);
  *   struct trk_snapshot s;
- *   trk_quiesce(trk);                             // device sync, pool trimmed to zero
- *   trk_snapshot(trk, &s);       // s.dev_used (cudaMemGetInfo), s.dev_process (NVML)
+ *   if (trk_quiesce(trk) != LG_OK)                // device sync, pool trimmed to zero; a
+ *       record(lg_errmsg());                      // device fault is returned here, to the
+ *                                                 // session whose work raised it
+ *   trk_snapshot(trk, &s);  // s.dev_process (NVML: this process), s.dev_used (the whole GPU)
  *   trk_cuda_detach(trk);
  *
  * Three views of device memory:
  *   1. the tracker's tagged ledger (exact: every trk_dev_alloc by tag and session);
- *   2. the driver: used = total − free from cudaMemGetInfo after a device synchronise, and
- *      NVML's figure for this process (libnvidia-ml.so.1 is dlopen'd; -1 where it is absent,
- *      or where the process is not visible to NVML, as in some containers);
+ *   2. the driver: NVML's figure for this process alone (dev_process: its context, modules,
+ *      pools and allocations; libnvidia-ml.so.1 is dlopen'd, the query picked by what the
+ *      driver has; -1 where NVML is absent or does not list this process, as in PID-namespaced
+ *      containers: trk_cuda_process_source says which) — the figure a verdict should rest on;
+ *      and used = total − free from cudaMemGetInfo (dev_used), which covers the WHOLE GPU:
+ *      other processes on it move it too, so it is a separate, optional view;
  *   3. optionally (LG_CUPTI=1 or .capture), CUPTI's memory activity records: every device
  *      allocation made in the process, so the ones the ledger does not know — made by cuBLAS,
  *      by other libraries — are listed with the library that made them. libcupti is dlopen'd:
  *      the binary runs without it. Capture is a diagnostic mode (its record buffers are
  *      untagged host memory); run it apart from the gate.
+ *
+ * Faults: a kernel's asynchronous fault surfaces at the next synchronise. trk_quiesce (the
+ * backend's sync) returns it (LG_ECUDA, the message naming the error and whether the context
+ * is lost), so the harness charges it to the session that just ended; a failed stream-ordered
+ * free is held and returned by the next quiesce the same way. After a sticky fault every later
+ * quiesce says the device has been unusable since that first fault.
+ *
+ * Module loading: before its first CUDA call the backend sets CUDA_MODULE_LOADING=EAGER unless
+ * the environment already sets it, so every module (ours and cuBLAS's) is loaded when it is
+ * registered, outside any session, instead of when a kernel first runs — which, under the
+ * default LAZY mode, can add a one-off step to a measured session's device memory.
+ * trk_cuda_module_loading says what the driver does.
  *
  * Allocations use the stream-ordered allocator on the legacy default stream (cudaMallocAsync /
  * cudaFreeAsync: no device-wide synchronisation per free), with the pool's release threshold
@@ -65,8 +82,17 @@ bool trk_cuda_available(void);
 const char *trk_cuda_unavailable_reason(void);
 /* "NVIDIA H200 (sm_90, 139.8 GiB)" into buf; LG_EUNAVAIL when there is no device. */
 int trk_cuda_device_name(char *buf, size_t size);
-/* The driver view now, without a tracker (after a device synchronise); -1 where unknown. */
+/* The driver view now, without a tracker (after a device synchronise; an error it finds is
+ * returned by the next quiesce); -1 where unknown. */
 void trk_cuda_usage(int64_t *used, int64_t *total, int64_t *process);
+/* What dev_process rests on, into buf: true with "NVML <query> (this process's own device
+ * memory)" when NVML reports this process now; false with "unavailable: <why>" (no NVML, the
+ * process hidden by a PID namespace, no device attached). Queries NVML once. */
+bool trk_cuda_process_source(char *buf, size_t size);
+/* How the driver loads modules in this process: "eager (set by leakgate)", "eager
+ * (CUDA_MODULE_LOADING)", "lazy (CUDA_MODULE_LOADING)", "lazy (CUDA was initialised before
+ * leakgate set CUDA_MODULE_LOADING)" or "unknown (...)". A static string. */
+const char *trk_cuda_module_loading(void);
 
 /* ---- CUPTI capture of untagged device allocations --------------------------------------- */
 

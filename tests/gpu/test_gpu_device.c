@@ -1,8 +1,11 @@
 /* test_gpu_device.c — device memory through the tracker: tagged allocations and frees, a
  * device buffer that outlives its session named by its tag, device tensors (new, zeros, copy,
- * move both ways), the driver's view back at baseline after a quiesce, the cuBLAS workspace in
- * the ledger, and (when libcupti loads) the CUPTI capture naming an untagged allocation. */
+ * move both ways), the driver's views (NVML's per-process figure and the whole GPU's) back at
+ * baseline after a quiesce, a light snapshot that leaves the driver alone, a kernel's fault
+ * returned by the quiesce that follows it, eager module loading, the cuBLAS workspace in the
+ * ledger, and (when libcupti loads) the CUPTI capture naming an untagged allocation. */
 #include <cuda_runtime_api.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu_test.h"
@@ -109,27 +112,96 @@ Test(gpu_device, driver_view_returns_to_baseline_after_quiesce)
 {
     lg_gpu_begin();
     struct trk_snapshot s0, s1, s2;
-    trk_quiesce(T);
+    cr_assert_eq(trk_quiesce(T), LG_OK, "%s", lg_errmsg());
     trk_snapshot(T, &s0);
     cr_assert_gt(s0.dev_total, 0, "cudaMemGetInfo answers");
     cr_assert_geq(s0.dev_used, 0);
     void *p = trk_dev_alloc(T, 64 << 20, "act/big");
     cr_assert_not_null(p, "%s", lg_errmsg());
     cr_assert_eq(tn_device_memset(p, 1, 64 << 20), LG_OK); /* touch it */
-    trk_quiesce(T);
+    cr_assert_eq(trk_quiesce(T), LG_OK, "%s", lg_errmsg());
     trk_snapshot(T, &s1);
     cr_expect_geq(s1.dev_used - s0.dev_used, 60 << 20, "the driver sees 64 MiB more (%lld)",
                   (long long)(s1.dev_used - s0.dev_used));
     cr_expect_eq(s1.tagged_device - s0.tagged_device, 64 << 20);
     trk_dev_free(T, p);
-    trk_quiesce(T); /* synchronise and trim the pool */
+    cr_assert_eq(trk_quiesce(T), LG_OK, "%s", lg_errmsg()); /* synchronise and trim the pool */
     trk_snapshot(T, &s2);
     cr_expect_leq(s2.dev_used - s0.dev_used, 2 << 20, "back to baseline within 2 MiB (%lld)",
                   (long long)(s2.dev_used - s0.dev_used));
-    /* NVML's per-process figure is -1 where the library or the process is not visible */
-    cr_expect(s2.dev_process == -1 || s2.dev_process > 0, "%lld", (long long)s2.dev_process);
-    fprintf(stderr, "driver used %lld → %lld → %lld; NVML process %lld\n", (long long)s0.dev_used,
-            (long long)s1.dev_used, (long long)s2.dev_used, (long long)s2.dev_process);
+    /* NVML's per-process figure: this process alone, or -1 where NVML cannot see it */
+    char src[256];
+    bool nvml = trk_cuda_process_source(src, sizeof src);
+    fprintf(stderr, "driver used %lld → %lld → %lld; NVML process %lld → %lld → %lld (%s)\n",
+            (long long)s0.dev_used, (long long)s1.dev_used, (long long)s2.dev_used,
+            (long long)s0.dev_process, (long long)s1.dev_process, (long long)s2.dev_process, src);
+    if (nvml) {
+        cr_expect_gt(s0.dev_process, 0, "%s", src);
+        cr_expect_geq(s1.dev_process - s0.dev_process, 60 << 20,
+                      "NVML sees this process's 64 MiB (%lld)",
+                      (long long)(s1.dev_process - s0.dev_process));
+        cr_expect_leq(s2.dev_process - s0.dev_process, 2 << 20,
+                      "NVML's figure back to baseline within 2 MiB (%lld)",
+                      (long long)(s2.dev_process - s0.dev_process));
+    } else {
+        cr_expect_eq(s2.dev_process, -1, "no figure without a source: %s", src);
+        cr_expect(strstr(src, "unavailable: ") == src, "%s", src);
+    }
+}
+
+Test(gpu_device, light_snapshot_reads_the_ledger_and_leaves_the_driver_alone)
+{
+    lg_gpu_begin();
+    void *p = trk_dev_alloc(T, 8 << 20, "act/light");
+    cr_assert_not_null(p, "%s", lg_errmsg());
+    struct trk_snapshot s;
+    trk_snapshot_light(T, &s);
+    cr_expect_geq(s.tagged_device, 8 << 20);
+    cr_expect(s.dev_used == -1 && s.dev_total == -1 && s.dev_process == -1,
+              "no driver query: %lld %lld %lld", (long long)s.dev_used, (long long)s.dev_total,
+              (long long)s.dev_process);
+    trk_snapshot(T, &s);
+    cr_expect_gt(s.dev_total, 0, "the full snapshot does query the driver");
+    trk_dev_free(T, p);
+}
+
+Test(gpu_device, modules_load_eagerly_unless_the_environment_says)
+{
+    lg_gpu_begin();
+    const char *mode = trk_cuda_module_loading(), *env = getenv("CUDA_MODULE_LOADING");
+    fprintf(stderr, "module loading: %s (CUDA_MODULE_LOADING=%s)\n", mode, env ? env : "unset");
+    cr_expect(env != NULL, "the backend set CUDA_MODULE_LOADING before the first CUDA call");
+    if (env && !strcmp(env, "EAGER")) cr_expect(strstr(mode, "eager") == mode, "%s", mode);
+    if (env && !strcmp(env, "LAZY")) cr_expect(strstr(mode, "lazy") == mode, "%s", mode);
+}
+
+/* A kernel reading far outside its buffer (an embedding index past any mapping) faults
+ * asynchronously: the quiesce after it returns the fault, and says the context is lost; the
+ * next quiesce says the device has been unusable since that fault. Each test runs in its own
+ * process, so the lost context ends with this one. */
+Test(gpu_device, a_kernel_fault_is_returned_by_the_next_quiesce)
+{
+    lg_gpu_begin();
+    cr_assert_eq(trk_quiesce(T), LG_OK, "%s", lg_errmsg());
+    int64_t h = 64, n_idx = 256;
+    float *w = lg_gpu_zeros((size_t)(4 * h) * sizeof(float), "act/w");
+    float *y = lg_gpu_zeros((size_t)(n_idx * h) * sizeof(float), "act/y");
+    int32_t bad[256];
+    for (int i = 0; i < 256; i++)
+        bad[i] = 1 << 30; /* 1 Gi rows of 64 floats: 256 GiB past w */
+    int32_t *idx = lg_gpu_upload(bad, sizeof bad, "act/idx");
+    kn_cuda.embedding(y, w, idx, n_idx, h);
+    int rc = trk_quiesce(T);
+    fprintf(stderr, "quiesce after the faulting kernel: %s: %s\n", lg_status_name(rc), lg_errmsg());
+    cr_expect_eq(rc, LG_ECUDA, "the fault is returned to the work that raised it");
+    cr_expect(strstr(lg_errmsg(), "device fault found by the quiesce") != NULL, "%s", lg_errmsg());
+    cr_expect(strstr(lg_errmsg(), "context is lost") != NULL, "%s", lg_errmsg());
+    cr_expect_eq(trk_quiesce(T), LG_ECUDA);
+    cr_expect(strstr(lg_errmsg(), "unusable since an earlier fault") != NULL, "%s", lg_errmsg());
+    lg_gpu_free(idx);
+    lg_gpu_free(y);
+    lg_gpu_free(w);
+    lg_clear_error();
 }
 
 Test(gpu_device, device_name)

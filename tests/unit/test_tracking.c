@@ -375,7 +375,7 @@ static int fake_alloc(void *ctx, void **out, size_t size)
     return *out ? LG_OK : LG_ENOMEM;
 }
 static void fake_free(void *ctx, void *p) { free(p); }
-static void fake_sync(void *ctx) { (void)ctx; }
+static int fake_sync(void *ctx) { (void)ctx; return LG_OK; }
 static void fake_usage(void *ctx, int64_t *used, int64_t *total, int64_t *proc)
 {
     *used = *(int64_t *)ctx;
@@ -411,4 +411,67 @@ Test(tracking, device_allocations_share_the_ledger)
     /* the provoked error is expected: clear it by starting over with a fresh tracker */
     trk_tracker_free(T);
     cr_assert_eq(trk_tracker_new(&T, NULL), LG_OK);
+}
+
+/* A backend that counts its driver queries and whose sync reports a configured fault. */
+struct probe_dev {
+    int usage_calls, sync_calls, fault;
+};
+static int probe_alloc(void *ctx, void **out, size_t size)
+{
+    (void)ctx;
+    *out = malloc(size);
+    return *out ? LG_OK : LG_ENOMEM;
+}
+static void probe_free(void *ctx, void *p) { free(p); }
+static int probe_sync(void *ctx)
+{
+    struct probe_dev *d = ctx;
+    d->sync_calls++;
+    return d->fault ? lg_fail(LG_ECUDA, "probe: illegal address in the last kernel") : LG_OK;
+}
+static void probe_usage(void *ctx, int64_t *used, int64_t *total, int64_t *proc)
+{
+    struct probe_dev *d = ctx;
+    d->usage_calls++;
+    *used = 7 << 20;
+    *total = 1 << 30;
+    *proc = 5 << 20;
+}
+
+Test(tracking, quiesce_returns_the_device_fault_and_light_snapshots_skip_the_driver)
+{
+    struct probe_dev d = {0};
+    struct trk_device_backend be = {.name = "probe",
+                                    .alloc = probe_alloc,
+                                    .free = probe_free,
+                                    .sync = probe_sync,
+                                    .usage = probe_usage,
+                                    .ctx = &d};
+    trk_set_device_backend(T, &be);
+    void *p = trk_dev_alloc(T, 1 << 20, "act/probe");
+    cr_assert_not_null(p);
+    struct trk_snapshot s;
+    trk_snapshot_light(T, &s);
+    cr_expect_eq(d.usage_calls, 0, "a light snapshot does not query the driver");
+    cr_expect_eq(d.sync_calls, 0, "nor synchronise");
+    cr_expect_eq(s.tagged_device, 1 << 20, "the ledger is read all the same");
+    cr_expect(s.dev_used == -1 && s.dev_total == -1 && s.dev_process == -1);
+    cr_expect_gt(s.je_allocated, 0);
+    trk_snapshot(T, &s);
+    cr_expect_eq(d.usage_calls, 1);
+    cr_expect_eq(d.sync_calls, 0, "a snapshot reads the driver without synchronising");
+    cr_expect_eq(s.dev_used, 7 << 20);
+    cr_expect_eq(s.dev_process, 5 << 20);
+
+    cr_expect_eq(trk_quiesce(T), LG_OK);
+    d.fault = 1;
+    cr_expect_eq(trk_quiesce(T), LG_ECUDA, "the fault the sync found is returned");
+    cr_expect(strstr(lg_errmsg(), "illegal address") != NULL, "%s", lg_errmsg());
+    cr_expect_eq(d.sync_calls, 2);
+    d.fault = 0;
+    cr_expect_eq(trk_quiesce(T), LG_OK);
+    lg_clear_error();
+    trk_dev_free(T, p);
+    trk_set_device_backend(T, NULL);
 }
