@@ -5,7 +5,10 @@
 
 #include "cuda_impl.h"
 
-static cublasOperation_t op_of(bool t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; }
+static cublasOperation_t op_of(bool t)
+{
+    return t ? CUBLAS_OP_T : CUBLAS_OP_N;
+}
 
 /* c[i, j] = beta·c[i, j] (0 when beta is 0: an empty sum) for i < m, j < n */
 __global__ void k_scale2d(float *c /* [m, ldc] */, float beta, int64_t m, int64_t n, int64_t ldc)
@@ -58,11 +61,14 @@ void kn_cuda_gemm_batched(float *c, const float *a, const float *b, bool ta, boo
 
 /* ---- INT8 ---------------------------------------------------------------------------------- */
 
-#define Q8_TILE 16
+#define Q8_TILE  16
 #define Q8_MAX_K (INT64_C(1) << 17) /* 131072 · 128² = 2³¹: as q8_gemm_s8s8s32 */
 
 static bool force_kernel;
-extern "C" void kn_cuda_int8_force_kernel(bool on) { force_kernel = on; }
+extern "C" void kn_cuda_int8_force_kernel(bool on)
+{
+    force_kernel = on;
+}
 
 /* C[m, n] = Σ_k A[m, k]·B[n, k]: 16×16 tiles of C, 16-wide slices of k staged in shared memory,
  * int32 accumulation (exact: |a·b| ≤ 128², and K ≤ 2¹⁷ keeps the sum below 2³¹). */
@@ -82,7 +88,8 @@ __global__ void k_gemm_s8s8s32(int32_t *C /* [M, N] */, const int8_t *A /* [M, K
             sa[ty][tx] = m < M && k < K ? (int32_t)A[m * K + k] : 0;
             sb[ty][tx] = brow < N && k < K ? (int32_t)B[brow * K + k] : 0;
             __syncthreads();
-            for (int kk = 0; kk < Q8_TILE; kk++) acc += sa[ty][kk] * sb[tx][kk];
+            for (int kk = 0; kk < Q8_TILE; kk++)
+                acc += sa[ty][kk] * sb[tx][kk];
             __syncthreads();
         }
         if (m < M && n < N) C[m * N + n] = acc;
@@ -91,8 +98,8 @@ __global__ void k_gemm_s8s8s32(int32_t *C /* [M, N] */, const int8_t *A /* [M, K
 
 /* Column-major view: Cᵀ [N, M] = Bᵀ·A where B [N, K] row-major is a K×N column-major matrix
  * (op T) and A [M, K] row-major is K×M (op N): the "TN" layout cuBLAS's int8 path wants. */
-static cublasStatus_t gemm_s8_blas(int32_t *C, const int8_t *A, const int8_t *B, int M, int N,
-                                   int K)
+static cublasStatus_t gemm_s8_blas(int32_t *C /* [M, N] */, const int8_t *A /* [M, K] */,
+                                   const int8_t *B /* [N, K] */, int M, int N, int K)
 {
     cublasHandle_t h = kn_cuda_blas();
     if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
@@ -100,6 +107,32 @@ static cublasStatus_t gemm_s8_blas(int32_t *C, const int8_t *A, const int8_t *B,
     return kn_cublas_api()->gemm_ex(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, B, CUDA_R_8I, K, A,
                                     CUDA_R_8I, K, &zero, C, CUDA_R_32I, N, CUBLAS_COMPUTE_32I,
                                     CUBLAS_GEMM_DEFAULT);
+}
+
+/* What cuBLAS documents for cublasGemmEx with CUDA_R_8I inputs and CUBLAS_COMPUTE_32I: alpha
+ * and beta 0 or 1 (ours are 1 and 0), A and B 32-bit aligned, lda and ldb multiples of 4 (both
+ * are K here). Beyond the documented: N (ldc) a multiple of 4 and C 16-byte aligned, which the
+ * IMMA kernels want, and sizes that fit cuBLAS's int. A shape cuBLAS still declines is caught
+ * by its status (kn_cuda_gemm_s8s8s32). */
+static bool s8_blas_takes(const int32_t *C, const int8_t *A, const int8_t *B, int64_t M, int64_t N,
+                          int64_t K)
+{
+    return K % 4 == 0 && N % 4 == 0 && (uintptr_t)A % 4 == 0 && (uintptr_t)B % 4 == 0 &&
+           (uintptr_t)C % 16 == 0 && M <= INT_MAX && N <= INT_MAX && K <= INT_MAX;
+}
+
+/* cuBLAS declining a shape (NOT_SUPPORTED), or rejecting it as an argument it will not take
+ * (INVALID_VALUE: a dimension or alignment rule of the int8 path): nothing was launched, so
+ * the tiled kernel computes the same exact product instead. Any other status is a failure. */
+static bool s8_blas_declined(cublasStatus_t st)
+{
+    return st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE;
+}
+
+static int s8_blas_fallbacks; /* how often cuBLAS declined and the kernel ran instead */
+extern "C" int kn_cuda_int8_fallbacks(void)
+{
+    return s8_blas_fallbacks;
 }
 
 extern "C" int kn_cuda_gemm_s8s8s32(int32_t *C, const int8_t *A, const int8_t *B, int64_t M,
@@ -116,17 +149,15 @@ extern "C" int kn_cuda_gemm_s8s8s32(int32_t *C, const int8_t *A, const int8_t *B
         kn_cuda_record(e, "cudaMemsetAsync (int8 GEMM, K = 0)");
         return e == cudaSuccess ? LG_OK : lg_fail(LG_ECUDA, "int8 GEMM: %s", kn_cuda_errmsg());
     }
-    bool aligned = K % 4 == 0 && N % 4 == 0 && (uintptr_t)A % 4 == 0 && (uintptr_t)B % 4 == 0 &&
-                   (uintptr_t)C % 16 == 0 && M <= INT_MAX && N <= INT_MAX;
-    if (aligned && !force_kernel) {
+    if (!force_kernel && s8_blas_takes(C, A, B, M, N, K)) {
         cublasStatus_t st = gemm_s8_blas(C, A, B, (int)M, (int)N, (int)K);
         if (st == CUBLAS_STATUS_SUCCESS) return LG_OK;
-        if (st != CUBLAS_STATUS_NOT_SUPPORTED) {
+        if (!s8_blas_declined(st)) {
             kn_cuda_record_blas(st, "cublasGemmEx (int8)");
             return lg_fail(LG_ECUDA, "int8 GEMM [%lld, %lld]·[%lld, %lld]ᵀ: %s", (long long)M,
                            (long long)K, (long long)N, (long long)K, kn_cuda_errmsg());
         }
-        /* declined: the kernel below handles any shape */
+        s8_blas_fallbacks++; /* declined: the kernel below handles any shape */
     }
     dim3 block(Q8_TILE, Q8_TILE);
     int64_t tiles_n = (N + Q8_TILE - 1) / Q8_TILE, tiles_m = (M + Q8_TILE - 1) / Q8_TILE;

@@ -69,12 +69,17 @@ int kn_cuda_sync(void);
 /* INT8 GEMM with int32 accumulation on device pointers: C[m, n] = Σ_k A[m, k]·B[n, k]
  * (B row-major [N, K], a Linear weight), exact for K < 131072 — the device twin of
  * q8_gemm_s8s8s32. cuBLAS (cublasGemmEx, CUDA_R_8I × CUDA_R_8I → CUDA_R_32I, COMPUTE_32I)
- * when K and the pointers are 4-byte aligned, else (or when cuBLAS declines the shape) a
- * tiled kernel of our own. Returns LG_OK or LG_ECUDA. */
+ * where the shape meets what cuBLAS documents for that path (K and N multiples of 4, A and B
+ * 4-byte aligned, C 16-byte aligned), else — and when cuBLAS declines the shape anyway with
+ * CUBLAS_STATUS_NOT_SUPPORTED or CUBLAS_STATUS_INVALID_VALUE — a tiled kernel of our own, with
+ * the same exact result. Returns LG_OK or LG_ECUDA (any other cuBLAS status). */
 int kn_cuda_gemm_s8s8s32(int32_t *C /* [M, N] */, const int8_t *A /* [M, K] */,
                          const int8_t *B /* [N, K] */, int64_t M, int64_t N, int64_t K);
 /* Forces the tiled kernel (true) or lets cuBLAS run (false, the default); for tests. */
 void kn_cuda_int8_force_kernel(bool on);
+/* How many int8 GEMMs cuBLAS declined (checked shape, then NOT_SUPPORTED or INVALID_VALUE) and
+ * the tiled kernel ran instead, since the process started; for tests and reports. */
+int kn_cuda_int8_fallbacks(void);
 
 #ifdef __cplusplus
 }

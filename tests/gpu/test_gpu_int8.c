@@ -1,6 +1,8 @@
 /* test_gpu_int8.c — the device's INT8 GEMM (int8 × int8 → int32) is exact: bit for bit the
  * CPU's q8_gemm_s8s8s32 on TFT-sized and awkward shapes, through cuBLAS where it takes the
- * shape and through the tiled kernel (forced, and where cuBLAS cannot take it). */
+ * shape and through the tiled kernel (forced, and where cuBLAS cannot or will not take it:
+ * the count of shapes it declined is printed, and cuBLAS must have run for some). */
+#include <stdio.h>
 #include <string.h>
 
 #include "gpu_test.h"
@@ -55,9 +57,16 @@ Test(gpu_int8, exact_on_tft_shapes_through_cublas_and_the_kernel)
         {1, 1, 1},
         {33, 12, 4100}, /* long K */
     };
-    for (size_t s = 0; s < LG_ARRAY_LEN(shapes); s++)
+    int before = kn_cuda_int8_fallbacks(), eligible = 0;
+    for (size_t s = 0; s < LG_ARRAY_LEN(shapes); s++) {
+        eligible += shapes[s][1] % 4 == 0 && shapes[s][2] % 4 == 0;
         for (int force = 0; force < 2; force++)
             check_shape(shapes[s][0], shapes[s][1], shapes[s][2], force, false);
+    }
+    int declined = kn_cuda_int8_fallbacks() - before;
+    fprintf(stderr, "cuBLAS declined %d of the %d shapes that meet its documented int8 rules\n",
+            declined, eligible);
+    cr_expect_lt(declined, eligible, "cuBLAS's int8 path ran for at least one TFT shape");
 }
 
 Test(gpu_int8, extreme_values_accumulate_exactly)
