@@ -1,7 +1,8 @@
 /* kernels.cu — the CUDA kernel table kn_cuda (kernels.h): memory, strided gathers and their
  * reductions, elementwise maps, dropout, reductions over an axis, the gradient norm's sum of
- * squares, and embeddings. GEMMs are in blas.cu; rows (softmax, layer norm), the LSTM cell,
- * losses, fake quantisation and AdamW are in kernels_nn.cu.
+ * squares (over many tensors, one read-back), and embeddings. GEMMs are in blas.cu; rows
+ * (softmax, layer norm), the LSTM cell, losses, fake quantisation and AdamW are in
+ * kernels_nn.cu.
  *
  * Every buffer is a device pointer; every launch is checked (KN_CHECK_LAUNCH) into the sticky
  * error (kn_cuda.h); nothing is launched for an empty range. */
@@ -17,7 +18,7 @@ static void cu_zero(float *x, int64_t n)
     kn_cuda_record(cudaMemsetAsync(x, 0, (size_t)n * sizeof *x, 0), "cudaMemsetAsync (zero)");
 }
 
-__global__ void k_add_scalar(float *x, float v, int64_t n)
+__global__ void k_add_scalar(float *x /* [n] in-place */, float v, int64_t n)
 {
     KN_LOOP(i, n) x[i] += v;
 }
@@ -29,7 +30,7 @@ static void cu_add_scalar(float *x, float v, int64_t n)
     KN_CHECK_LAUNCH("k_add_scalar");
 }
 
-__global__ void k_axpy(float *dst, const float *src, float alpha, int64_t n)
+__global__ void k_axpy(float *dst /* [n] */, const float *src /* [n] */, float alpha, int64_t n)
 {
     if (alpha == 1.0f) {
         KN_LOOP(i, n) dst[i] += src[i];
@@ -45,7 +46,7 @@ static void cu_axpy(float *dst, const float *src, float alpha, int64_t n)
     KN_CHECK_LAUNCH("k_axpy");
 }
 
-__global__ void k_scale(float *y, const float *x, float s, int64_t n)
+__global__ void k_scale(float *y /* [n] */, const float *x /* [n] (may be y) */, float s, int64_t n)
 {
     KN_LOOP(i, n) y[i] = s * x[i];
 }
@@ -57,8 +58,8 @@ static void cu_scale(float *y, const float *x, float s, int64_t n)
     KN_CHECK_LAUNCH("k_scale");
 }
 
-__global__ void k_copy2d(float *dst, const float *src, int64_t rows, int64_t cols, int64_t ld_dst,
-                         int64_t ld_src)
+__global__ void k_copy2d(float *dst /* [rows, ld_dst] */, const float *src /* [rows, ld_src] */,
+                         int64_t rows, int64_t cols, int64_t ld_dst, int64_t ld_src)
 {
     KN_LOOP(t, rows * cols)
     {
@@ -88,8 +89,8 @@ static void cu_copy2d(float *dst, const float *src, int64_t rows, int64_t cols, 
     KN_CHECK_LAUNCH("k_copy2d");
 }
 
-__global__ void k_dcopy2d(float *dsrc, const float *ddst, int64_t rows, int64_t cols,
-                          int64_t ld_src, int64_t ld_dst)
+__global__ void k_dcopy2d(float *dsrc /* [rows, ld_src] */, const float *ddst /* [rows, ld_dst] */,
+                          int64_t rows, int64_t cols, int64_t ld_src, int64_t ld_dst)
 {
     KN_LOOP(t, rows * cols)
     {
@@ -125,7 +126,8 @@ __device__ inline int64_t kn_offset(int64_t t, const int64_t *ne, const int64_t 
     return i0 * s[0] + i1 * s[1] + i2 * s[2] + i3 * s[3];
 }
 
-__global__ void k_gather(float *out, const float *x, struct kn_geom g, int64_t n)
+__global__ void k_gather(float *out /* [g.ne] (n) */, const float *x /* read through g.sa */,
+                         struct kn_geom g, int64_t n)
 {
     KN_LOOP(t, n) out[t] = x[kn_offset(t, g.ne, g.sa)];
 }
@@ -139,7 +141,8 @@ static void cu_gather(float *out, const float *x, const struct kn_geom *g)
 }
 
 template <int OP>
-__global__ void k_binary(float *out, const float *a, const float *b, struct kn_geom g, int64_t n)
+__global__ void k_binary(float *out /* [g.ne] (n) */, const float *a /* through g.sa */,
+                         const float *b /* through g.sb */, struct kn_geom g, int64_t n)
 {
     KN_LOOP(t, n)
     {
@@ -154,9 +157,15 @@ static void cu_binary(float *out, const float *a, const float *b, enum kn_binop 
     int64_t n = geom_numel(g);
     if (n <= 0) return;
     switch (op) {
-    case KN_ADD: k_binary<KN_ADD><<<kn_grid(n), KN_THREADS>>>(out, a, b, *g, n); break;
-    case KN_SUB: k_binary<KN_SUB><<<kn_grid(n), KN_THREADS>>>(out, a, b, *g, n); break;
-    case KN_MUL: k_binary<KN_MUL><<<kn_grid(n), KN_THREADS>>>(out, a, b, *g, n); break;
+    case KN_ADD:
+        k_binary<KN_ADD><<<kn_grid(n), KN_THREADS>>>(out, a, b, *g, n);
+        break;
+    case KN_SUB:
+        k_binary<KN_SUB><<<kn_grid(n), KN_THREADS>>>(out, a, b, *g, n);
+        break;
+    case KN_MUL:
+        k_binary<KN_MUL><<<kn_grid(n), KN_THREADS>>>(out, a, b, *g, n);
+        break;
     }
     KN_CHECK_LAUNCH("k_binary");
 }
@@ -183,7 +192,8 @@ static bool rplan_make(struct kn_rplan *p, const int64_t *ne, const int64_t *st,
 {
     int64_t cs[4]; /* dy's contiguous strides */
     cs[3] = 1;
-    for (int k = 2; k >= 0; k--) cs[k] = cs[k + 1] * ne[k + 1];
+    for (int k = 2; k >= 0; k--)
+        cs[k] = cs[k + 1] * ne[k + 1];
     memset(p, 0, sizeof *p);
     p->nkept = p->nred = 1;
     for (int k = 0; k < 4; k++) {
@@ -247,23 +257,26 @@ __device__ inline float rplan_value(const struct kn_rplan &p, int64_t r, int64_t
 
 /* One thread per target element. */
 template <bool OTHER>
-__global__ void k_reduce_thread(float *dst, const float *dy, const float *other, float alpha,
-                                struct kn_rplan p)
+__global__ void k_reduce_thread(float *dst /* through p's target strides */,
+                                const float *dy /* [ne] */, const float *other /* or NULL */,
+                                float alpha, struct kn_rplan p)
 {
     KN_LOOP(t, p.nkept)
     {
         int64_t od, oy, oo;
         rplan_kept(p, t, &od, &oy, &oo);
         float acc = 0.0f;
-        for (int64_t r = 0; r < p.nred; r++) acc += rplan_value<OTHER>(p, r, oy, oo, dy, other);
+        for (int64_t r = 0; r < p.nred; r++)
+            acc += rplan_value<OTHER>(p, r, oy, oo, dy, other);
         dst[od] += OTHER ? acc : alpha * acc;
     }
 }
 
 /* One block per target element (long sums), a fixed-order tree over the block. */
 template <bool OTHER>
-__global__ void k_reduce_block(float *dst, const float *dy, const float *other, float alpha,
-                               struct kn_rplan p)
+__global__ void k_reduce_block(float *dst /* through p's target strides */,
+                               const float *dy /* [ne] */, const float *other /* or NULL */,
+                               float alpha, struct kn_rplan p)
 {
     __shared__ float sh[32];
     for (int64_t t = blockIdx.x; t < p.nkept; t += gridDim.x) {
@@ -279,7 +292,8 @@ __global__ void k_reduce_block(float *dst, const float *dy, const float *other, 
 
 /* One atomic add per element (target strides that may overlap). */
 template <bool OTHER>
-__global__ void k_reduce_atomic(float *dst, const float *dy, const float *other, float alpha,
+__global__ void k_reduce_atomic(float *dst /* through g.sa */, const float *dy /* [g.ne] (n) */,
+                                const float *other /* through g.sb, or NULL */, float alpha,
                                 struct kn_geom g, int64_t n)
 {
     KN_LOOP(t, n)
@@ -333,7 +347,8 @@ static void cu_dbias(float *db, const float *dy, int64_t rows, int64_t n)
     reduce_into(db, dy, NULL, 1.0f, &g, "dbias");
 }
 
-__global__ void k_bias_fill(float *y, const float *b1, const float *b2, int64_t rows, int64_t n)
+__global__ void k_bias_fill(float *y /* [rows, n] */, const float *b1 /* [n] or NULL */,
+                            const float *b2 /* [n] or NULL */, int64_t rows, int64_t n)
 {
     KN_LOOP(t, rows * n)
     {
@@ -351,17 +366,17 @@ static void cu_bias_fill(float *y, const float *b1, const float *b2, int64_t row
 
 /* ---- elementwise maps ------------------------------------------------------------------------ */
 
-__global__ void k_sigmoid(float *y, const float *x, int64_t n)
+__global__ void k_sigmoid(float *y /* [n] */, const float *x /* [n] */, int64_t n)
 {
     KN_LOOP(i, n) y[i] = kn_dsigmoid(x[i]);
 }
 
-__global__ void k_tanh(float *y, const float *x, int64_t n)
+__global__ void k_tanh(float *y /* [n] */, const float *x /* [n] */, int64_t n)
 {
     KN_LOOP(i, n) y[i] = kn_dtanh(x[i]);
 }
 
-__global__ void k_elu(float *y, const float *x, int64_t n)
+__global__ void k_elu(float *y /* [n] */, const float *x /* [n] */, int64_t n)
 {
     KN_LOOP(i, n)
     {
@@ -370,35 +385,38 @@ __global__ void k_elu(float *y, const float *x, int64_t n)
     }
 }
 
-__global__ void k_dsigmoid(float *dx, const float *y, const float *dy, int64_t n)
+__global__ void k_dsigmoid(float *dx /* [n] */, const float *y /* [n] */, const float *dy /* [n] */,
+                           int64_t n)
 {
     KN_LOOP(i, n) dx[i] += dy[i] * y[i] * (1.0f - y[i]);
 }
 
-__global__ void k_dtanh(float *dx, const float *y, const float *dy, int64_t n)
+__global__ void k_dtanh(float *dx /* [n] */, const float *y /* [n] */, const float *dy /* [n] */,
+                        int64_t n)
 {
     KN_LOOP(i, n) dx[i] += dy[i] * (1.0f - y[i] * y[i]);
 }
 
 /* y > 0 exactly where x > 0; below, dy/dx = e^x = y + 1 */
-__global__ void k_delu(float *dx, const float *y, const float *dy, int64_t n)
+__global__ void k_delu(float *dx /* [n] */, const float *y /* [n] */, const float *dy /* [n] */,
+                       int64_t n)
 {
     KN_LOOP(i, n) dx[i] += y[i] > 0.0f ? dy[i] : dy[i] * (y[i] + 1.0f);
 }
 
-#define KN_MAP(fn, kernel)                                                                      \
-    static void fn(float *y, const float *x, int64_t n)                                         \
-    {                                                                                           \
-        if (n <= 0) return;                                                                     \
-        kernel<<<kn_grid(n), KN_THREADS>>>(y, x, n);                                            \
-        KN_CHECK_LAUNCH(#kernel);                                                               \
+#define KN_MAP(fn, kernel)                                                                         \
+    static void fn(float *y, const float *x, int64_t n)                                            \
+    {                                                                                              \
+        if (n <= 0) return;                                                                        \
+        kernel<<<kn_grid(n), KN_THREADS>>>(y, x, n);                                               \
+        KN_CHECK_LAUNCH(#kernel);                                                                  \
     }
-#define KN_DMAP(fn, kernel)                                                                     \
-    static void fn(float *dx, const float *y, const float *dy, int64_t n)                       \
-    {                                                                                           \
-        if (n <= 0) return;                                                                     \
-        kernel<<<kn_grid(n), KN_THREADS>>>(dx, y, dy, n);                                       \
-        KN_CHECK_LAUNCH(#kernel);                                                               \
+#define KN_DMAP(fn, kernel)                                                                        \
+    static void fn(float *dx, const float *y, const float *dy, int64_t n)                          \
+    {                                                                                              \
+        if (n <= 0) return;                                                                        \
+        kernel<<<kn_grid(n), KN_THREADS>>>(dx, y, dy, n);                                          \
+        KN_CHECK_LAUNCH(#kernel);                                                                  \
     }
 KN_MAP(cu_sigmoid, k_sigmoid)
 KN_MAP(cu_tanh, k_tanh)
@@ -423,8 +441,8 @@ __device__ inline uint32_t kn_hash(uint32_t i, uint32_t s0, uint32_t s1)
     return h;
 }
 
-__global__ void k_dropout(float *y, int8_t *mask, const float *x, float p, float scale, uint32_t s0,
-                          uint32_t s1, int64_t n)
+__global__ void k_dropout(float *y /* [n] */, int8_t *mask /* [n] */, const float *x /* [n] */,
+                          float p, float scale, uint32_t s0, uint32_t s1, int64_t n)
 {
     KN_LOOP(i, n)
     {
@@ -444,7 +462,8 @@ static void cu_dropout(float *y, int8_t *mask, const float *x, float p, float sc
     KN_CHECK_LAUNCH("k_dropout");
 }
 
-__global__ void k_ddropout(float *dx, const float *dy, const int8_t *mask, float scale, int64_t n)
+__global__ void k_ddropout(float *dx /* [n] */, const float *dy /* [n] */,
+                           const int8_t *mask /* [n] */, float scale, int64_t n)
 {
     KN_LOOP(i, n) dx[i] += mask[i] ? dy[i] * scale : 0.0f;
 }
@@ -459,26 +478,29 @@ static void cu_ddropout(float *dx, const float *dy, const int8_t *mask, float sc
 /* ---- reductions over an axis ----------------------------------------------------------------- */
 
 /* inner > 1: y[o, i] = alpha·(x[o, 0, i] + x[o, 1, i] + ...), summed in order as on the CPU */
-__global__ void k_sum_axis(float *y, const float *x, int64_t outer, int64_t n, int64_t inner,
-                           float alpha)
+__global__ void k_sum_axis(float *y /* [outer, inner] */, const float *x /* [outer, n, inner] */,
+                           int64_t outer, int64_t n, int64_t inner, float alpha)
 {
     KN_LOOP(t, outer * inner)
     {
         int64_t o = t / inner, i = t % inner;
         const float *xo = x + o * n * inner + i;
         float acc = xo[0];
-        for (int64_t k = 1; k < n; k++) acc += xo[k * inner];
+        for (int64_t k = 1; k < n; k++)
+            acc += xo[k * inner];
         y[t] = acc * alpha;
     }
 }
 
 /* inner == 1: one block per row, in double as on the CPU */
-__global__ void k_sum_rows(float *y, const float *x, int64_t outer, int64_t n, float alpha)
+__global__ void k_sum_rows(float *y /* [outer] */, const float *x /* [outer, n] */, int64_t outer,
+                           int64_t n, float alpha)
 {
     __shared__ double sh[32];
     for (int64_t o = blockIdx.x; o < outer; o += gridDim.x) {
         double acc = 0.0;
-        for (int64_t k = threadIdx.x; k < n; k += blockDim.x) acc += x[o * n + k];
+        for (int64_t k = threadIdx.x; k < n; k += blockDim.x)
+            acc += x[o * n + k];
         acc = kn_block_sum(acc, sh);
         if (threadIdx.x == 0) y[o] = (float)(alpha * acc);
     }
@@ -502,8 +524,8 @@ static void cu_sum_axis(float *y, const float *x, int64_t outer, int64_t n, int6
     }
 }
 
-__global__ void k_dsum_axis(float *dx, const float *dy, int64_t outer, int64_t n, int64_t inner,
-                            float alpha)
+__global__ void k_dsum_axis(float *dx /* [outer, n, inner] */, const float *dy /* [outer, inner] */,
+                            int64_t outer, int64_t n, int64_t inner, float alpha)
 {
     KN_LOOP(t, outer * n * inner)
     {
@@ -520,40 +542,125 @@ static void cu_dsum_axis(float *dx, const float *dy, int64_t outer, int64_t n, i
     KN_CHECK_LAUNCH("k_dsum_axis");
 }
 
-/* Σ x² in double: a fixed grid writes one partial per block into device memory owned by the
- * module (no allocation), the host adds the partials in order. */
-#define SUMSQ_BLOCKS 256
-__device__ double kn_sumsq_part[SUMSQ_BLOCKS];
+/* ---- Σ x² over many tensors (the global gradient norm) ----------------------------------------
+ *
+ * The tensors are cut into parts of `tile` consecutive elements of one tensor; one block sums a
+ * part in double (a fixed tree) into kn_sumsq_part, then one block adds the parts in index order
+ * into kn_sumsq_total, which is read back once: one host synchronise for the whole list, not
+ * one per tensor. The tile and the parts depend only on the tensors' sizes, so the sum is the
+ * same bits every run (it differs from the CPU's sequential double sum by rounding only). Parts
+ * and total live in the module's memory: nothing is allocated per call. */
+#define SUMSQ_MAX_PARTS 16384
+#define SUMSQ_ROUND     (SUMSQ_MAX_PARTS / 2) /* tensors per round, at most */
+#define SUMSQ_MIN_TILE  8192
+#define SUMSQ_BATCH     64 /* tensors per launch: the parameters stay under 4 KiB */
+__device__ double kn_sumsq_part[SUMSQ_MAX_PARTS];
+__device__ double kn_sumsq_total;
 
-__global__ void k_sumsq(const float *x, int64_t n)
+struct kn_sumsq_batch {
+    const float *x[SUMSQ_BATCH];
+    int64_t n[SUMSQ_BATCH];
+    int64_t first[SUMSQ_BATCH + 1]; /* tensor i's first part (from base); first[count]: parts */
+    int64_t base;                   /* this batch's first part in kn_sumsq_part */
+    int64_t tile;
+    int count;
+};
+
+__global__ void k_sumsq_parts(struct kn_sumsq_batch b /* x[i] [n[i]] → kn_sumsq_part [parts] */)
+{
+    __shared__ double sh[32];
+    int64_t parts = b.first[b.count];
+    for (int64_t p = blockIdx.x; p < parts; p += gridDim.x) {
+        int lo = 0, hi = b.count - 1; /* the last tensor whose first part is ≤ p */
+        while (lo < hi) {
+            int mid = (lo + hi + 1) / 2;
+            if (b.first[mid] <= p)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        const float *x = b.x[lo];
+        int64_t begin = (p - b.first[lo]) * b.tile, end = begin + b.tile;
+        if (end > b.n[lo]) end = b.n[lo];
+        double acc = 0.0;
+        for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+            acc += (double)x[i] * x[i];
+        acc = kn_block_sum(acc, sh);
+        if (threadIdx.x == 0) kn_sumsq_part[b.base + p] = acc;
+    }
+}
+
+__global__ void k_sumsq_total(int64_t parts /* kn_sumsq_part [parts] → kn_sumsq_total */)
 {
     __shared__ double sh[32];
     double acc = 0.0;
-    KN_LOOP(i, n) acc += (double)x[i] * x[i];
+    for (int64_t p = threadIdx.x; p < parts; p += blockDim.x)
+        acc += kn_sumsq_part[p];
     acc = kn_block_sum(acc, sh);
-    if (threadIdx.x == 0) kn_sumsq_part[blockIdx.x] = acc;
+    if (threadIdx.x == 0) kn_sumsq_total = acc;
+}
+
+/* One round: tensors [i0, i1) with at most SUMSQ_ROUND non-empty ones; their Σ x² read back. */
+static double sumsq_round(const float *const *x, const int64_t *n, int i0, int i1)
+{
+    int64_t elems = 0, live = 0;
+    for (int i = i0; i < i1; i++)
+        if (n[i] > 0) elems += n[i], live++;
+    /* parts ≤ elems / tile + live ≤ 2 · SUMSQ_ROUND */
+    int64_t tile = (elems + SUMSQ_ROUND - 1) / SUMSQ_ROUND;
+    tile = tile < SUMSQ_MIN_TILE ? SUMSQ_MIN_TILE : (tile + 1023) / 1024 * 1024;
+    struct kn_sumsq_batch b;
+    b.base = 0;
+    b.tile = tile;
+    for (int i = i0; i < i1;) {
+        b.count = 0;
+        b.first[0] = 0;
+        for (; i < i1 && b.count < SUMSQ_BATCH; i++) {
+            if (n[i] <= 0) continue;
+            b.x[b.count] = x[i];
+            b.n[b.count] = n[i];
+            b.first[b.count + 1] = b.first[b.count] + (n[i] + tile - 1) / tile;
+            b.count++;
+        }
+        if (!b.count) break;
+        int64_t parts = b.first[b.count];
+        k_sumsq_parts<<<(unsigned)(parts < 4096 ? parts : 4096), KN_THREADS>>>(b);
+        KN_CHECK_LAUNCH("k_sumsq_parts");
+        b.base += parts;
+    }
+    k_sumsq_total<<<1, 1024>>>(b.base);
+    KN_CHECK_LAUNCH("k_sumsq_total");
+    double s = NAN;
+    kn_cuda_record(cudaMemcpyFromSymbol(&s, kn_sumsq_total, sizeof s),
+                   "cudaMemcpyFromSymbol (sumsq)");
+    return kn_cuda_error() ? NAN : s; /* a non-finite norm fails the step */
+}
+
+extern "C" double kn_cuda_sumsq_many(const float *const *x, const int64_t *n, int count)
+{
+    if (kn_cuda_error()) return NAN;
+    double total = 0.0;
+    for (int i0 = 0; i0 < count;) { /* rounds of at most SUMSQ_ROUND non-empty tensors */
+        int i1 = i0, live = 0;
+        for (; i1 < count && live < SUMSQ_ROUND; i1++)
+            live += n[i1] > 0;
+        if (live) total += sumsq_round(x, n, i0, i1);
+        i0 = i1;
+    }
+    return total;
 }
 
 static double cu_sumsq(const float *x, int64_t n)
 {
-    if (n <= 0) return 0.0;
-    if (kn_cuda_error()) return NAN;
-    k_sumsq<<<SUMSQ_BLOCKS, KN_THREADS>>>(x, n);
-    KN_CHECK_LAUNCH("k_sumsq");
-    double part[SUMSQ_BLOCKS];
-    cudaError_t e = cudaMemcpyFromSymbol(part, kn_sumsq_part, sizeof part);
-    kn_cuda_record(e, "cudaMemcpyFromSymbol (sumsq)");
-    if (e != cudaSuccess || kn_cuda_error()) return NAN; /* a non-finite norm fails the step */
-    double s = 0.0;
-    for (int i = 0; i < SUMSQ_BLOCKS; i++) s += part[i];
-    return s;
+    return n > 0 ? kn_cuda_sumsq_many(&x, &n, 1) : 0.0;
 }
 
 /* ---- embedding ------------------------------------------------------------------------------- */
 
 /* Indices are trusted: ag_embedding checks their range only when they are on the host, so
  * device indices must be valid (docs/cuda.md); a bad one reads out of bounds. */
-__global__ void k_embedding(float *y, const float *w, const int32_t *idx, int64_t n_idx, int64_t h)
+__global__ void k_embedding(float *y /* [n_idx, h] */, const float *w /* [card, h] */,
+                            const int32_t *idx /* [n_idx] */, int64_t n_idx, int64_t h)
 {
     KN_LOOP(t, n_idx * h) y[t] = w[(int64_t)idx[t / h] * h + t % h];
 }
@@ -566,8 +673,8 @@ static void cu_embedding(float *y, const float *w, const int32_t *idx, int64_t n
 }
 
 /* A repeated index collects every row's gradient: atomic adds (the one nondeterministic sum). */
-__global__ void k_dembedding(float *dw, const float *dy, const int32_t *idx, int64_t n_idx,
-                             int64_t h)
+__global__ void k_dembedding(float *dw /* [card, h] */, const float *dy /* [n_idx, h] */,
+                             const int32_t *idx /* [n_idx] */, int64_t n_idx, int64_t h)
 {
     KN_LOOP(t, n_idx * h) atomicAdd(dw + (int64_t)idx[t / h] * h + t % h, dy[t]);
 }

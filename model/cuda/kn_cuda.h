@@ -66,6 +66,14 @@ void kn_cuda_clear_error(void);
 /* Waits for all queued device work; returns kn_cuda_error() (with lg_fail's message set). */
 int kn_cuda_sync(void);
 
+/* Σ x² in double over `count` device arrays (x[i] holds n[i] floats; empty ones are skipped)
+ * with one host synchronise for the whole list: the global gradient norm without a read-back
+ * per parameter (the table's sumsq is this with count 1). The same bits every run (fixed
+ * parts, a fixed tree); it differs from the CPU's sequential double sum by rounding only.
+ * NaN after a device error (the sticky error says which). */
+double kn_cuda_sumsq_many(const float *const *x /* [count][n[i]] */, const int64_t *n /* [count] */,
+                          int count);
+
 /* INT8 GEMM with int32 accumulation on device pointers: C[m, n] = Σ_k A[m, k]·B[n, k]
  * (B row-major [N, K], a Linear weight), exact for K < 131072 — the device twin of
  * q8_gemm_s8s8s32. cuBLAS (cublasGemmEx, CUDA_R_8I × CUDA_R_8I → CUDA_R_32I, COMPUTE_32I)

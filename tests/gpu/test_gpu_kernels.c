@@ -338,6 +338,34 @@ Test(gpu_kernels, sum_axis_dsum_axis_sumsq)
     cr_expect_eq(kn_cuda.sumsq(NULL, 0), 0.0);
 }
 
+/* The gradient norm's sum over many tensors in one read-back: more tensors than one launch
+ * takes, empty ones among them, one longer than a part; against the CPU's per-tensor sums, and
+ * the same bits on a second run. */
+Test(gpu_kernels, sumsq_many_matches_the_cpu_and_repeats_bitwise)
+{
+    lg_gpu_begin();
+    enum { NT = 150 };
+    const float *xd[NT];
+    int64_t n[NT];
+    struct kn_pair x[NT];
+    double want = 0.0;
+    for (int i = 0; i < NT; i++) {
+        n[i] = i % 17 == 0 ? 0 : i == 7 ? 3000001 : 1 + (i * 7919) % 5000;
+        x[i] = kn_pair_new(n[i], 500 + (uint64_t)i, -2, 2);
+        xd[i] = n[i] ? x[i].d : NULL;
+        want += kn_cpu.sumsq(x[i].h, n[i]);
+    }
+    double a = kn_cuda_sumsq_many(xd, n, NT), b = kn_cuda_sumsq_many(xd, n, NT);
+    cr_expect(fabs(a - want) <= 1e-10 * want, "sumsq_many: gpu %.17g, cpu %.17g", a, want);
+    cr_expect(memcmp(&a, &b, sizeof a) == 0, "the same bits twice: %.17g, %.17g", a, b);
+    double one = kn_cuda.sumsq(x[7].d, n[7]), one_cpu = kn_cpu.sumsq(x[7].h, n[7]);
+    cr_expect(fabs(one - one_cpu) <= 1e-10 * one_cpu, "one tensor: %.17g vs %.17g", one, one_cpu);
+    cr_expect_eq(kn_cuda_sumsq_many(xd, n, 0), 0.0, "no tensors: 0");
+    cr_expect_eq(kn_cuda_error(), LG_OK, "%s", kn_cuda_errmsg());
+    for (int i = 0; i < NT; i++)
+        kn_pair_free(&x[i]);
+}
+
 /* ---- embedding ------------------------------------------------------------------------------- */
 
 Test(gpu_kernels, embedding_and_its_scatter_add)

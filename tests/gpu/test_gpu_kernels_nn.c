@@ -1,6 +1,7 @@
 /* test_gpu_kernels_nn.c — kn_cuda against kn_cpu, part 2: softmax and layer norm with their
- * backward, the LSTM cell forward and back (strided as ag_lstm calls it, with and without a
- * previous cell), the pinball loss, fake quantisation, AdamW. */
+ * backward (the weight gradients' column sums over one and many row slices, the same bits
+ * every run), the LSTM cell forward and back (strided as ag_lstm calls it, with and without a
+ * previous cell), the pinball loss (one block's worth and many), fake quantisation, AdamW. */
 #include <math.h>
 #include <string.h>
 
@@ -49,7 +50,8 @@ Test(gpu_kernels_nn, softmax_rows_with_masked_entries)
 Test(gpu_kernels_nn, layernorm_and_every_backward_combination)
 {
     lg_gpu_begin();
-    int64_t shapes[][2] = {{12288, 160}, {5, 1024}, {300, 3}};
+    /* many slices of rows; few rows of long rows; one slice; columns past the scratch */
+    int64_t shapes[][2] = {{12288, 160}, {5, 1024}, {300, 3}, {70, 70000}, {64 * 37, 1024}};
     for (size_t s = 0; s < LG_ARRAY_LEN(shapes); s++) {
         int64_t rows = shapes[s][0], n = shapes[s][1];
         struct kn_pair x = kn_pair_new(rows * n, 230 + s, -3, 5),
@@ -80,6 +82,41 @@ Test(gpu_kernels_nn, layernorm_and_every_backward_combination)
         for (size_t i = 0; i < LG_ARRAY_LEN(all); i++)
             kn_pair_free(all[i]);
     }
+}
+
+/* The weight and bias gradients are fixed-order sums: the same bits on every run. */
+Test(gpu_kernels_nn, dlayernorm_weight_gradients_repeat_bitwise)
+{
+    lg_gpu_begin();
+    int64_t rows = 64 * 192, n = 160;
+    struct kn_pair x = kn_pair_new(rows * n, 280, -3, 5), dy = kn_pair_new(rows * n, 281, -1, 1);
+    struct kn_pair mean = kn_pair_new(rows, 282, -0.5f, 0.5f),
+                   rstd = kn_pair_new(rows, 283, 0.5f, 2);
+    float *dw[2], *db[2];
+    for (int k = 0; k < 2; k++) {
+        dw[k] = lg_gpu_zeros((size_t)n * sizeof(float), "act/dw");
+        db[k] = lg_gpu_zeros((size_t)n * sizeof(float), "act/db");
+        kn_cuda.dlayernorm(NULL, dw[k], db[k], dy.d, x.d, mean.d, rstd.d, NULL, rows, n);
+    }
+    float *h[4];
+    for (int k = 0; k < 4; k++)
+        h[k] = trk_alloc(T, (size_t)n * sizeof(float), "data/fetch");
+    lg_gpu_download(h[0], dw[0], (size_t)n * sizeof(float));
+    lg_gpu_download(h[1], dw[1], (size_t)n * sizeof(float));
+    lg_gpu_download(h[2], db[0], (size_t)n * sizeof(float));
+    lg_gpu_download(h[3], db[1], (size_t)n * sizeof(float));
+    cr_expect(memcmp(h[0], h[1], (size_t)n * sizeof(float)) == 0, "dw differs between runs");
+    cr_expect(memcmp(h[2], h[3], (size_t)n * sizeof(float)) == 0, "db differs between runs");
+    for (int k = 0; k < 4; k++)
+        trk_free(T, h[k]);
+    for (int k = 0; k < 2; k++) {
+        lg_gpu_free(dw[k]);
+        lg_gpu_free(db[k]);
+    }
+    kn_pair_free(&x);
+    kn_pair_free(&dy);
+    kn_pair_free(&mean);
+    kn_pair_free(&rstd);
 }
 
 /* One LSTM step as ag_lstm runs it: gates [B, T, 4H] strided by T·4H, cells and outputs
@@ -161,6 +198,35 @@ Test(gpu_kernels_nn, pinball_loss_and_its_gradients)
     struct kn_pair *all[] = {&yhat, &y, &q, &loss, &dloss, &dyhat, &dy};
     for (size_t i = 0; i < LG_ARRAY_LEN(all); i++)
         kn_pair_free(all[i]);
+}
+
+/* Rows enough for many blocks' parts (and more parts than the limit: longer parts); the loss
+ * is the same bits on a second run. */
+Test(gpu_kernels_nn, pinball_over_many_blocks)
+{
+    lg_gpu_begin();
+    int64_t nq = 3, sizes[] = {64 * 24 * 50, 4000037};
+    for (size_t s = 0; s < LG_ARRAY_LEN(sizes); s++) {
+        int64_t rows = sizes[s];
+        struct kn_pair yhat = kn_pair_new(rows * nq, 290 + s, -2, 2),
+                       y = kn_pair_new(rows, 292 + s, -2, 2);
+        struct kn_pair q = kn_pair_new(nq, 0, 0, 0), loss = kn_pair_new(1, 0, 0, 0);
+        float qs[3] = {0.1f, 0.5f, 0.9f};
+        memcpy(q.h, qs, sizeof qs);
+        sync_to_device(&q);
+        kn_cpu.pinball(loss.h, yhat.h, y.h, q.h, rows, nq);
+        kn_cuda.pinball(loss.d, yhat.d, y.d, q.d, rows, nq);
+        kn_pair_expect(&loss, 1e-6, "pinball loss, many blocks");
+        float a, b;
+        lg_gpu_download(&a, loss.d, sizeof a);
+        kn_cuda.pinball(loss.d, yhat.d, y.d, q.d, rows, nq);
+        lg_gpu_download(&b, loss.d, sizeof b);
+        cr_expect(memcmp(&a, &b, sizeof a) == 0, "the same bits twice: %.9g, %.9g", a, b);
+        kn_pair_free(&yhat);
+        kn_pair_free(&y);
+        kn_pair_free(&q);
+        kn_pair_free(&loss);
+    }
 }
 
 Test(gpu_kernels_nn, fake_quant_per_row_and_per_tensor)
