@@ -7,9 +7,11 @@
  * steps, then --steps timed full training steps (batch to the device, forward, pinball loss,
  * backward, clipping, AdamW, the loss read back): ms/step and steps/s, beside PyTorch eager's
  * figure on an H200 that leakgate should beat. Then the VarMap of --varmap built (host init and
- * upload) and freed --repeat times: seconds for each, and the driver's used bytes after each
- * free and quiesce against the baseline. Every figure is also printed as one "RESULT" line for
- * ci/gpu-check's summary. Exit 0, or 4 when the device or a session fails (message on stderr).
+ * upload) and freed --repeat times: seconds for each, and after each free and quiesce this
+ * process's device bytes (NVML) and the whole GPU's used bytes (cudaMemGetInfo) against the
+ * baseline. Every figure is also printed as one "RESULT" line for ci/gpu-check's summary
+ * (process_delta=-1 where NVML cannot see the process). Exit 0, or 4 when the device or a
+ * session fails (message on stderr).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -74,7 +76,7 @@ static int varmap_bench(struct trk_tracker *trk, const char *preset, int repeat)
     int rc = tft_config_preset(&cfg, preset);
     if (rc) return rc;
     struct trk_snapshot s0;
-    trk_quiesce(trk);
+    if (trk_quiesce(trk) != LG_OK) return lg_errcode();
     trk_snapshot(trk, &s0);
     for (int r = 0; r < repeat && rc == LG_OK; r++) {
         struct tft_model *m = NULL;
@@ -86,20 +88,26 @@ static int varmap_bench(struct trk_tracker *trk, const char *preset, int repeat)
         double t2 = lg_now();
         size_t bytes = m ? vm_bytes(tft_varmap_borrow(m)) : 0;
         if (m) m->vt->free(m);
-        trk_quiesce(trk); /* the frees complete and the pool goes back to the driver */
+        /* the frees complete and the pool goes back to the driver */
+        int q = trk_quiesce(trk);
         double t3 = lg_now();
+        if (!rc) rc = q;
         if (rc) break;
         struct trk_snapshot s;
         trk_snapshot(trk, &s);
-        char b1[32], b2[32];
+        int64_t proc =
+            s.dev_process >= 0 && s0.dev_process >= 0 ? s.dev_process - s0.dev_process : -1;
+        char b1[32], b2[32], b3[32];
         printf("VarMap %s (%s): build %.3f s (host init %.3f s + upload %.3f s), free %.3f s; "
-               "device tagged %+lld B, driver used %s vs baseline\n",
+               "device tagged %+lld B, this process %s, whole GPU %s vs baseline\n",
                preset, lg_fmt_bytes(b1, sizeof b1, (double)bytes), t2 - t0, t1 - t0, t2 - t1,
                t3 - t2, (long long)(s.tagged_device - s0.tagged_device),
+               proc >= 0 ? lg_fmt_bytes(b3, sizeof b3, (double)proc) : "unknown (no NVML)",
                lg_fmt_bytes(b2, sizeof b2, (double)(s.dev_used - s0.dev_used)));
         printf("RESULT varmap preset=%s bytes=%zu build_s=%.4f upload_s=%.4f free_s=%.4f "
-               "driver_delta=%lld\n",
-               preset, bytes, t2 - t0, t2 - t1, t3 - t2, (long long)(s.dev_used - s0.dev_used));
+               "process_delta=%lld driver_delta=%lld\n",
+               preset, bytes, t2 - t0, t2 - t1, t3 - t2, (long long)proc,
+               (long long)(s.dev_used - s0.dev_used));
     }
     return rc;
 }
@@ -135,9 +143,11 @@ int main(int argc, char **argv)
         trk_tracker_free(trk);
         return 4;
     }
-    char name[128];
+    char name[128], src[256];
     trk_cuda_device_name(name, sizeof name);
-    printf("device %s, GEMMs %s\n", name, tf32 ? "TF32" : "FP32");
+    trk_cuda_process_source(src, sizeof src);
+    printf("device %s, GEMMs %s; modules: %s; this process's bytes: %s\n", name,
+           tf32 ? "TF32" : "FP32", trk_cuda_module_loading(), src);
     char list[256];
     lg_strlcpy(list, presets, sizeof list);
     for (char *save = NULL, *p = strtok_r(list, ",", &save); p && !rc;

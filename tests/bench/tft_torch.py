@@ -5,9 +5,15 @@ A benchmark tool, not a dependency of the build or the tests: it needs Debian's 
 (`apt-get install python3-torch`, run with /usr/bin/python3). It builds the preset's model
 with the spec's names and shapes (the parameter count is printed and checked against the
 spec's table), feeds random batches of the preset's shape, and times full training steps
-(forward, pinball loss, backward, global-norm clipping, Adam) with nn.LSTM (fused).
+(forward, pinball loss, backward, global-norm clipping, Adam) with nn.LSTM (fused; cuDNN's on
+a GPU).
 
     /usr/bin/python3 tests/bench/tft_torch.py --preset electricity --steps 10 --threads 2
+    python3 tests/bench/tft_torch.py --device cuda --preset foxhunt-815 --batch 4
+
+On a GPU each timed step ends with torch.cuda.synchronize(), so it counts the device's work,
+not only its launch. The last line is "RESULT torch preset=P device=D batch=B ms_per_step=X"
+for ci/gpu-check's summary.
 """
 import argparse
 import math
@@ -23,7 +29,15 @@ PRESETS = {
              [("dow", 7), ("time", 0)], 27211),
     "electricity": (160, 4, 1, 168, 24, 64, [("id", 370)], ["power_usage"],
                     [("hour", 0), ("day_of_week", 0), ("hours_from_start", 0)], 2453798),
+    "foxhunt-815": (1024, 16, 1, 30, 7, 4,
+                    [("item", 3600), ("store", 54), ("city", 22), ("state", 16), ("type", 5),
+                     ("cluster", 17), ("family", 33), ("class", 337), ("perishable", 0)],
+                    ["unit_sales", "transactions", "oil", "log_sales"],
+                    [("onpromotion", 2), ("day_of_week", 7), ("day_of_month", 31), ("month", 12),
+                     ("national_holiday", 2), ("local_holiday", 2), ("days_from_start", 0),
+                     ("oil_known", 0)], 213659796),
 }
+MAX_NORM = {"tiny": 1.0, "electricity": 0.01, "foxhunt-815": 1.0}  # spec/TFT.md's presets
 
 
 class GLU(nn.Module):
@@ -147,9 +161,8 @@ class TFT(nn.Module):
         return self.out(self.pre_out(psi, phi_t[:, Te:]))
 
 
-def pinball(yhat, y, qs):
+def pinball(yhat, y, q):
     e = y.unsqueeze(-1) - yhat
-    q = torch.tensor(qs)
     return (torch.maximum(q * e, (q - 1) * e)).sum(-1).mean()
 
 
@@ -159,13 +172,20 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=0, help="batch size (default: the preset's)")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     a = ap.parse_args()
+    if a.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("tft_torch.py: --device cuda, but torch sees no CUDA device")
+    dev = torch.device(a.device)
     torch.manual_seed(0)
     torch.set_num_threads(a.threads)
     H, heads, L, Te, Td, B, static, observed, known, want = PRESETS[a.preset]
-    m = TFT(H, heads, L, Te, Td, static, observed, known)
+    B = a.batch or B
+    m = TFT(H, heads, L, Te, Td, static, observed, known).to(dev)
     n = sum(p.numel() for p in m.parameters())
-    print(f"torch {torch.__version__}, {a.threads} thread(s), preset {a.preset}: {n} parameters "
+    where = torch.cuda.get_device_name(dev) if a.device == "cuda" else f"{a.threads} thread(s)"
+    print(f"torch {torch.__version__} on {where}, preset {a.preset}: {n} parameters "
           f"(spec {want}{'' if n == want else ' MISMATCH'})")
     T = Te + Td
     inp = {}
@@ -175,21 +195,27 @@ def main():
         inp[o] = torch.randn(B, Te)
     for name, card in known:
         inp[name] = torch.randint(card, (B, T)) if card else torch.randn(B, T)
-    y = torch.randn(B, Td)
+    inp = {k: v.to(dev) for k, v in inp.items()}
+    y = torch.randn(B, Td).to(dev)
+    q = torch.tensor([0.1, 0.5, 0.9], device=dev)
     opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+    sync = torch.cuda.synchronize if a.device == "cuda" else (lambda: None)
     times = []
     for step in range(a.warmup + a.steps):
+        sync()
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=False)
-        loss = pinball(m(inp), y, [0.1, 0.5, 0.9])
+        loss = pinball(m(inp), y, q)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(m.parameters(), 0.01)
+        torch.nn.utils.clip_grad_norm_(m.parameters(), MAX_NORM[a.preset])
         opt.step()
+        sync()
         if step >= a.warmup:
             times.append(time.perf_counter() - t0)
     times.sort()
     med = times[len(times) // 2]
     print(f"median {med * 1e3:.1f} ms/step, {B / med:.1f} samples/s over {a.steps} steps (batch {B})")
+    print(f"RESULT torch preset={a.preset} device={a.device} batch={B} ms_per_step={med * 1e3:.3f}")
 
 
 if __name__ == "__main__":
