@@ -56,6 +56,7 @@ static struct {
     lg_nvml_detail_fn nvml_detail;
     lg_nvml_procs_fn nvml_procs;
     size_t nvml_stride; /* bytes per record of the query in use */
+    bool nvml_only;     /* the last figure was the only compute process's (pid not matched) */
     const char *nvml_query;
     char nvml_why[200];                                             /* why -1, or "" */
     unsigned char nvml_buf[LG_NVML_MAX_PROCS * LG_NVML_RECORD_MAX]; /* no allocation per query */
@@ -190,10 +191,22 @@ static int64_t nvml_process_bytes(void)
             return -1;
         }
         g.nvml_why[0] = '\0';
+        g.nvml_only = false;
         return (int64_t)r.used;
     }
+    /* Not found by pid: NVML reports the PIDs of the kernel's outermost namespace, a container
+     * sees its own. This process holds a context on the device, so NVML lists it: when NVML
+     * lists exactly one compute process, that one is this. */
+    unsigned long long only = LG_NVML_NOT_AVAILABLE;
+    if (n == 1) memcpy(&only, g.nvml_buf + 8, sizeof only);
+    if (only != LG_NVML_NOT_AVAILABLE) {
+        g.nvml_only = true;
+        g.nvml_why[0] = '\0';
+        return (int64_t)only;
+    }
     snprintf(g.nvml_why, sizeof g.nvml_why,
-             "%s lists %u compute process(es), not this one (pid %u): a PID namespace hides it",
+             "%s lists %u compute process(es), none with this pid (%u): a PID namespace hides "
+             "which one is this",
              g.nvml_query, n, me);
     return -1;
 }
@@ -431,7 +444,10 @@ bool trk_cuda_process_source(char *buf, size_t size)
         return false;
     }
     if (nvml_process_bytes() >= 0) {
-        snprintf(buf, size, "NVML %s (this process's own device memory)", g.nvml_query);
+        snprintf(buf, size, "NVML %s (this process's own device memory%s)", g.nvml_query,
+                 g.nvml_only ? "; matched as the device's only compute process: a PID namespace "
+                               "hides its pid"
+                             : "");
         return true;
     }
     snprintf(buf, size, "unavailable: %s", g.nvml_why[0] ? g.nvml_why : "NVML not opened");

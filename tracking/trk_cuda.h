@@ -19,8 +19,9 @@
  *   1. the tracker's tagged ledger (exact: every trk_dev_alloc by tag and session);
  *   2. the driver: NVML's figure for this process alone (dev_process: its context, modules,
  *      pools and allocations; libnvidia-ml.so.1 is dlopen'd, the query picked by what the
- *      driver has; -1 where NVML is absent or does not list this process, as in PID-namespaced
- *      containers: trk_cuda_process_source says which) — the figure a verdict should rest on;
+ *      driver has; found by pid, or — where a PID namespace hides the pid — as the device's
+ *      only compute process; -1 where NVML is absent, or lists several processes none with
+ *      this pid: trk_cuda_process_source says which) — the figure a verdict should rest on;
  *      and used = total − free from cudaMemGetInfo (dev_used), which covers the WHOLE GPU:
  *      other processes on it move it too, so it is a separate, optional view;
  *   3. optionally (LG_CUPTI=1 or .capture), CUPTI's memory activity records: every device
@@ -86,8 +87,9 @@ int trk_cuda_device_name(char *buf, size_t size);
  * returned by the next quiesce); -1 where unknown. */
 void trk_cuda_usage(int64_t *used, int64_t *total, int64_t *process);
 /* What dev_process rests on, into buf: true with "NVML <query> (this process's own device
- * memory)" when NVML reports this process now; false with "unavailable: <why>" (no NVML, the
- * process hidden by a PID namespace, no device attached). Queries NVML once. */
+ * memory)" when NVML reports this process now (", matched as the device's only compute
+ * process" where its pid is hidden); false with "unavailable: <why>" (no NVML, several
+ * processes and none with this pid, no device attached). Queries NVML once. */
 bool trk_cuda_process_source(char *buf, size_t size);
 /* How the driver loads modules in this process: "eager (set by leakgate)", "eager
  * (CUDA_MODULE_LOADING)", "lazy (CUDA_MODULE_LOADING)", "lazy (CUDA was initialised before
