@@ -3,7 +3,8 @@
  *
  * Symbolisation: dladdr gives the module and the nearest exported symbol; when binutils'
  * addr2line is on the PATH, it turns each frame into "function at file:line" (the module
- * must be built with debug info; leakgate builds RelWithDebInfo).
+ * must be built with debug info; leakgate builds RelWithDebInfo). With raw_stacks the text is
+ * the return addresses, for a process that reads this one's maps (leakgate exec's parent).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -247,6 +248,16 @@ static char *frames_text(void **frames, int n)
     return b.p;
 }
 
+/* The return addresses, one "0x..." a line, for another process to symbolise. */
+static char *frames_raw(void **frames, int n)
+{
+    char *s = malloc((size_t)n * 20 + 1), *p = s;
+    if (!s) return NULL;
+    for (int i = 0; i < n; i++) p += sprintf(p, "0x%lx\n", (unsigned long)(uintptr_t)frames[i]);
+    *p = '\0';
+    return s;
+}
+
 char *trk_stack_text(struct trk_tracker *trk, uint32_t id)
 {
     if (id == 0) return NULL;
@@ -255,7 +266,9 @@ char *trk_stack_text(struct trk_tracker *trk, uint32_t id)
     int ok = id < trk->stacks.n;
     if (ok) copy = trk->stacks.v[id];
     pthread_mutex_unlock(&trk->stacks.mu);
-    return ok ? frames_text(copy.frames, copy.depth) : NULL;
+    if (!ok) return NULL;
+    return trk->opt.raw_stacks ? frames_raw(copy.frames, copy.depth)
+                               : frames_text(copy.frames, copy.depth);
 }
 
 __attribute__((noinline)) char *trk_stack_here(int skip, int depth)

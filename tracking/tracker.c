@@ -278,29 +278,38 @@ TRK_ENTRY static void invalid_free(struct trk_tracker *trk, uintptr_t p, uint32_
 
 /* ---- host allocations ---------------------------------------------------------------------- */
 
-/* Records a new allocation; the stack (when on) starts at the first frame outside the
- * tracker's section (TRK_ENTRY). */
-TRK_ENTRY static void *track_new(struct trk_tracker *trk, void *p, size_t size, const char *tag,
-                                 uint32_t space)
+/* Records a new allocation in the ledger; the stack (when on) starts at the first frame outside
+ * the tracker's section (TRK_ENTRY). LG_ENOMEM (message set) when the ledger cannot grow; p is
+ * left alone. */
+TRK_ENTRY static int record_new(struct trk_tracker *trk, void *p, size_t size, const char *tag,
+                                uint32_t space)
 {
     uint32_t id = trk_tag_intern(trk, tag);
     struct trk_rec rec = {.ptr = (uintptr_t)p, .size = size, .tag = id,
                           .gen = atomic_load_explicit(&trk->gen, memory_order_relaxed),
                           .space = space};
-    if (id == UINT32_MAX) goto nomem;
-    if (trk->opt.stacks) rec.stack = trk_stack_capture(trk);
-    trk_spin_lock(&trk->led.lock);
-    int rc = ledger_insert_locked(trk, &rec);
-    if (rc == LG_OK) count_alloc_locked(trk, id, space, (int64_t)size);
-    trk_spin_unlock(&trk->led.lock);
-    if (rc != LG_OK) goto nomem;
-    return p;
-nomem:
+    int rc = LG_ENOMEM;
+    if (id != UINT32_MAX) {
+        if (trk->opt.stacks) rec.stack = trk_stack_capture(trk);
+        trk_spin_lock(&trk->led.lock);
+        rc = ledger_insert_locked(trk, &rec);
+        if (rc == LG_OK) count_alloc_locked(trk, id, space, (int64_t)size);
+        trk_spin_unlock(&trk->led.lock);
+    }
+    if (rc != LG_OK)
+        lg_fail(LG_ENOMEM, "tracker: no memory for the ledger entry of %s", tag ? tag : "untagged");
+    return rc;
+}
+
+/* Records a new allocation the tracker made; frees it again when it cannot be recorded. */
+TRK_ENTRY static void *track_new(struct trk_tracker *trk, void *p, size_t size, const char *tag,
+                                 uint32_t space)
+{
+    if (record_new(trk, p, size, tag, space) == LG_OK) return p;
     if (space == TRK_HOST)
         raw_free(trk, p);
     else
         trk->dev.free(trk->dev.ctx, p);
-    lg_fail(LG_ENOMEM, "tracker: no memory for the ledger entry of %s", tag ? tag : "untagged");
     return NULL;
 }
 
@@ -325,6 +334,31 @@ TRK_ENTRY static void *alloc_impl(struct trk_tracker *trk, size_t size,
 TRK_ENTRY void *trk_alloc(struct trk_tracker *trk, size_t size, const char *tag)
 {
     return alloc_impl(trk, size, tag);
+}
+
+TRK_ENTRY void *trk_alloc_aligned(struct trk_tracker *trk, size_t size, size_t align,
+                                  const char *tag)
+{
+    LG_ASSERT(align && (align & (align - 1)) == 0 && "alignment must be a power of two");
+    if (align <= TRK_ALIGN) return alloc_impl(trk, size, tag);
+#ifdef LG_HAVE_JEMALLOC
+    void *p = mallocx(size ? size : 1, (trk->mallocx_flags & ~0x3f) | MALLOCX_ALIGN(align));
+#else
+    void *p = NULL;
+    if (posix_memalign(&p, align, size ? size : 1) != 0) p = NULL;
+#endif
+    if (!p) {
+        char b[32];
+        lg_fail(LG_ENOMEM, "out of host memory allocating %s for %s",
+                lg_fmt_bytes(b, sizeof b, (double)size), tag ? tag : "untagged");
+        return NULL;
+    }
+#ifdef LG_NO_TRACKING
+    (void)tag;
+    return p;
+#else
+    return track_new(trk, p, size, tag, TRK_HOST);
+#endif
 }
 
 TRK_ENTRY void *trk_calloc(struct trk_tracker *trk, size_t size, const char *tag)
@@ -359,6 +393,15 @@ TRK_ENTRY void trk_free(struct trk_tracker *trk, void *p)
     remember_freed(trk, &rec);
     raw_free(trk, p);
 #endif
+}
+
+TRK_ENTRY bool trk_free_if_owned(struct trk_tracker *trk, void *p)
+{
+    struct trk_rec rec;
+    if (!p || !ledger_remove(trk, (uintptr_t)p, TRK_HOST, &rec)) return false;
+    remember_freed(trk, &rec);
+    raw_free(trk, p);
+    return true;
 }
 
 size_t trk_size_of(struct trk_tracker *trk, const void *p)
@@ -418,6 +461,20 @@ TRK_ENTRY void trk_dev_free(struct trk_tracker *trk, void *p)
     }
     remember_freed(trk, &rec);
     trk->dev.free(trk->dev.ctx, p);
+}
+
+TRK_ENTRY int trk_dev_adopt(struct trk_tracker *trk, void *p, size_t size, const char *tag)
+{
+    LG_ASSERT(p && "trk_dev_adopt needs a device pointer");
+    return record_new(trk, p, size, tag, TRK_DEVICE);
+}
+
+bool trk_dev_forget(struct trk_tracker *trk, void *p)
+{
+    struct trk_rec rec;
+    if (!p || !ledger_remove(trk, (uintptr_t)p, TRK_DEVICE, &rec)) return false;
+    remember_freed(trk, &rec);
+    return true;
 }
 
 /* ---- errors ------------------------------------------------------------------------------- */

@@ -43,6 +43,8 @@ struct trk_options {
     bool stacks;      /* capture a call stack per allocation and per retain (costly) */
     int stack_depth;  /* frames to keep; 0 means 16 */
     bool no_arena;    /* use jemalloc's default arenas instead of a dedicated one */
+    bool raw_stacks;  /* stack texts are return addresses ("0x7f3a2b1c4d5e", one a line), to be
+                         symbolised by another process (leakgate exec's parent) */
 };
 
 /* Creates a tracker; *out is freed with trk_tracker_free. */
@@ -71,6 +73,18 @@ size_t trk_size_of(struct trk_tracker *trk, const void *p);
 /* Copies the tag of a live allocation into buf; returns false when p is unknown. */
 bool trk_tag_of(struct trk_tracker *trk, const void *p, char *buf, size_t size);
 
+/* For a malloc interposer that sees every free of the process (leakgate's exec agent): frees p
+ * and returns true when p is a live host allocation of trk; returns false, recording nothing,
+ * when it is not (the caller then hands p to its own allocator). */
+bool trk_free_if_owned(struct trk_tracker *trk, void *p);
+/* As trk_alloc with a larger alignment (a power of two; at least 64 is used). */
+void *trk_alloc_aligned(struct trk_tracker *trk, size_t size, size_t align, const char *tag);
+
+/* Functions of a wrapper that calls the tracker's allocation functions for its caller (a malloc
+ * interposer) may be put in the tracker's text section, so that captured stacks start at the
+ * wrapper's caller: `TRK_WRAPPER void *malloc(size_t n) { ... }`. */
+#define TRK_WRAPPER __attribute__((noinline, section("lg_trk_text")))
+
 /* ---- device allocations (through a backend; see trk_cuda.h) --------------------- */
 
 struct trk_device_backend {
@@ -91,6 +105,13 @@ bool trk_has_device(const struct trk_tracker *trk);
 /* Device memory tagged like host memory; NULL + LG_EUNAVAIL when no backend. */
 void *trk_dev_alloc(struct trk_tracker *trk, size_t size, const char *tag);
 void trk_dev_free(struct trk_tracker *trk, void *p);
+/* Records a device allocation made by someone else (an interposed cudaMalloc) as tagged device
+ * memory born in the current generation; the tracker never frees it (no backend needed).
+ * LG_ENOMEM when the ledger cannot grow. */
+int trk_dev_adopt(struct trk_tracker *trk, void *p, size_t size, const char *tag);
+/* Removes an adopted (or backend) device allocation from the ledger without freeing it; false,
+ * recording nothing, when p is not a live device allocation of trk. */
+bool trk_dev_forget(struct trk_tracker *trk, void *p);
 
 /* ---- per-tag accounting --------------------------------------------------------- */
 

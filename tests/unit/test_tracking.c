@@ -1,6 +1,7 @@
 /* test_tracking.c — the instrumented allocator: accounting, sessions, stacks, the reference
  * ledger, snapshots, threads, invalid frees, and a device backend. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +249,67 @@ Test(tracking, invalid_and_double_frees_are_reported_not_crashes,
     cr_assert_not_null(e[1].stack, "errors carry a stack");
     cr_assert_not_null(strstr(e[1].stack, "invalid_and_double_frees"), "%s", e[1].stack);
     trk_errors_free(e, n);
+}
+
+/* What a malloc interposer (leakgate exec's agent) needs: free-if-owned, larger alignments, and
+ * device allocations made by someone else, recorded and forgotten without a backend. */
+Test(tracking, interposer_helpers_own_only_their_own)
+{
+    void *p = trk_alloc(T, 1000, "act/x");
+    void *q = trk_alloc_aligned(T, 3000, 4096, "act/aligned");
+    cr_assert_not_null(q);
+    cr_expect_eq((uintptr_t)q % 4096, 0, "4 KiB aligned");
+    cr_expect_eq(trk_size_of(T, q), 3000);
+    void *plain = malloc(64);
+    cr_expect_not(trk_free_if_owned(T, plain), "a pointer the tracker never made is not its own");
+    cr_expect_not(trk_free_if_owned(T, NULL));
+    free(plain);
+    cr_expect(trk_free_if_owned(T, p));
+    cr_expect_not(trk_free_if_owned(T, p), "once freed, no longer owned");
+    cr_expect(trk_free_if_owned(T, q));
+    cr_expect_eq(trk_error_count(T), 0, "free-if-owned records no invalid free");
+
+    int dev_buf;
+    trk_session_begin(T);
+    cr_assert_eq(trk_dev_adopt(T, &dev_buf, 1 << 20, "cuda/cudaMalloc"), LG_OK);
+    struct trk_totals dev;
+    trk_totals(T, TRK_DEVICE, &dev);
+    cr_expect_eq(dev.live_bytes, 1 << 20);
+    struct trk_leaks *lk = NULL;
+    cr_expect_eq(trk_leaks_of(T, trk_generation(T), &lk), LG_OK);
+    cr_assert_eq(lk->n_groups, 1);
+    cr_expect_str_eq(lk->groups[0].tag, "cuda/cudaMalloc");
+    cr_expect_eq(lk->groups[0].space, TRK_DEVICE);
+    trk_leaks_free(lk);
+    cr_expect_not(trk_free_if_owned(T, &dev_buf), "device records are not host memory");
+    cr_expect(trk_dev_forget(T, &dev_buf));
+    cr_expect_not(trk_dev_forget(T, &dev_buf));
+    trk_totals(T, TRK_DEVICE, &dev);
+    cr_expect_eq(dev.live_bytes, 0, "forgotten: no longer counted");
+    cr_expect_eq(trk_session_end(T, NULL), LG_OK);
+}
+
+Test(tracking, raw_stacks_are_return_addresses)
+{
+    struct trk_tracker *raw = NULL;
+    cr_assert_eq(trk_tracker_new(&raw, &(struct trk_options){.stacks = true, .raw_stacks = true}),
+                 LG_OK);
+    trk_session_begin(raw);
+    void *p = trk_alloc(raw, 64, "grad/raw");
+    struct trk_leaks *lk = NULL;
+    cr_expect_eq(trk_session_end(raw, &lk), LG_EBUSY);
+    cr_assert(lk && lk->n_groups == 1 && lk->groups[0].n_stacks == 1);
+    const char *text = lk->groups[0].stacks[0];
+    cr_expect_eq(strncmp(text, "0x", 2), 0, "%s", text);
+    unsigned long pc = strtoul(text, NULL, 16);
+    Dl_info info;
+    cr_expect(dladdr((void *)(pc - 1), &info) && info.dli_sname &&
+                  strstr(info.dli_sname, "raw_stacks_are_return_addresses"),
+              "the first address is in the allocating function (%s)",
+              info.dli_sname ? info.dli_sname : "?");
+    trk_leaks_free(lk);
+    trk_free(raw, p);
+    cr_expect_eq(trk_tracker_free(raw), 0);
 }
 
 Test(tracking, snapshot_views_move_with_the_right_allocations)
