@@ -1,0 +1,79 @@
+/* api.c — libleakgate.so, the library a program links for leakgate.h. Outside `leakgate exec`
+ * every function is a test of one pointer and a return; under exec the agent's table
+ * (lga_ops.h) is there and each call goes to it. This library holds no allocator, no state and
+ * no dependency beyond libc: linking it changes nothing in how the program runs. */
+#include "leakgate.h"
+#include "lga_ops.h"
+
+/* Resolved by the dynamic linker: the agent's table when the agent is loaded, else NULL. */
+extern const struct lga_ops lga_agent_ops __attribute__((weak));
+
+/* The agent's table when it serves this API version, else NULL. */
+static inline const struct lga_ops *ops(void)
+{
+    const struct lga_ops *o = &lga_agent_ops;
+    if (__builtin_expect(o == NULL, 1)) return NULL;
+    return o->version == LEAKGATE_API_VERSION ? o : NULL;
+}
+
+int leakgate_api_version(void)
+{
+    return LEAKGATE_API_VERSION;
+}
+
+int leakgate_active(void)
+{
+    const struct lga_ops *o = ops();
+    return o ? o->active() : 0;
+}
+
+int leakgate_session_begin(void)
+{
+    const struct lga_ops *o = ops();
+    return o ? o->session_begin() : LEAKGATE_OK;
+}
+
+int leakgate_session_end(void)
+{
+    const struct lga_ops *o = ops();
+    return o ? o->session_end() : LEAKGATE_OK;
+}
+
+int leakgate_tag_push(const char *name)
+{
+    const struct lga_ops *o = ops();
+    return o ? o->tag_push(name) : LEAKGATE_OK;
+}
+
+int leakgate_tag_pop(void)
+{
+    const struct lga_ops *o = ops();
+    return o ? o->tag_pop() : LEAKGATE_OK;
+}
+
+int leakgate_track(const void *obj, const char *kind, const char *name, const void *holder,
+                   const char *file, int line, const char *func)
+{
+    const struct lga_ops *o = ops();
+    return o ? o->track(obj, kind, name, holder, file, line, func) : LEAKGATE_OK;
+}
+
+int leakgate_retain(const void *obj, const void *holder, const char *file, int line,
+                    const char *func)
+{
+    const struct lga_ops *o = ops();
+    return o ? o->retain(obj, holder, file, line, func) : LEAKGATE_OK;
+}
+
+int leakgate_release(const void *obj, const void *holder, const char *file, int line,
+                     const char *func)
+{
+    const struct lga_ops *o = ops();
+    return o ? o->release(obj, holder, file, line, func) : LEAKGATE_OK;
+}
+
+int leakgate_untrack(const void *obj, const char *file, int line, const char *func)
+{
+    const struct lga_ops *o = ops();
+    return o ? o->untrack(obj, file, line, func) : LEAKGATE_OK;
+}

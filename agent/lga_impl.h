@@ -1,0 +1,99 @@
+/* lga_impl.h — the agent's private parts (libleakgate-agent.so, preloaded by leakgate exec).
+ *
+ * The agent lives inside the user's program. It is active only in the process leakgate exec
+ * started (LEAKGATE_AGENT_PID names it; children and grandchildren, forked or exec'd, find
+ * another pid and stay inert), and only once the parent answered its HELLO. Until then, and in
+ * every inert process, the allocator wrappers go straight to jemalloc.
+ *
+ * Threads: a thread-local depth `in_agent` marks the agent's own work (the tracker, session
+ * ends, encoding): allocations made there are never tagged and never re-enter the tracker.
+ */
+#ifndef LGA_IMPL_H
+#define LGA_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "tracking.h"
+
+#define LGA_TLS           __attribute__((tls_model("initial-exec")))
+#define LGA_MAX_TAG_DEPTH 32
+
+enum lga_state {
+    LGA_OFF = 0,   /* not (yet) connected: plain jemalloc */
+    LGA_ON = 1,    /* connected: tag scopes, sessions */
+    LGA_INERT = 2, /* a child, or the parent went away: plain jemalloc, API no-ops */
+};
+
+struct lga_agent {
+    _Atomic int state;
+    int fd; /* the socket to leakgate exec */
+    pid_t pid;
+    struct trk_tracker *trk;
+    uint32_t cfg_flags; /* LGA_CFG_* from the parent */
+    char prof_dir[512]; /* where heap profiles are dumped */
+    bool prof_available, prof_armed;
+    pthread_mutex_t mu; /* sessions and the socket */
+    bool session_open;
+    int sessions; /* sessions ended in this process image */
+    double session_t0;
+    _Atomic uint32_t used;       /* LGA_USED_* seen so far */
+    _Atomic int64_t tagged_live; /* live tagged host allocations: free() skips the ledger at 0 */
+    bool marker;                 /* sessions end at output lines (--session-marker) */
+    bool has_begin;              /* begin_snap holds the open session's begin (LGA_CFG_BASELINE) */
+    struct trk_snapshot begin_snap;
+};
+extern struct lga_agent lga;
+
+struct lga_thread {
+    int in_agent; /* > 0 inside the agent's own work */
+    int depth;    /* open tag scopes */
+    char tags[LGA_MAX_TAG_DEPTH][LG_MAX_NAME];
+};
+extern __thread struct lga_thread lga_tl LGA_TLS;
+
+static inline bool lga_on(void)
+{
+    return atomic_load_explicit(&lga.state, memory_order_relaxed) == LGA_ON;
+}
+/* The tag this thread's next allocation gets, or NULL (no scope, or the agent's own work). */
+static inline const char *lga_current_tag(void)
+{
+    if (__builtin_expect(lga_tl.depth == 0, 1) || lga_tl.in_agent || !lga_on()) return NULL;
+    int d = lga_tl.depth < LGA_MAX_TAG_DEPTH ? lga_tl.depth : LGA_MAX_TAG_DEPTH;
+    return lga_tl.tags[d - 1];
+}
+static inline void lga_use(uint32_t what)
+{
+    if (!(atomic_load_explicit(&lga.used, memory_order_relaxed) & what))
+        atomic_fetch_or(&lga.used, what);
+}
+
+/* lga_init.c */
+/* Writes a line to the real stderr (no stdio, no allocation): "leakgate agent: ...". */
+void lga_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Marks the agent inert (the parent went away, or this is a child). */
+void lga_go_inert(void);
+
+/* lga_session.c: the API behind lga_agent_ops, and the session end shared with the marker. */
+int lga_session_begin(void);
+/* Ends the open session (quiesce, snapshot, report, wait for the parent). `marker` is the
+ * output line that ended it, or NULL for an API call. */
+int lga_session_end(const char *marker);
+
+/* lga_marker.c */
+int lga_marker_init(const char *regex); /* LG_OK, or LG_EINVAL with a message */
+
+/* lga_cuda.c: device allocations made through the interposed runtime and driver calls. */
+struct lga_device_view {
+    int64_t live;        /* bytes live through the interposed calls; -1 before any */
+    int64_t used, total; /* the driver's used and total bytes; -1 when it cannot be read */
+};
+/* Waits for the device and trims the stream-ordered pool, when the program used the device. */
+void lga_cuda_quiesce(void);
+void lga_cuda_view(struct lga_device_view *v);
+
+#endif

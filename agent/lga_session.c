@@ -1,0 +1,316 @@
+/* lga_session.c — the API behind leakgate.h under exec (the table libleakgate.so calls), and
+ * the end of a session, which the API and the output marker share.
+ *
+ * A session end runs in the thread that asked for it, under the agent's lock: the same
+ * measurement `leakgate run` makes (the tracker's quiesce — tcache flush, purge of every arena
+ * — the device's, then one snapshot of every view), then the generation's leak report, a heap
+ * profile when profiling is armed, the SESSION message, and the parent's REPLY. Only then does
+ * the thread return to the program: the program does not run ahead of its measurement.
+ * Everything the end allocates comes after the snapshot and is freed before it returns.
+ */
+#define _GNU_SOURCE
+#include <jemalloc/jemalloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "leakgate.h"
+#include "lga_impl.h"
+#include "lga_ops.h"
+#include "lga_wire.h"
+
+/* ---- sessions ----------------------------------------------------------------------------- */
+
+/* Quiesces (the tracker's: tcache flush, purge of every arena; the device's) and snapshots
+ * every view, the device's from the interposed calls. Allocates nothing. */
+static void measure(struct trk_snapshot *snap)
+{
+    trk_quiesce(lga.trk);
+    lga_cuda_quiesce();
+    trk_snapshot(lga.trk, snap);
+    struct lga_device_view dv;
+    lga_cuda_view(&dv);
+    snap->dev_used = dv.used;
+    snap->dev_total = dv.total;
+    snap->dev_process = dv.live;
+}
+
+/* Starts a generation; the caller holds lga.mu. */
+static void begin_locked(void)
+{
+    if (lga.cfg_flags & LGA_CFG_BASELINE) { /* the baseline of a run without warm-up */
+        lga.cfg_flags &= ~LGA_CFG_BASELINE;
+        measure(&lga.begin_snap);
+        lga.has_begin = true;
+    }
+    trk_reset_peaks(lga.trk);
+    trk_session_begin(lga.trk);
+    lga.session_open = true;
+    lga.session_t0 = lg_now();
+}
+
+int lga_session_begin(void)
+{
+    if (!lga_on()) return LEAKGATE_OK;
+    lga_tl.in_agent++;
+    pthread_mutex_lock(&lga.mu);
+    int rc = LEAKGATE_ESESSION;
+    if (!lga.session_open) {
+        begin_locked();
+        rc = LEAKGATE_OK;
+    }
+    pthread_mutex_unlock(&lga.mu);
+    lga_tl.in_agent--;
+    return rc;
+}
+
+static void put_snapshot(struct lga_enc *e, const struct trk_snapshot *s)
+{
+    lga_put_f64(e, s->t);
+    lga_put_u32(e, s->generation);
+    const int64_t v[] = {s->tagged_host,     s->tagged_host_count,
+                         s->tagged_device,   s->tagged_device_count,
+                         s->je_allocated,    s->je_active,
+                         s->je_resident,     s->je_mapped,
+                         s->je_retained,     s->je_metadata,
+                         s->arena_allocated, s->arena_active,
+                         s->arena_dirty,     s->rss,
+                         s->rss_anon,        s->rss_file,
+                         s->lazyfree,        s->dev_used,
+                         s->dev_total,       s->dev_process,
+                         s->tracker_overhead};
+    lga_put_u32(e, (uint32_t)LG_ARRAY_LEN(v));
+    for (size_t i = 0; i < LG_ARRAY_LEN(v); i++)
+        lga_put_i64(e, v[i]);
+}
+
+static void put_leaks(struct lga_enc *e, const struct trk_leaks *lk)
+{
+    lga_put_i64(e, lk ? lk->host_bytes : 0);
+    lga_put_i64(e, lk ? lk->device_bytes : 0);
+    lga_put_u32(e, lk ? (uint32_t)lk->n_groups : 0);
+    for (size_t i = 0; lk && i < lk->n_groups; i++) {
+        const struct trk_leak_group *g = &lk->groups[i];
+        lga_put_str(e, g->tag);
+        lga_put_u32(e, (uint32_t)g->space);
+        lga_put_i64(e, g->bytes);
+        lga_put_i64(e, g->count);
+        lga_put_u32(e, (uint32_t)g->n_stacks);
+        for (int k = 0; k < g->n_stacks; k++) {
+            lga_put_i64(e, g->stack_counts[k]);
+            lga_put_str(e, g->stacks[k]);
+        }
+    }
+    lga_put_u32(e, lk ? (uint32_t)lk->n_refs : 0);
+    for (size_t i = 0; lk && i < lk->n_refs; i++) {
+        const struct trk_ref_leak *r = &lk->refs[i];
+        lga_put_str(e, r->kind);
+        lga_put_str(e, r->name);
+        lga_put_u32(e, (uint32_t)r->refs);
+        lga_put_u32(e, (uint32_t)r->n_retains);
+        for (int k = 0; k < r->n_retains; k++) {
+            lga_put_str(e, r->retains[k].site);
+            lga_put_u32(e, r->retains[k].generation);
+            lga_put_str(e, r->retains[k].stack);
+        }
+    }
+}
+
+/* Dumps a heap profile into the parent's directory; path receives it ("" when not armed or
+ * when the dump failed). */
+static void dump_profile(char *path, size_t size)
+{
+    path[0] = '\0';
+    if (!lga.prof_armed) return;
+    if (lg_snprintf(path, size, "%s/%d.%d.heap", lga.prof_dir, (int)lga.pid, lga.sessions)) {
+        path[0] = '\0';
+        return;
+    }
+    const char *p = path;
+    if (mallctl("prof.dump", NULL, NULL, &p, sizeof p) != 0) {
+        lga_say("heap profile %s could not be written", path);
+        path[0] = '\0';
+    }
+}
+
+/* Applies the parent's REPLY: heap profiling armed or not from the next session on. */
+static void apply_reply(uint32_t flags)
+{
+    bool want = (flags & LGA_CFG_PROF_ARMED) && lga.prof_available;
+    if (want == lga.prof_armed) return;
+    if (mallctl("prof.active", NULL, NULL, &want, sizeof want) == 0) lga.prof_armed = want;
+}
+
+/* Sends the SESSION message and waits for the REPLY; the caller holds lga.mu. */
+static int report_locked(const struct trk_snapshot *snap, const struct trk_totals *peak_host,
+                         const struct trk_totals *peak_dev, const struct trk_leaks *lk,
+                         const char *dump, const char *marker, double duration)
+{
+    struct lga_enc e;
+    lga_enc_init(&e, LGA_SESSION);
+    lga_put_u32(&e, (uint32_t)lga.sessions);
+    lga_put_f64(&e, duration);
+    lga_put_u32(&e, atomic_load(&lga.used));
+    put_snapshot(&e, snap);
+    lga_put_i64(&e, peak_host->peak_bytes);
+    lga_put_i64(&e, peak_dev->peak_bytes);
+    put_leaks(&e, lk);
+    lga_put_str(&e, dump);
+    lga_put_str(&e, marker ? marker : "");
+    lga_put_u32(&e, lga.has_begin ? 1u : 0u);
+    if (lga.has_begin) put_snapshot(&e, &lga.begin_snap);
+    lga.has_begin = false;
+    int rc = lga_enc_finish(&e) ? lga_send(lga.fd, e.p, e.n) : LG_ENOMEM;
+    lga_enc_fini(&e);
+    if (rc != LG_OK) return rc;
+    uint32_t type = 0;
+    unsigned char *payload = NULL;
+    size_t n = 0;
+    do
+        rc = lga_recv(lga.fd, &type, &payload, &n);
+    while (rc == LG_EINTR);
+    if (rc != LG_OK) return rc;
+    struct lga_dec d = {.p = payload, .n = n};
+    uint32_t flags = lga_get_u32(&d);
+    bool bad = d.bad || type != LGA_REPLY;
+    free(payload);
+    if (bad) return LG_EFORMAT;
+    apply_reply(flags);
+    return LG_OK;
+}
+
+int lga_session_end(const char *marker)
+{
+    if (!lga_on()) return LEAKGATE_OK;
+    lga_tl.in_agent++;
+    pthread_mutex_lock(&lga.mu);
+    int rc = LEAKGATE_ESESSION;
+    if (!lga.session_open) goto out;
+    struct trk_totals host, dev;
+    trk_totals(lga.trk, TRK_HOST, &host);
+    trk_totals(lga.trk, TRK_DEVICE, &dev);
+    double duration = lg_now() - lga.session_t0;
+
+    /* measure before the agent allocates anything for the report */
+    struct trk_snapshot snap;
+    measure(&snap);
+
+    struct trk_leaks *lk = NULL;
+    trk_session_end(lga.trk, &lk); /* LG_EBUSY (something left) is a finding, not a failure */
+    char dump[600];
+    dump_profile(dump, sizeof dump);
+    int wrc = report_locked(&snap, &host, &dev, lk, dump, marker, duration);
+    trk_leaks_free(lk);
+    lga.session_open = false;
+    lga.sessions++;
+    if (wrc != LG_OK) {
+        lga_say("leakgate is gone (%s); the program goes on unmeasured", lg_status_name(wrc));
+        lga_go_inert();
+        rc = LEAKGATE_ELOST;
+        goto out;
+    }
+    rc = LEAKGATE_OK;
+    if (lga.marker) begin_locked(); /* output lines mark sessions back to back */
+out:
+    pthread_mutex_unlock(&lga.mu);
+    lga_tl.in_agent--;
+    return rc;
+}
+
+/* ---- the API table ----------------------------------------------------------------------------
+ */
+
+static int api_active(void)
+{
+    return lga_on();
+}
+
+/* In marker mode the output lines mark sessions; the API's session calls do nothing. */
+static int api_session_begin(void)
+{
+    return lga.marker ? LEAKGATE_OK : lga_session_begin();
+}
+static int api_session_end(void)
+{
+    return lga.marker ? LEAKGATE_OK : lga_session_end(NULL);
+}
+
+static int api_tag_push(const char *name)
+{
+    if (!name) return LEAKGATE_EINVAL;
+    if (!lga_on()) return LEAKGATE_OK;
+    int d = lga_tl.depth++;
+    if (d < LGA_MAX_TAG_DEPTH) lg_strlcpy(lga_tl.tags[d], name, LG_MAX_NAME);
+    return LEAKGATE_OK;
+}
+
+static int api_tag_pop(void)
+{
+    if (!lga_on()) return LEAKGATE_OK;
+    if (lga_tl.depth == 0) return LEAKGATE_EINVAL;
+    lga_tl.depth--;
+    return LEAKGATE_OK;
+}
+
+/* Sites name static strings of the program (the macros pass __FILE__ and __func__); a binding
+ * that passes strings it frees again keeps them alive itself. */
+static struct trk_site site(const char *file, int line, const char *func)
+{
+    return (struct trk_site){file ? file : "?", line, func ? func : "?"};
+}
+
+static int api_track(const void *obj, const char *kind, const char *name, const void *holder,
+                     const char *file, int line, const char *func)
+{
+    if (!lga_on()) return LEAKGATE_OK;
+    if (!obj) return LEAKGATE_EINVAL;
+    lga_tl.in_agent++;
+    trk_ref_track(lga.trk, obj, kind, name, holder, site(file, line, func));
+    lga_use(LGA_USED_REFS);
+    lga_tl.in_agent--;
+    return LEAKGATE_OK;
+}
+
+static int api_retain(const void *obj, const void *holder, const char *file, int line,
+                      const char *func)
+{
+    if (!lga_on()) return LEAKGATE_OK;
+    lga_tl.in_agent++;
+    trk_ref_retain(lga.trk, obj, holder, site(file, line, func));
+    lga_use(LGA_USED_REFS);
+    lga_tl.in_agent--;
+    return LEAKGATE_OK;
+}
+
+static int api_release(const void *obj, const void *holder, const char *file, int line,
+                       const char *func)
+{
+    if (!lga_on()) return LEAKGATE_OK;
+    lga_tl.in_agent++;
+    trk_ref_release(lga.trk, obj, holder, site(file, line, func));
+    lga_tl.in_agent--;
+    return LEAKGATE_OK;
+}
+
+static int api_untrack(const void *obj, const char *file, int line, const char *func)
+{
+    if (!lga_on()) return LEAKGATE_OK;
+    lga_tl.in_agent++;
+    trk_ref_untrack(lga.trk, obj, site(file, line, func));
+    lga_tl.in_agent--;
+    return LEAKGATE_OK;
+}
+
+__attribute__((visibility("default"))) const struct lga_ops lga_agent_ops = {
+    .version = LEAKGATE_API_VERSION,
+    .size = sizeof(struct lga_ops),
+    .active = api_active,
+    .session_begin = api_session_begin,
+    .session_end = api_session_end,
+    .tag_push = api_tag_push,
+    .tag_pop = api_tag_pop,
+    .track = api_track,
+    .retain = api_retain,
+    .release = api_release,
+    .untrack = api_untrack,
+};
