@@ -21,10 +21,17 @@ static void run_usage(FILE *f)
             "  --device D          cpu (default) or cuda\n"
             "  --seed S            seed of data, init, dropout and batches (default 1)\n"
             "  --stacks            record allocation and retain call stacks (slower)\n"
-            "  --inject F[:SIZE][@FIRST]  re-create a known leak (repeatable): varmap-dup-ref,\n"
+            "  --inject F[:SIZE][@FIRST[/EVERY]]  re-create a known leak (repeatable): varmap-dup-ref,\n"
             "                      adam-state, grad-retained, tape-retained, ckpt-buffer,\n"
-            "                      int8-calibration, qat-observer, device-tensor, raw-malloc, raw-mmap\n"
-            "                      e.g. raw-malloc:256KiB@10 (size per session, from session 10)\n"
+            "                      int8-calibration, qat-observer, device-tensor, raw-malloc, raw-mmap;\n"
+            "                      raw-noise:SIZE holds a random amount for one session (not a leak)\n"
+            "                      e.g. raw-malloc:256KiB@10 (per session, from session 10),\n"
+            "                      raw-malloc:1MiB@2/40 (in sessions 2, 42, 82, ...)\n"
+            "  --require CH,...    channels the verdict needs evidence from (default: every host\n"
+            "                      channel; with --device cuda also tagged_device, dev_process);\n"
+            "                      names, or host, exact, all, none. A required channel that is\n"
+            "                      unavailable or undecided makes the run inconclusive (exit 3)\n"
+            "  --budgets FILE      budgets measured by leakgate calibrate on this machine\n"
             "  --budget CH.FIELD=SIZE  override a statistical budget, e.g. rss.slope=256KiB\n"
             "                      (CH: je_allocated je_active je_resident rss dev_driver\n"
             "                      dev_process; FIELD: band, slope, floor)\n"
@@ -57,17 +64,22 @@ static int finish(int rc, const struct rpt_verdict *v)
 {
     if (rc != LG_OK) {
         fprintf(stderr, "leakgate: %s\n", lg_errmsg());
-        return hx_exit_code_for(rc);
+        return lg_exit_code(rc);
     }
     return v->exit_code;
+}
+
+int hx_parse_run(struct hx_options *o, int argc, char **argv, bool *help)
+{
+    hx_options_defaults(o);
+    return parse(o, argc, argv, 1, run_usage, help, NULL, NULL);
 }
 
 int hx_cmd_run(int argc, char **argv)
 {
     struct hx_options o;
     bool help;
-    hx_options_defaults(&o);
-    int rc = parse(&o, argc, argv, 1, run_usage, &help, NULL, NULL);
+    int rc = hx_parse_run(&o, argc, argv, &help);
     if (rc != LG_OK) {
         fprintf(stderr, "leakgate run: %s\n", lg_errmsg());
         return 2;
@@ -91,7 +103,11 @@ static void repro_usage(FILE *f)
             "trainer's own reference to the model's VarMap, never dropped).\n\n"
             "  --fixed             the same sessions on today's code (no injection): 0 bytes\n"
             "  defaults: --preset foxhunt-815 --modes fp32 --sessions 3 --warmup 0 --steps 2\n"
-            "  every `leakgate run` option applies (see leakgate run --help)\n");
+            "            --require exact (the tagged bytes and references name the leak; the\n"
+            "            statistical channels are shown and judged, 3 sessions being too few for\n"
+            "            a trend, only by the gross-growth rule)\n"
+            "  every `leakgate run` option applies (see leakgate run --help); --inject does not\n"
+            "  (BUG is the injection; --fixed runs without any)\n");
 }
 
 static int repro_extra(struct hx_options *o, int argc, char **argv, int i, void *ud)
@@ -118,6 +134,8 @@ int hx_cmd_reproduce(int argc, char **argv)
     o.warmup = 0;
     o.steps = 2;
     o.reports = false;
+    o.required_set = true; /* unless --require says otherwise */
+    lg_strlcpy(o.require_arg, "exact", sizeof o.require_arg);
     if (argc < 2 || argv[1][0] == '-') {
         if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
             repro_usage(stdout);
@@ -132,8 +150,11 @@ int hx_cmd_reproduce(int argc, char **argv)
         fprintf(stderr, "leakgate reproduce: %s\n", lg_errmsg());
         return 2;
     }
-    bug.first = 0;
+    if (bug.first < 0) bug.first = 0; /* from the first session: reproduce has no warm-up */
     int rc = parse(&o, argc, argv, 2, repro_usage, &help, repro_extra, &fixed);
+    if (rc == LG_OK && !help && o.n_inject)
+        rc = lg_fail(LG_EINVAL, "--inject does not apply: %s", fixed ? "--fixed runs without any injection"
+                                                                     : "the BUG argument is the injection");
     if (rc == LG_OK && !help && !fixed) {
         o.inject[o.n_inject++] = bug;
         rc = hx_check_options(&o);

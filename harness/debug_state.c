@@ -3,6 +3,7 @@
  * inputs (input.<var>, input.y), the output (output.yhat, output.loss) and every parameter's
  * gradient (grad.<name>), dropout off. Any implementation of the spec can check itself
  * against this file. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,16 +127,33 @@ int hx_cmd_debug_state(int argc, char **argv)
             return 2;
         }
         if (!strcmp(a, "--preset")) preset = v;
-        else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--batch")) batch = atoi(v);
-        else if (!strcmp(a, "--device")) {
+        else if (!strcmp(a, "--seed")) {
+            char *end;
+            errno = 0;
+            seed = strtoull(v, &end, 10);
+            if (v[0] < '0' || v[0] > '9' || *end || errno) {
+                fprintf(stderr, "leakgate debug-state: --seed: '%s' is not a non-negative integer\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--batch")) {
+            if (hx_parse_int("--batch", v, 1, 1 << 20, &batch) != LG_OK) {
+                fprintf(stderr, "leakgate debug-state: %s\n", lg_errmsg());
+                return 2;
+            }
+        } else if (!strcmp(a, "--device")) {
             if (strcmp(v, "cpu") && strcmp(v, "cuda")) {
                 fprintf(stderr, "leakgate debug-state: --device: '%s' is not cpu or cuda\n", v);
                 return 2;
             }
             dev = strcmp(v, "cpu") ? TN_CUDA : TN_CPU;
         }
-        else if (!strcmp(a, "-o") || !strcmp(a, "--out")) out = v;
+        else if (!strcmp(a, "-o") || !strcmp(a, "--out")) {
+            if (!v[0]) {
+                fprintf(stderr, "leakgate debug-state: %s: the path is empty\n", a);
+                return 2;
+            }
+            out = v;
+        }
         else {
             fprintf(stderr, "leakgate debug-state: unknown option '%s'\n", a);
             return 2;
@@ -158,5 +176,5 @@ int hx_cmd_debug_state(int argc, char **argv)
     hx_device_detach(trk);
     size_t left = trk_tracker_free(trk);
     if (left) fprintf(stderr, "leakgate debug-state: %zu allocation(s) left live (a leak)\n", left);
-    return rc == LG_OK ? (left ? 4 : 0) : hx_exit_code_for(rc);
+    return rc == LG_OK ? (left ? 4 : 0) : lg_exit_code(rc);
 }

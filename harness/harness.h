@@ -31,13 +31,15 @@ const char *hx_mode_name(int mode); /* "fp32", "int8", "qat" */
 #define HX_MAX_INJECT 8
 struct hx_inject {
     char name[32];        /* "varmap-dup-ref", "raw-malloc", ... */
-    size_t bytes;         /* per session, for raw-malloc / raw-mmap (default 1 MiB) */
+    size_t bytes;         /* per session, for raw-malloc / raw-mmap / raw-noise (default 1 MiB) */
     int first;            /* first session index (over the whole run) it applies to; -1: first measured */
-    char spec[96];        /* as given: "raw-malloc:256KiB@40" */
+    int every;            /* then every EVERY-th session (1: every session) */
+    char spec[96];        /* as given: "raw-malloc:256KiB@40/25" */
 };
 
 struct hx_options {
     char preset[32];
+    bool preset_set;                /* --preset was given */
     char csv[512], csv_config[512]; /* train on a CSV file instead of synthetic data */
     int modes;                      /* HX_MODE_* bits, interleaved in fp32, int8, qat order */
     int sessions;                   /* measured sessions */
@@ -53,6 +55,15 @@ struct hx_options {
     bool reports;                   /* write plots/JUnit/Markdown/HTML at the end */
     bool quiet;                     /* no progress output */
     struct rpt_budget budgets[RPT_NCHANNELS];
+    char budgets_file[512];         /* --budgets FILE ("" for the defaults) */
+    int n_budget_set;               /* --budget CH.FIELD=SIZE, applied over defaults and file */
+    struct {
+        int channel, field;         /* field: 0 band, 1 slope, 2 floor */
+        double bytes;
+    } budget_set[16];
+    unsigned required;              /* channels the verdict requires (RPT_BIT(c)) */
+    bool required_set;              /* --require was given (else the device's default) */
+    char require_arg[256];          /* --require's value, resolved once the device is known */
     char command[16];               /* "run", "reproduce", "soak" (for the results file) */
     char shard[16];
     /* soak */
@@ -61,15 +72,26 @@ struct hx_options {
 };
 
 void hx_options_defaults(struct hx_options *o);
-/* Default budgets per channel (measured on clean runs; see docs/detection.md). */
+/* Default budgets per channel, with where they came from (harness/budgets.c; docs/detection.md).
+ * Device budgets that were never measured on a device say so (measured = false). */
 void hx_default_budgets(struct rpt_budget *b, enum tn_device dev);
+/* Loads a budgets file (leakgate calibrate) over the defaults in b: every channel it names;
+ * LG_EFORMAT/LG_EIO with file and member (device budgets from a file not measured on a device
+ * are refused). */
+int hx_load_budgets(struct rpt_budget *b, const char *path, enum tn_device dev);
 
-/* Parses "raw-malloc:256KiB@40" into inj; LG_EINVAL with a message for unknown names or bad
- * sizes. */
+/* Parses "raw-malloc:256KiB@40/25" (NAME[:SIZE][@FIRST[/EVERY]]) into inj; LG_EINVAL with a
+ * message for unknown names, bad sizes, or a size no machine could give (larger than this
+ * one's memory and swap). */
 int hx_inject_parse(const char *spec, struct hx_inject *inj);
 const char *const *hx_inject_names(void);
-/* The faults the trainer re-creates in session `index` (over the whole run). */
+/* Whether a fault applies in session `index` (over the whole run, warm-up included): from its
+ * FIRST session (default: the first measured one), every EVERY-th session. */
+bool hx_inject_applies(const struct hx_options *o, const struct hx_inject *in, int index);
+/* The faults the trainer re-creates in session `index`. */
 void hx_inject_faults(const struct hx_options *o, int index, struct tr_faults *f);
+/* The most raw-noise may hold across session `index`'s end (0: none). */
+size_t hx_inject_noise(const struct hx_options *o, int index);
 
 /* Runs warm-up and measured sessions, streams results, judges. LG_OK when the run completed
  * (the verdict says pass/leak/inconclusive), else a status (bad input, internal error). */
@@ -78,20 +100,28 @@ int hx_run(const struct hx_options *o, struct rpt_verdict *v);
 /* Maps a status from hx_run to the design's exit codes: 2 usage/input, 4 internal. */
 int hx_exit_code_for(int status);
 
-/* Set by SIGINT/SIGTERM: the run finishes the current session and reports what finished. */
+/* Set to the signal's number by SIGINT/SIGTERM: the run finishes the current session and
+ * reports what finished (a stopped run is inconclusive unless a leak was already proven). */
 extern volatile sig_atomic_t hx_stop_requested;
 void hx_install_signal_handlers(void);
+/* "SIGTERM", "SIGINT", or "" when no stop was requested. */
+const char *hx_stop_name(void);
 
 /* Parses a byte size: "4096", "256KiB", "1.5MiB", "2GiB", "64k", "10MB". */
 int hx_parse_size(const char *s, size_t *out);
+
+/* Parses `leakgate run`'s arguments (argv[0] is "run") into o, defaults first, and checks them
+ * (hx_check_options); *help when --help was given (the usage is then printed). The fuzzer's
+ * entry point (tests/fuzz/fuzz_cli.c). */
+int hx_parse_run(struct hx_options *o, int argc, char **argv, bool *help);
 
 /* CLI entry points (harness/cli*.c); each returns the process exit code. */
 int hx_cmd_run(int argc, char **argv);
 int hx_cmd_reproduce(int argc, char **argv);
 int hx_cmd_soak(int argc, char **argv);
 int hx_cmd_debug_state(int argc, char **argv);
-int hx_cmd_report(int argc, char **argv);
 int hx_cmd_merge(int argc, char **argv);
+int hx_cmd_calibrate(int argc, char **argv);
 
 /* Writes the debug state of `preset` at `seed` (batch 0: the preset's) to path. */
 int hx_debug_state(struct trk_tracker *trk, const char *preset, uint64_t seed, int batch,
@@ -100,7 +130,8 @@ int hx_debug_state(struct trk_tracker *trk, const char *preset, uint64_t seed, i
 int hx_debug_state_on(struct trk_tracker *trk, const char *preset, uint64_t seed, int batch,
                       enum tn_device dev, const char *path);
 
-/* Judges loaded results that have no verdict line (a partial run), in place. */
-void hx_judge_results(struct rpt_results *r);
+/* Parses an integer option strictly ("12"; not "12x", "", "-", out of range); LG_EINVAL naming
+ * the flag. */
+int hx_parse_int(const char *flag, const char *s, int lo, int hi, int *out);
 
 #endif

@@ -5,37 +5,11 @@
 #include <stdio.h>
 
 #include "session.h"
+#include "verdict.h"
 
 #ifndef LG_VERSION
 #define LG_VERSION "0.0.0"
 #endif
-
-/* ---- per-run series, for the verdict (series.c) ----------------------------------------- */
-
-struct hx_series {
-    int cap;                        /* sessions the arrays hold */
-    int n_all, n_measured;
-    double *y[RPT_NCHANNELS];       /* deltas of measured sessions */
-    bool avail[RPT_NCHANNELS];      /* the channel was measured in every measured session */
-    int64_t *leaked_host, *leaked_dev, *leaked_refs; /* every session, warm-up included */
-    char worst_host[160], worst_dev[160], worst_ref[200];
-    int64_t worst_host_bytes, worst_dev_bytes;
-    bool device;                    /* the run had a device: tagged_device is judged */
-};
-int hx_series_init(struct hx_series *s, int cap);
-void hx_series_fini(struct hx_series *s);
-/* Records a session (absolute, delta, leaks). Allocates nothing. */
-void hx_series_add(struct hx_series *s, const struct rpt_session *r);
-/* Updates only the attribution (worst_host, worst_dev, worst_ref) from a session's leaks;
- * allocates nothing. A zeroed struct hx_series (no arrays) may be used for attribution alone
- * (the soak streams its exact channels this way). */
-void hx_series_attribute(struct hx_series *s, const struct rpt_session *r);
-/* Marks a channel not measured, with the reason. */
-void hx_verdict_unavailable(struct rpt_channel_verdict *cv, enum rpt_channel c, const char *why);
-/* Whether a results file's run line names a device ("cuda: ..."). */
-bool hx_run_had_device(const struct rpt_run *run);
-/* Judges every channel and the run. */
-void hx_judge_series(const struct hx_series *s, const struct rpt_budget *b, struct rpt_verdict *v);
 
 /* ---- devices (device.c) ----------------------------------------------------------------- */
 
@@ -50,23 +24,27 @@ void hx_progress_session(const struct hx_options *o, const struct rpt_session *s
 void hx_progress_end(const struct hx_options *o);
 void hx_print_verdict(const struct hx_options *o, const struct rpt_verdict *v, FILE *f);
 void hx_print_leaks(const struct rpt_session *s, FILE *f, int max_groups);
-/* Writes every report artefact next to the results file; prints what went wrong, if anything. */
-void hx_write_reports(const struct hx_options *o, const char *results_path);
+/* Writes every report artefact next to the results file; prints what went wrong, if anything,
+ * and returns it (LG_EUNAVAIL: gnuplot is missing, every other artefact was written). */
+int hx_write_reports(const struct hx_options *o, const char *results_path);
 
 /* ---- run plumbing (run.c) ---------------------------------------------------------------- */
 
-int hx_mkdirs(const char *path);
 void hx_fill_run_line(const struct hx_options *o, const struct tft_config *cfg, struct rpt_run *run);
 int hx_make_data(const struct hx_options *o, struct trk_tracker *trk, struct tft_config *cfg,
                  struct data_set **data);
 int hx_env_init(struct hx_env *env, const struct hx_options *o);
 void hx_env_fini(struct hx_env *env);
 int hx_mode_at(int modes, int index);
+/* The baseline of a run without warm-up: every channel of the process as it is now, quiesced
+ * (before its first session). */
+void hx_baseline_now(struct hx_env *env, int64_t *baseline);
 /* Makes v the error verdict of a failed run (status error, exit code from rc, the message). */
 void hx_verdict_error(struct rpt_verdict *v, int rc);
 /* Ends a run: closes the results file (w may be NULL: never opened), turns a failure that came
  * before any verdict into an error verdict, writes every report when the file was opened, and
- * keeps the failure's message. Returns rc. */
+ * keeps the failure's message. A report that could not be written turns a passing verdict's
+ * exit code into 2 (gnuplot missing is only said). Returns rc. */
 int hx_close_results(const struct hx_options *o, struct rpt_writer *w, const char *path, int rc,
                      struct rpt_verdict *v);
 
@@ -76,7 +54,12 @@ int hx_close_results(const struct hx_options *o, struct rpt_writer *w, const cha
  * arguments consumed (1 or 2), 0 when argv[i] is not a common option, -1 on a usage error
  * (message in lg_errmsg()). */
 int hx_parse_common(struct hx_options *o, int argc, char **argv, int i);
-/* Checks the options once parsed (usage errors with a message). */
-int hx_check_options(const struct hx_options *o);
+/* Checks the options once parsed and resolves them: budgets (defaults, --budgets FILE, each
+ * --budget), the required channels, conflicts, the minimum sessions (usage errors with a message). */
+int hx_check_options(struct hx_options *o);
+/* Checks that n measured sessions (0: unbounded) let every required statistical channel see its
+ * budget (rpt_min_sessions); `what` names the option in the message ("--sessions"). A soak
+ * checks its shard's sessions and its window this way (hx_check_options does not). */
+int hx_check_sessions(const struct hx_options *o, int n, const char *what);
 
 #endif

@@ -1,9 +1,14 @@
-/* inject.c — `--inject NAME[:SIZE][@FIRST]`: which known leak class to re-create, how much per
- * session (the untagged classes) and from which session on, so detection limits can be
- * measured ("raw-malloc:256KiB@40" leaks 256 KiB of untagged malloc in every session from
- * session 40). Each name maps to a switch inside the trainer's real code path (trainer.h). */
+/* inject.c — `--inject NAME[:SIZE][@FIRST[/EVERY]]`: which known leak class to re-create, how
+ * much per session (the untagged classes), from which session on and how often, so detection
+ * limits and both shapes of slow leak can be measured: "raw-malloc:256KiB@40" leaks 256 KiB of
+ * untagged malloc in every session from session 40; "raw-malloc:1MiB@2/40" in sessions 2, 42,
+ * 82, ... (a checkpoint kept every 40th session). Each name maps to a switch inside the
+ * trainer's real code path (trainer.h). raw-noise is not a leak: the harness holds a random
+ * amount up to SIZE across one session's end and frees it in the next (session.c), to show that
+ * noise raises no alarm. */
 #include <ctype.h>
 #include <errno.h>
+#include <sys/sysinfo.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +27,10 @@ static const char *const names[] = {
     "device-tensor",    /* a device buffer outliving its session (CUDA) */
     "raw-malloc",       /* untagged malloc: only jemalloc's allocated sees it */
     "raw-mmap",         /* anonymous mmap outside the allocator: only RSS sees it */
+    "raw-noise",        /* not a leak: a random amount held for one session, freed in the next */
     NULL};
+
+static bool sized(const char *name) { return !strncmp(name, "raw-", 4); }
 
 const char *const *hx_inject_names(void) { return names; }
 
@@ -50,22 +58,53 @@ int hx_parse_size(const char *s, size_t *out)
     return lg_fail(LG_EINVAL, "'%s': unknown size unit '%s' (use B, KiB, MiB, GiB)", s, end);
 }
 
+/* Parses "@FIRST[/EVERY]" into inj. */
+static int parse_when(const char *spec, char *at, struct hx_inject *inj)
+{
+    char *slash = strchr(at, '/');
+    if (slash) *slash++ = '\0';
+    char *end;
+    errno = 0;
+    long f = strtol(at, &end, 10);
+    if (end == at || *end || errno || f < 0 || f > 1000000)
+        return lg_fail(LG_EINVAL, "--inject %s: '@%s' is not a session number in 0..1000000", spec, at);
+    inj->first = (int)f;
+    if (!slash) return LG_OK;
+    long e = strtol(slash, &end, 10);
+    if (end == slash || *end || errno || e < 1 || e > 1000000)
+        return lg_fail(LG_EINVAL, "--inject %s: '/%s' is not a period in 1..1000000 sessions", spec, slash);
+    inj->every = (int)e;
+    return LG_OK;
+}
+
+/* A size no machine of this one's kind could give is refused up front (exit 2), not left to
+ * fail, or worse to pass, in the middle of a run. */
+static int check_size(const char *spec, size_t bytes)
+{
+    struct sysinfo si;
+    if (sysinfo(&si) != 0) return LG_OK;
+    double have = ((double)si.totalram + (double)si.totalswap) * si.mem_unit;
+    char b1[32], b2[32];
+    if ((double)bytes > have)
+        return lg_fail(LG_EINVAL, "--inject %s: %s per session is more than this machine's memory and swap (%s)", spec,
+                       lg_fmt_bytes(b1, sizeof b1, (double)bytes), lg_fmt_bytes(b2, sizeof b2, have));
+    return LG_OK;
+}
+
 int hx_inject_parse(const char *spec, struct hx_inject *inj)
 {
     memset(inj, 0, sizeof *inj);
-    lg_strlcpy(inj->spec, spec, sizeof inj->spec);
     inj->first = -1;
+    inj->every = 1;
     inj->bytes = 1 << 20;
     char buf[96];
-    if (lg_strlcpy(buf, spec, sizeof buf)) return lg_fail(LG_EINVAL, "--inject '%.40s...': too long", spec);
+    if (lg_strlcpy(inj->spec, spec, sizeof inj->spec) || lg_strlcpy(buf, spec, sizeof buf))
+        return lg_fail(LG_EINVAL, "--inject '%.40s...': too long", spec);
     char *at = strchr(buf, '@'), *colon = strchr(buf, ':');
     if (at) {
         *at++ = '\0';
-        char *end;
-        long f = strtol(at, &end, 10);
-        if (end == at || *end || f < 0 || f > 1000000)
-            return lg_fail(LG_EINVAL, "--inject %s: '@%s' is not a session number", spec, at);
-        inj->first = (int)f;
+        if (colon && colon > at) colon = NULL; /* a ':' after '@' is part of the session number: rejected there */
+        if (parse_when(spec, at, inj)) return lg_errcode();
     }
     if (colon) {
         *colon++ = '\0';
@@ -74,9 +113,11 @@ int hx_inject_parse(const char *spec, struct hx_inject *inj)
     for (const char *const *n = names; *n; n++)
         if (strcmp(buf, *n) == 0) {
             lg_strlcpy(inj->name, buf, sizeof inj->name);
-            if (colon && strcmp(buf, "raw-malloc") != 0 && strcmp(buf, "raw-mmap") != 0)
-                return lg_fail(LG_EINVAL, "--inject %s: only raw-malloc and raw-mmap take a size", spec);
-            return LG_OK;
+            if (colon && !sized(buf))
+                return lg_fail(LG_EINVAL, "--inject %s: only raw-malloc, raw-mmap and raw-noise take a size", spec);
+            if (sized(buf) && inj->bytes == 0)
+                return lg_fail(LG_EINVAL, "--inject %s: give a size above 0 bytes", spec);
+            return sized(buf) ? check_size(spec, inj->bytes) : LG_OK;
         }
     char list[400] = "";
     for (const char *const *n = names; *n; n++) {
@@ -86,15 +127,19 @@ int hx_inject_parse(const char *spec, struct hx_inject *inj)
     return lg_fail(LG_EINVAL, "--inject: unknown fault '%s' (known: %s)", buf, list);
 }
 
+bool hx_inject_applies(const struct hx_options *o, const struct hx_inject *in, int index)
+{
+    int n_modes = __builtin_popcount((unsigned)o->modes);
+    int first = in->first >= 0 ? in->first : o->warmup * (n_modes ? n_modes : 1);
+    return index >= first && (index - first) % in->every == 0;
+}
+
 void hx_inject_faults(const struct hx_options *o, int index, struct tr_faults *f)
 {
     memset(f, 0, sizeof *f);
-    int n_modes = __builtin_popcount((unsigned)o->modes);
-    int first_measured = o->warmup * (n_modes ? n_modes : 1);
     for (int i = 0; i < o->n_inject; i++) {
         const struct hx_inject *in = &o->inject[i];
-        int first = in->first >= 0 ? in->first : first_measured;
-        if (index < first) continue;
+        if (!hx_inject_applies(o, in, index)) continue;
         const char *n = in->name;
         if (!strcmp(n, "varmap-dup-ref")) f->varmap_dup_ref = true;
         else if (!strcmp(n, "adam-state")) f->adam_state = true;
@@ -107,4 +152,13 @@ void hx_inject_faults(const struct hx_options *o, int index, struct tr_faults *f
         else if (!strcmp(n, "raw-malloc")) f->raw_malloc += in->bytes;
         else if (!strcmp(n, "raw-mmap")) f->raw_mmap += in->bytes;
     }
+}
+
+size_t hx_inject_noise(const struct hx_options *o, int index)
+{
+    size_t bytes = 0;
+    for (int i = 0; i < o->n_inject; i++)
+        if (!strcmp(o->inject[i].name, "raw-noise") && hx_inject_applies(o, &o->inject[i], index))
+            bytes += o->inject[i].bytes;
+    return bytes;
 }

@@ -1,4 +1,5 @@
 /* main.c — the leakgate command line: one binary, one subcommand per job. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -8,6 +9,13 @@
 #ifndef LG_VERSION
 #define LG_VERSION "0.0.0"
 #endif
+
+/* jemalloc reads this at start-up: no thread caches. thread.tcache.flush empties only the
+ * calling thread's cache, so regions cached by OpenBLAS's, CUDA's or cuBLAS's threads would move
+ * jemalloc's figures between snapshots; the model never used them (the tracker allocates with
+ * MALLOCX_TCACHE_NONE), so the cost falls on the harness's few untagged allocations
+ * (docs/design.md, "Quiesce"). MALLOC_CONF can still override it. */
+const char *malloc_conf = "tcache:false";
 
 static void usage(FILE *f)
 {
@@ -19,7 +27,8 @@ static void usage(FILE *f)
             "  soak         hours of sessions with a sliding-window trend test; --shard i/n\n"
             "  merge        combine soak shards' results into one report and verdict\n"
             "  report       rebuild plots, JUnit, Markdown, CSV and HTML from results.jsonl\n"
-            "  compare      per-channel and per-tag differences between two runs\n"
+            "  compare      judge HEAD against BASE: per-channel growth and per-tag leaks\n"
+            "  calibrate    measure this machine's noise; write a budgets file for --budgets\n"
             "  debug-state  one batch's parameters, inputs, outputs and gradients (safetensors)\n"
             "  version      print the version\n\n"
             "Exit status: 0 pass, 1 leak found, 2 usage or input error, 3 inconclusive,\n"
@@ -27,7 +36,7 @@ static void usage(FILE *f)
             LG_VERSION);
 }
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
@@ -40,7 +49,8 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "reproduce")) return hx_cmd_reproduce(sub_argc, sub_argv);
     if (!strcmp(cmd, "soak")) return hx_cmd_soak(sub_argc, sub_argv);
     if (!strcmp(cmd, "merge")) return hx_cmd_merge(sub_argc, sub_argv);
-    if (!strcmp(cmd, "report")) return hx_cmd_report(sub_argc, sub_argv);
+    if (!strcmp(cmd, "report")) return rpt_cmd_report(sub_argc, sub_argv);
+    if (!strcmp(cmd, "calibrate")) return hx_cmd_calibrate(sub_argc, sub_argv);
     if (!strcmp(cmd, "compare")) return rpt_cmd_compare(sub_argc, sub_argv);
     if (!strcmp(cmd, "debug-state")) return hx_cmd_debug_state(sub_argc, sub_argv);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
@@ -54,4 +64,16 @@ int main(int argc, char **argv)
     fprintf(stderr, "leakgate: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return 2;
+}
+
+/* What a command printed must reach its reader: a full disk or a closed pipe on stdout is an
+ * error (exit 2 unless the command already failed), never a silent success. */
+int main(int argc, char **argv)
+{
+    int code = dispatch(argc, argv);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "leakgate: cannot write standard output: %s\n", strerror(errno ? errno : EIO));
+        if (code == 0) code = 2;
+    }
+    return code;
 }

@@ -6,6 +6,7 @@
  * order: the warm-ups first (shard by shard), then the measured sessions by plan index. */
 #define _GNU_SOURCE
 #include <glob.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,19 +28,22 @@ struct merge {
     int n_inputs;
     struct shard *in;               /* MAX_INPUTS of them */
     char out[600];
+    int expect;                     /* --shards N: the plan's shard count (0: the shards' own) */
     bool reports, quiet;
 };
 
 static void merge_usage(FILE *f)
 {
     fprintf(f,
-            "usage: leakgate merge DIR|RESULTS... -o OUT [--no-reports] [--quiet]\n"
+            "usage: leakgate merge DIR|RESULTS... -o OUT [--shards N] [--no-reports] [--quiet]\n"
             "Combines the shards of one soak plan (leakgate soak --shard i/n) into OUT/results.jsonl\n"
             "and every report artefact, prints each shard's verdict and the overall one: leak when\n"
             "any shard leaks, inconclusive when any is, else pass. Each argument is a results file,\n"
             "a directory holding results.jsonl, a soak --out directory holding shard-*-of-*/, or a\n"
-            "quoted glob of these. Exit: 0 pass, 1 leak, 2 usage/input error (not shards of one\n"
-            "plan, a shard missing), 3 inconclusive, 4 internal error.\n");
+            "quoted glob of these. --shards N: the plan has N shards (as the pods were told), so\n"
+            "fewer present is an error, whatever the shards found say. OUT may not be, or be\n"
+            "inside, the directory of an input. Exit: 0 pass, 1 leak, 2 usage/input error (not\n"
+            "shards of one plan, a shard missing), 3 inconclusive, 4 internal error.\n");
 }
 
 static bool is_dir(const char *p)
@@ -129,10 +133,13 @@ static int load_and_check(struct merge *m)
     return LG_OK;
 }
 
-/* Every shard 0..n-1 present exactly once. */
+/* Every shard 0..n-1 present exactly once, n being --shards when given. */
 static int check_complete(const struct merge *m)
 {
     int n = m->in[0].n;
+    if (m->expect && m->expect != n)
+        return lg_fail(LG_EINVAL, "--shards %d: the shards given are of a %d-shard plan (%s is shard %s)", m->expect, n,
+                       m->in[0].path, m->in[0].r->run.shard);
     char missing[400] = "";
     for (int k = 0; k < m->n_inputs; k++)
         for (int q = k + 1; q < m->n_inputs; q++)
@@ -150,6 +157,49 @@ static int check_complete(const struct merge *m)
     if (n_missing)
         return lg_fail(LG_EINVAL, "%d shard(s) of %d missing: %s%s (a shard's results are OUT/shard-i-of-n/results.jsonl)",
                        n_missing, n, missing, n_missing > 20 ? ", ..." : "");
+    return LG_OK;
+}
+
+/* An absolute path for p, which may not exist yet: its longest existing prefix resolved. */
+static int canonical(const char *p, char *out, size_t size)
+{
+    char buf[PATH_MAX], tail[PATH_MAX] = "";
+    if (lg_strlcpy(buf, p, sizeof buf)) return lg_fail(LG_EINVAL, "path too long: %.80s...", p);
+    for (;;) {
+        char res[PATH_MAX];
+        if (realpath(buf[0] ? buf : ".", res)) {
+            if (lg_snprintf(out, size, "%s%s%s", res, tail[0] ? "/" : "", tail))
+                return lg_fail(LG_EINVAL, "path too long: %.80s...", p);
+            return LG_OK;
+        }
+        char *slash = strrchr(buf, '/');
+        const char *last = slash ? slash + 1 : buf;
+        char nt[PATH_MAX];
+        if (lg_snprintf(nt, sizeof nt, "%s%s%s", last, tail[0] ? "/" : "", tail))
+            return lg_fail(LG_EINVAL, "path too long: %.80s...", p);
+        memcpy(tail, nt, sizeof tail);
+        if (!slash) buf[0] = '\0';
+        else if (slash == buf) buf[1] = '\0';
+        else *slash = '\0';
+    }
+}
+
+/* OUT may not be the directory of an input, nor inside one: merging into a shard's directory
+ * would overwrite the results being merged. */
+static int check_output(const struct merge *m)
+{
+    char out[PATH_MAX], in[PATH_MAX];
+    if (canonical(m->out, out, sizeof out) != LG_OK) return lg_errcode();
+    for (int k = 0; k < m->n_inputs; k++) {
+        if (canonical(m->in[k].path, in, sizeof in) != LG_OK) return lg_errcode();
+        char *slash = strrchr(in, '/');
+        if (slash && slash != in) *slash = '\0';
+        size_t l = strlen(in);
+        if (!strcmp(out, in) || (!strncmp(out, in, l) && out[l] == '/'))
+            return lg_fail(LG_EINVAL, "-o %s is %s the directory of the input %s: merging there would overwrite what "
+                                      "is merged; choose another output directory",
+                           m->out, strcmp(out, in) ? "inside" : "", m->in[k].path);
+    }
     return LG_OK;
 }
 
@@ -239,23 +289,28 @@ static void merge_verdict(const struct merge *m, struct rpt_verdict *v)
         snprintf(chans + l, sizeof chans - l, "%s%s", l ? ", " : "", rpt_channel_name((enum rpt_channel)c));
     }
     int n = m->in[0].n;
+    v->required = m->in[0].r->verdict.required ? m->in[0].r->verdict.required : m->in[0].r->run.required;
+    v->sessions_planned = m->in[0].r->run.sessions;
+    for (int c = 0; c < RPT_NCHANNELS; c++) v->channels[c].required = (v->required & RPT_BIT(c)) != 0;
     if (n_leak) {
         v->status = RPT_LEAK;
-        v->exit_code = 1;
         snprintf(v->summary, sizeof v->summary, "LEAK: shard%s %s leaked (%s); %d shard(s), %d measured session(s)",
                  n_leak > 1 ? "s" : "", leaking, chans, n, v->sessions_measured);
     } else if (n_undecided) {
         v->status = RPT_INCONCLUSIVE;
-        v->exit_code = 3;
         snprintf(v->summary, sizeof v->summary,
                  "INCONCLUSIVE: shard%s %s could not decide (or failed); %d shard(s), %d measured session(s)",
                  n_undecided > 1 ? "s" : "", undecided, n, v->sessions_measured);
+    } else if (v->sessions_measured == 0) {
+        v->status = RPT_INCONCLUSIVE;
+        snprintf(v->summary, sizeof v->summary, "INCONCLUSIVE: no shard measured a session; %d shard(s)", n);
     } else {
         v->status = RPT_PASS;
-        v->exit_code = 0;
         snprintf(v->summary, sizeof v->summary, "PASS: every shard returned to baseline; %d shard(s), %d measured "
                  "session(s)", n, v->sessions_measured);
     }
+    if (v->partial && v->status == RPT_PASS) v->status = RPT_INCONCLUSIVE; /* a cut-short shard is not a pass */
+    v->exit_code = rpt_exit_code(v->status);
     if (v->partial) {
         size_t l = strlen(v->summary);
         snprintf(v->summary + l, sizeof v->summary - l, " (partial: a shard was cut short)");
@@ -312,7 +367,7 @@ static int write_merged(const struct merge *m, const struct rpt_verdict *v, cons
         }
     struct rpt_run run;
     merged_run_line(m, &run);
-    if ((rc = hx_mkdirs(m->out)) != LG_OK) goto cleanup;
+    if ((rc = lg_mkdirs(m->out)) != LG_OK) goto cleanup;
     if ((rc = rpt_writer_open(&w, path, &run)) != LG_OK) goto cleanup;
     for (int i = 0; i < total && rc == LG_OK; i++) rc = rpt_writer_session(w, all[i].s);
     if (rc == LG_OK) rc = rpt_writer_verdict(w, v);
@@ -347,7 +402,11 @@ static int parse_args(struct merge *m, int argc, char **argv, bool *help)
         }
         if (!strcmp(a, "-o") || !strcmp(a, "--out")) {
             if (i + 1 >= argc) return lg_fail(LG_EINVAL, "%s needs a directory", a);
+            if (!argv[i + 1][0]) return lg_fail(LG_EINVAL, "%s: the path is empty", a);
             if (lg_strlcpy(m->out, argv[++i], sizeof m->out)) return lg_fail(LG_EINVAL, "%s: path too long", a);
+        } else if (!strcmp(a, "--shards")) {
+            if (i + 1 >= argc) return lg_fail(LG_EINVAL, "--shards needs a count");
+            if (hx_parse_int("--shards", argv[++i], 1, MAX_INPUTS, &m->expect) != LG_OK) return lg_errcode();
         } else if (!strcmp(a, "--no-reports")) {
             m->reports = false;
         } else if (!strcmp(a, "--quiet")) {
@@ -366,6 +425,7 @@ static int parse_args(struct merge *m, int argc, char **argv, bool *help)
 int hx_cmd_merge(int argc, char **argv)
 {
     struct merge m = {.reports = true};
+    struct lg_dir_lock lock = {-1};
     int code = 2;
     bool help;
     char path[700];
@@ -384,12 +444,13 @@ int hx_cmd_merge(int argc, char **argv)
         code = 0;
         goto cleanup;
     }
-    if (load_and_check(&m) != LG_OK || check_complete(&m) != LG_OK) {
+    if (load_and_check(&m) != LG_OK || check_complete(&m) != LG_OK || check_output(&m) != LG_OK ||
+        lg_mkdirs(m.out) != LG_OK || lg_dir_lock(&lock, m.out) != LG_OK) {
         fprintf(stderr, "leakgate merge: %s\n", lg_errmsg());
         goto cleanup;
     }
     for (int k = 0; k < m.n_inputs; k++) /* a shard killed before its verdict line */
-        if (!m.in[k].r->has_verdict && hx_soak_judge_results(m.in[k].r, HX_SOAK_DEFAULT_WINDOW) != LG_OK) {
+        if (!m.in[k].r->has_verdict && rpt_soak_judge_results(m.in[k].r, RPT_SOAK_DEFAULT_WINDOW) != LG_OK) {
             fprintf(stderr, "leakgate merge: %s\n", lg_errmsg());
             code = 4;
             goto cleanup;
@@ -400,7 +461,7 @@ int hx_cmd_merge(int argc, char **argv)
     int rc = write_merged(&m, &v, path);
     if (rc != LG_OK) {
         fprintf(stderr, "leakgate merge: %s\n", lg_errmsg());
-        code = hx_exit_code_for(rc);
+        code = lg_exit_code(rc);
         goto cleanup;
     }
     print_shards(&m, stdout);
@@ -409,10 +470,14 @@ int hx_cmd_merge(int argc, char **argv)
     o.quiet = m.quiet;
     lg_strlcpy(o.out_dir, m.out, sizeof o.out_dir);
     hx_print_verdict(&o, &v, stdout);
-    if (m.reports) hx_write_reports(&o, path);
     code = v.exit_code;
+    if (m.reports) {
+        int wrc = hx_write_reports(&o, path);
+        if (wrc != LG_OK && wrc != LG_EUNAVAIL && code == 0) code = 2;
+    }
 cleanup:
     for (int k = 0; k < m.n_inputs; k++) rpt_results_free(m.in[k].r);
     free(m.in);
+    lg_dir_unlock(&lock);
     return code;
 }

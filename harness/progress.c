@@ -99,17 +99,17 @@ static const char *fig(char *buf, double v, enum rpt_channel c)
 void hx_print_verdict(const struct hx_options *o, const struct rpt_verdict *v, FILE *f)
 {
     char b1[32], b2[32];
-    fprintf(f, "\n%-15s %-13s %12s %12s  %s\n", "channel", "verdict", "figure", "budget", "why");
+    fprintf(f, "\n%-15s %-3s %-13s %12s %12s  %s\n", "channel", "req", "verdict", "figure", "budget", "why");
     for (int i = 0; i < v->n_channels; i++) {
         const struct rpt_channel_verdict *c = &v->channels[i];
-        fprintf(f, "%-15s %-13s %12s %12s  %s\n", rpt_channel_name(c->channel), rpt_status_name(c->status),
-                fig(b1, c->figure, c->channel), fig(b2, c->budget, c->channel), c->why);
+        fprintf(f, "%-15s %-3s %-13s %12s %12s  %s\n", rpt_channel_name(c->channel), c->required ? "yes" : "-",
+                rpt_status_name(c->status), fig(b1, c->figure, c->channel), fig(b2, c->budget, c->channel), c->why);
     }
     fprintf(f, "\n%s\n", v->summary);
     (void)o;
 }
 
-void hx_write_reports(const struct hx_options *o, const char *results_path)
+int hx_write_reports(const struct hx_options *o, const char *results_path)
 {
     struct rpt_results *r = NULL;
     int rc = rpt_results_load(&r, results_path);
@@ -120,4 +120,5 @@ void hx_write_reports(const struct hx_options *o, const char *results_path)
         fprintf(stderr, "leakgate: results and reports in %s/ (report.html, summary.md, junit.xml, *.png)\n",
                 o->out_dir);
     rpt_results_free(r);
+    return rc;
 }

@@ -16,10 +16,16 @@
 
 volatile sig_atomic_t hx_stop_requested;
 
-static void on_signal(int sig)
+static void on_signal(int sig) { hx_stop_requested = sig; }
+
+const char *hx_stop_name(void)
 {
-    (void)sig;
-    hx_stop_requested = 1;
+    switch (hx_stop_requested) {
+    case 0: return "";
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    }
+    return "a signal";
 }
 
 void hx_install_signal_handlers(void)
@@ -32,38 +38,10 @@ void hx_install_signal_handlers(void)
     sigaction(SIGTERM, &sa, NULL);
 }
 
-int hx_exit_code_for(int status)
-{
-    switch (status) {
-    case LG_OK: return 0;
-    case LG_EINVAL:
-    case LG_EFORMAT:
-    case LG_EIO:
-    case LG_EUNAVAIL: return 2;
-    default: return 4;
-    }
-}
-
-int hx_mkdirs(const char *path)
-{
-    char buf[600];
-    if (lg_strlcpy(buf, path, sizeof buf)) return lg_fail(LG_EINVAL, "path too long: %s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return lg_fail(LG_EIO, "cannot create %s: %s", buf, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-        return lg_fail(LG_EIO, "cannot create %s: %s", buf, strerror(errno));
-    return LG_OK;
-}
-
 void hx_fill_run_line(const struct hx_options *o, const struct tft_config *cfg, struct rpt_run *run)
 {
     memset(run, 0, sizeof *run);
-    lg_strlcpy(run->schema, RPT_SCHEMA, sizeof run->schema);
+    lg_strlcpy(run->schema, RPT_SCHEMA_WRITTEN, sizeof run->schema);
     lg_strlcpy(run->version, LG_VERSION, sizeof run->version);
     lg_strlcpy(run->command, o->command, sizeof run->command);
     time_t now = time(NULL);
@@ -91,6 +69,7 @@ void hx_fill_run_line(const struct hx_options *o, const struct tft_config *cfg, 
         snprintf(run->inject + l, sizeof run->inject - l, "%s%s", l ? "," : "", o->inject[i].spec);
     }
     lg_strlcpy(run->shard, o->shard, sizeof run->shard);
+    run->required = o->required;
     memcpy(run->budgets, o->budgets, sizeof run->budgets);
 }
 
@@ -124,6 +103,7 @@ int hx_env_init(struct hx_env *env, const struct hx_options *o)
 
 void hx_env_fini(struct hx_env *env)
 {
+    free(env->noise);
     data_free(env->data);
     free(env->samples);
     if (env->trk) {
@@ -147,7 +127,7 @@ int hx_mode_at(int modes, int index)
 void hx_verdict_error(struct rpt_verdict *v, int rc)
 {
     v->status = RPT_ERROR;
-    v->exit_code = hx_exit_code_for(rc);
+    v->exit_code = lg_exit_code(rc);
     snprintf(v->summary, sizeof v->summary, "ERROR: %s", lg_errmsg());
 }
 
@@ -159,25 +139,41 @@ int hx_close_results(const struct hx_options *o, struct rpt_writer *w, const cha
     if (rc != LG_OK && !opened) hx_verdict_error(v, rc);
     char msg[1024];
     lg_strlcpy(msg, lg_errmsg(), sizeof msg); /* writing reports must not lose the failure */
-    if (opened && o->reports) hx_write_reports(o, path);
+    if (opened && o->reports) {
+        int wrc = hx_write_reports(o, path);
+        if (wrc != LG_OK && wrc != LG_EUNAVAIL && rc == LG_OK && v->exit_code == 0) {
+            v->exit_code = 2;
+            fprintf(stderr, "leakgate: the verdict passed but its reports could not be written: exit 2\n");
+        }
+    }
     if (rc != LG_OK) lg_fail(rc, "%s", msg);
     return rc;
+}
+
+void hx_baseline_now(struct hx_env *env, int64_t *baseline)
+{
+    struct trk_snapshot snap;
+    trk_quiesce(env->trk);
+    trk_snapshot(env->trk, &snap);
+    hx_channels_from_snapshot(&snap, baseline);
 }
 
 int hx_run(const struct hx_options *o, struct rpt_verdict *v)
 {
     struct hx_env env = {0};
-    struct hx_series ser;
+    struct rpt_series ser;
     struct rpt_writer *w = NULL;
     struct rpt_run run;
+    struct lg_dir_lock lock = {-1};
     char path[700];
     memset(v, 0, sizeof *v);
     memset(&ser, 0, sizeof ser);
     int n_modes = __builtin_popcount((unsigned)o->modes);
     int warm_total = o->warmup * n_modes, total = warm_total + o->sessions;
-    int rc = hx_mkdirs(o->out_dir);
+    int rc = lg_mkdirs(o->out_dir);
+    if (rc == LG_OK) rc = lg_dir_lock(&lock, o->out_dir);
     if (rc == LG_OK) rc = hx_env_init(&env, o);
-    if (rc == LG_OK) rc = hx_series_init(&ser, total);
+    if (rc == LG_OK) rc = rpt_series_init(&ser, total);
     if (rc != LG_OK) goto out;
     ser.device = trk_has_device(env.trk);
     hx_fill_run_line(o, &env.cfg, &run);
@@ -187,22 +183,23 @@ int hx_run(const struct hx_options *o, struct rpt_verdict *v)
 
     int64_t baseline[RPT_NCHANNELS];
     for (int c = 0; c < RPT_NCHANNELS; c++) baseline[c] = RPT_NONE;
-    int done = 0;
+    if (warm_total == 0) hx_baseline_now(&env, baseline);
+    int done = 0, measured = 0;
     for (int idx = 0; idx < total && !hx_stop_requested; idx++) {
         int mode = hx_mode_at(o->modes, idx);
         bool warm = idx < warm_total;
         struct rpt_session s;
         int src = hx_session_run(&env, idx, mode, warm, &s);
         if (warm && idx == warm_total - 1) memcpy(baseline, s.absolute, sizeof baseline);
-        if (!warm && warm_total == 0 && idx == 0) memcpy(baseline, s.absolute, sizeof baseline);
         for (int c = 0; c < RPT_NCHANNELS && !warm; c++)
             s.delta[c] = s.absolute[c] == RPT_NONE || baseline[c] == RPT_NONE ? RPT_NONE
                                                                                : s.absolute[c] - baseline[c];
-        hx_series_add(&ser, &s);
+        rpt_series_add(&ser, &s);
         int wrc = rpt_writer_session(w, &s);
         hx_progress_session(o, &s, idx, total);
         rpt_session_fini(&s);
         done++;
+        measured += !warm;
         if (src != LG_OK) {
             rc = src;
             fprintf(stderr, "leakgate: session %d (%s) failed: %s\n", idx, hx_mode_name(mode), lg_errmsg());
@@ -214,20 +211,24 @@ int hx_run(const struct hx_options *o, struct rpt_verdict *v)
         }
     }
     hx_progress_end(o);
-    hx_judge_series(&ser, o->budgets, v);
+    v->required = o->required;
+    v->sessions_planned = o->sessions;
     v->partial = done < total;
-    if (rc != LG_OK) {
-        hx_verdict_error(v, rc);
-    } else if (v->partial) {
+    if (v->partial && rc == LG_OK) lg_strlcpy(v->stopped, hx_stop_name(), sizeof v->stopped);
+    rpt_judge_series(&ser, o->budgets, v);
+    if (rc != LG_OK) hx_verdict_error(v, rc);
+    if (v->partial && rc == LG_OK) {
         size_t l = strlen(v->summary);
-        snprintf(v->summary + l, sizeof v->summary - l, " (partial: %d of %d sessions, stopped by a signal)",
-                 done, total);
+        snprintf(v->summary + l, sizeof v->summary - l, " (partial: %d of %d warm-up and %d of %d measured sessions)",
+                 LG_MIN(done, warm_total), warm_total, measured, o->sessions);
     }
-    rpt_writer_verdict(w, v);
+    int vrc = rpt_writer_verdict(w, v);
+    if (rc == LG_OK && vrc != LG_OK) rc = vrc;
     hx_print_verdict(o, v, stdout);
 out:
     rc = hx_close_results(o, w, path, rc, v);
-    hx_series_fini(&ser);
+    rpt_series_fini(&ser);
     if (env.o) hx_env_fini(&env);
+    lg_dir_unlock(&lock);
     return rc;
 }

@@ -47,6 +47,26 @@ static void on_progress(void *user, const char *phase, int step, double loss)
     hx_sample(user, phase, step);
 }
 
+/* raw-noise: frees what the last session held and holds a random amount up to the fault's
+ * size across this session's end (uniform, seeded by the session), touched so every channel
+ * sees it. Not a leak: the next session frees it. */
+static int hold_noise(struct hx_env *env, int index)
+{
+    free(env->noise);
+    env->noise = NULL;
+    size_t most = hx_inject_noise(env->o, index);
+    if (!most) return LG_OK;
+    uint64_t x = (env->o->seed + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)index * 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 31;
+    x *= 0x94d049bb133111ebull;
+    x ^= x >> 29;
+    size_t n = (size_t)((double)(x >> 11) / 9007199254740992.0 * (double)most);
+    if (!n) return LG_OK;
+    if (!(env->noise = malloc(n))) return lg_fail(LG_ENOMEM, "fault raw-noise could not be injected: out of memory");
+    memset(env->noise, 0x3c, n);
+    return LG_OK;
+}
+
 /* The body of a session; everything it builds is freed before it returns, error or not. */
 static int session_body(struct hx_env *env, int index, int mode, struct rpt_session *out)
 {
@@ -82,6 +102,7 @@ static int session_body(struct hx_env *env, int index, int mode, struct rpt_sess
     hx_sample(env, "free", -1);
     tr_free(tr);
     if (m) m->vt->free(m);
+    if (rc == LG_OK) rc = hold_noise(env, index);
     return rc;
 }
 

@@ -16,6 +16,7 @@ struct hx_env {
     double t0;                    /* session start, for sample times */
     const char *phase;
     int64_t peak_host;
+    void *noise;                  /* raw-noise: what the last session held (plain malloc) */
 };
 
 /* Values of every channel that a snapshot gives (RPT_NONE where unavailable). */

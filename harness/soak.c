@@ -46,7 +46,7 @@ static void progress_begin(const struct hx_soak_options *so, const struct rpt_ru
 }
 
 static void progress_session(const struct hx_soak_options *so, struct progress *pr, const struct rpt_session *s,
-                             const struct hx_soak_trend *t, unsigned fired, const char *preset)
+                             const struct rpt_soak_trend *t, unsigned fired, const char *preset)
 {
     if (s->warmup)
         pr->warmups++;
@@ -73,17 +73,17 @@ static void progress_session(const struct hx_soak_options *so, struct progress *
     if (s->error[0]) fprintf(stderr, "  error: %s\n", s->error);
     for (int c = 0; c < RPT_NCHANNELS; c++) {
         if (!(fired & (1u << c))) continue;
-        const struct hx_soak_channel *ch = &t->ch[c];
+        const struct rpt_soak_channel *ch = &t->ch[c];
         if (rpt_channel_exact((enum rpt_channel)c))
             fprintf(stderr, "  ALARM %s at session %d: zero-tolerance channel\n", rpt_channel_name((enum rpt_channel)c),
                     s->index);
-        else if (ch->cusum_at == s->index)
-            fprintf(stderr, "  ALARM %s at session %d: CUSUM %s > h %s\n", rpt_channel_name((enum rpt_channel)c),
-                    s->index, lg_fmt_bytes(b1, 32, ch->cusum_S_at), lg_fmt_bytes(b2, 32, ch->h));
+        else if (ch->steps_at == s->index)
+            fprintf(stderr, "  ALARM %s at session %d: %d steps that never came back, %s in all\n",
+                    rpt_channel_name((enum rpt_channel)c), s->index, ch->steps.n, lg_fmt_bytes(b1, 32, ch->steps.total));
         if (!rpt_channel_exact((enum rpt_channel)c) && ch->trend_at == s->index)
-            fprintf(stderr, "  ALARM %s at session %d: window slope %s/session, CI low %s > budget\n",
-                    rpt_channel_name((enum rpt_channel)c), s->index, lg_fmt_bytes(b1, 32, ch->trend_slope_at),
-                    lg_fmt_bytes(b2, 32, ch->trend_lo_at));
+            fprintf(stderr, "  ALARM %s at session %d: slope of the last %d sessions %s/session, CI low %s > budget\n",
+                    rpt_channel_name((enum rpt_channel)c), s->index, ch->trend_window_at,
+                    lg_fmt_bytes(b1, 32, ch->trend_slope_at), lg_fmt_bytes(b2, 32, ch->trend_lo_at));
     }
     if (tagged || s->n_refs) hx_print_leaks(s, stderr, 5);
 }
@@ -96,7 +96,7 @@ struct soak_state {
     struct hx_soak_plan plan;
     struct tft_config cfg[HX_SOAK_MAX_PRESETS];
     struct data_set *data[HX_SOAK_MAX_PRESETS];
-    struct hx_soak_trend trend;
+    struct rpt_soak_trend trend;
     struct hx_soak_gauges gauges;
     int64_t baseline[HX_SOAK_MAX_PRESETS][RPT_NCHANNELS];
     bool have_baseline[HX_SOAK_MAX_PRESETS], kept_samples[HX_SOAK_MAX_PRESETS];
@@ -118,7 +118,7 @@ static int state_init(struct soak_state *st, const struct hx_soak_options *so)
         if ((rc = hx_make_data(&oi, st->env.trk, &st->cfg[i], &st->data[i])) != LG_OK)
             return lg_fail_ctx(rc, "preset %s: ", st->plan.presets[i]);
     }
-    if ((rc = hx_soak_trend_init(&st->trend, o->window, o->budgets)) != LG_OK) return rc;
+    if ((rc = rpt_soak_trend_init(&st->trend, o->window, o->budgets)) != LG_OK) return rc;
     st->trend.attr.device = trk_has_device(st->env.trk);
     hx_soak_gauges_init(&st->gauges, &st->plan, o->shard);
     for (int i = 0; i < HX_SOAK_MAX_PRESETS; i++)
@@ -129,7 +129,7 @@ static int state_init(struct soak_state *st, const struct hx_soak_options *so)
 static void state_fini(struct soak_state *st)
 {
     for (int i = 1; i < HX_SOAK_MAX_PRESETS; i++) data_free(st->data[i]);
-    hx_soak_trend_fini(&st->trend);
+    rpt_soak_trend_fini(&st->trend);
     if (st->data[0]) { /* the env owns preset 0's data set again */
         st->env.cfg = st->cfg[0];
         st->env.data = st->data[0];
@@ -152,17 +152,19 @@ static int one_session(struct soak_state *st, const struct hx_soak_options *so, 
     struct rpt_session s;
     st->env.cfg = st->cfg[pi];
     st->env.data = st->data[pi];
-    int src = hx_session_run(&st->env, index, mode, warm, &s);
     int64_t *base = st->baseline[pi];
-    if (warm || !st->have_baseline[pi]) {
-        /* the last warm-up session of the preset is its baseline (the first measured one without
-         * warm-up) */
+    if (!warm && !st->have_baseline[pi]) { /* no warm-up: the process before its first session */
+        hx_baseline_now(&st->env, base);
+        st->have_baseline[pi] = true;
+    }
+    int src = hx_session_run(&st->env, index, mode, warm, &s);
+    if (warm) { /* the last warm-up session of the preset is its baseline */
         memcpy(base, s.absolute, sizeof s.absolute);
         st->have_baseline[pi] = true;
     }
     for (int c = 0; c < RPT_NCHANNELS && !warm; c++)
         s.delta[c] = s.absolute[c] == RPT_NONE || base[c] == RPT_NONE ? RPT_NONE : s.absolute[c] - base[c];
-    unsigned fired = hx_soak_trend_add(&st->trend, &s);
+    unsigned fired = rpt_soak_trend_add(&st->trend, &s);
     bool leaked = s.leaked_host_bytes || s.leaked_device_bytes || s.n_refs;
     if (!warm && (!st->kept_samples[pi] || leaked || fired)) {
         st->kept_samples[pi] = true; /* this session's timeline stays in the results */
@@ -184,27 +186,12 @@ static int one_session(struct soak_state *st, const struct hx_soak_options *so, 
     return wrc;
 }
 
-/* Completes the verdict's summary: no measured session, partial, the soak's extent. */
-static void finish_verdict(struct rpt_verdict *v, const struct hx_soak_plan *p, const char *shard, int measured,
-                           double elapsed, bool stopped)
+/* Appends the soak's extent to the verdict's summary. */
+static void extent(struct rpt_verdict *v, const char *shard, double elapsed)
 {
-    if (measured == 0 && v->status == RPT_PASS) {
-        v->status = RPT_INCONCLUSIVE;
-        v->exit_code = 3;
-        snprintf(v->summary, sizeof v->summary,
-                 "INCONCLUSIVE: no measured session (the soak ended during warm-up); soak longer");
-    }
-    v->partial = stopped;
     char el[32];
     fmt_elapsed(el, sizeof el, elapsed);
     size_t l = strlen(v->summary);
-    int planned = hx_soak_shard_items(p);
-    if (stopped && planned > 0)
-        snprintf(v->summary + l, sizeof v->summary - l, " (partial: %d of %d sessions, stopped by a signal)",
-                 measured, planned);
-    else if (stopped)
-        snprintf(v->summary + l, sizeof v->summary - l, " (partial: stopped by a signal after %s)", el);
-    l = strlen(v->summary);
     snprintf(v->summary + l, sizeof v->summary - l, "; soak%s%s, %s", shard[0] ? " shard " : "", shard, el);
 }
 
@@ -217,7 +204,9 @@ int hx_soak(const struct hx_soak_options *so, struct rpt_verdict *v)
     char path[700];
     memset(v, 0, sizeof *v);
     if (!st) return lg_fail(LG_ENOMEM, "out of memory for the soak's state");
-    int rc = hx_mkdirs(o->out_dir);
+    struct lg_dir_lock lock = {-1};
+    int rc = lg_mkdirs(o->out_dir);
+    if (rc == LG_OK) rc = lg_dir_lock(&lock, o->out_dir);
     if (rc == LG_OK) rc = state_init(st, so);
     if (rc != LG_OK) goto out;
     hx_fill_run_line(o, &st->env.cfg, &run);
@@ -229,26 +218,33 @@ int hx_soak(const struct hx_soak_options *so, struct rpt_verdict *v)
     write_metrics(st, so->metrics);
 
     struct progress pr = {.t0 = lg_now(), .last_line = lg_now()};
-    bool stopped = false;
+    const char *stopped = NULL;
+    int items = hx_soak_shard_items(&st->plan);
     for (int j = 0;; j++) {
         int index, pi, mode;
         bool warm;
         if (hx_stop_requested) {
-            stopped = true;
+            stopped = hx_stop_name();
             break;
         }
         if (!hx_soak_session_at(&st->plan, j, &index, &pi, &mode, &warm)) break; /* items spent */
-        if (!warm && st->plan.duration_s > 0 && lg_now() - pr.t0 >= st->plan.duration_s) break;
+        if (!warm && st->plan.duration_s > 0 && lg_now() - pr.t0 >= st->plan.duration_s) {
+            /* the duration is the plan; with --sessions too, ending before them is a cut */
+            if (items > 0) stopped = "time limit (--duration) before --sessions";
+            break;
+        }
         if ((rc = one_session(st, so, w, &pr, index, pi, mode, warm)) != LG_OK) break;
     }
     if (!o->quiet && isatty(STDERR_FILENO)) fputc('\n', stderr);
-    hx_soak_trend_verdict(&st->trend, v);
-    finish_verdict(v, &st->plan, o->shard, pr.measured, lg_now() - pr.t0, stopped);
-    if (rc != LG_OK) {
-        hx_verdict_error(v, rc);
-        v->partial = true;
-    }
-    rpt_writer_verdict(w, v);
+    v->required = o->required;
+    v->sessions_planned = items > 0 ? items : 0;
+    v->partial = stopped != NULL || rc != LG_OK;
+    if (stopped) lg_strlcpy(v->stopped, stopped, sizeof v->stopped);
+    rpt_soak_trend_verdict(&st->trend, v);
+    extent(v, o->shard, lg_now() - pr.t0);
+    if (rc != LG_OK) hx_verdict_error(v, rc);
+    int vrc = rpt_writer_verdict(w, v);
+    if (rc == LG_OK && vrc != LG_OK) rc = vrc;
     hx_print_verdict(o, v, stdout);
     st->gauges.running = false;
     st->gauges.verdict = v->status;
@@ -257,5 +253,6 @@ out:
     rc = hx_close_results(o, w, path, rc, v);
     state_fini(st);
     free(st);
+    lg_dir_unlock(&lock);
     return rc;
 }

@@ -10,8 +10,9 @@ static void soak_usage(FILE *f)
     fprintf(f,
             "usage: leakgate soak [--duration D | --sessions N] [options]\n"
             "Runs training sessions for hours in one process, interleaving presets and modes, and\n"
-            "watches every memory channel with a sliding-window trend test (Theil–Sen slope and a\n"
-            "CUSUM on per-session increments) that catches a slow leak starting late. Sessions are\n"
+            "watches every memory channel with a sliding-window trend test (Theil–Sen slope over the\n"
+            "window and over its last 10 sessions, which catches a leak starting late) and a scan of\n"
+            "the whole soak for steps that never come back (a leak every K sessions). Sessions are\n"
             "streamed to results.jsonl as they end; a Prometheus metrics file is rewritten after\n"
             "each. SIGTERM/SIGINT finish the current session, then the verdict and reports are\n"
             "written. Exit: 0 pass, 1 leak, 2 usage/input error, 3 inconclusive, 4 internal error.\n\n"
@@ -30,7 +31,7 @@ static void soak_usage(FILE *f)
             "  every `leakgate run` option applies (--steps, --device, --seed, --inject, --budget,\n"
             "  --stacks, --no-reports, --quiet, ...; see leakgate run --help)\n"
             "Details: docs/soak.md.\n",
-            HX_SOAK_MIN_WINDOW, HX_SOAK_MAX_WINDOW);
+            RPT_SOAK_MIN_WINDOW, RPT_SOAK_MAX_WINDOW);
 }
 
 /* Parses one soak-only option at argv[i]; returns the arguments consumed, 0 when it is not
@@ -55,9 +56,9 @@ static int parse_soak_option(struct hx_soak_options *so, int argc, char **argv, 
     } else if (!strcmp(a, "--window")) {
         char *end;
         long w = strtol(v, &end, 10);
-        if (end == v || *end || w < HX_SOAK_MIN_WINDOW || w > HX_SOAK_MAX_WINDOW)
-            rc = lg_fail(LG_EINVAL, "--window: '%s' is not an integer in %d..%d", v, HX_SOAK_MIN_WINDOW,
-                         HX_SOAK_MAX_WINDOW);
+        if (end == v || *end || w < RPT_SOAK_MIN_WINDOW || w > RPT_SOAK_MAX_WINDOW)
+            rc = lg_fail(LG_EINVAL, "--window: '%s' is not an integer in %d..%d", v, RPT_SOAK_MIN_WINDOW,
+                         RPT_SOAK_MAX_WINDOW);
         else
             so->o.window = (int)w;
     } else if (!strcmp(a, "--shard")) {
@@ -95,6 +96,10 @@ static int finish_options(struct hx_soak_options *so, const char *presets_arg)
         return lg_fail(LG_EINVAL, "--shard %s with --sessions %d: the shard has no session (n > sessions)", o->shard,
                        p->sessions);
     if ((rc = hx_check_options(o)) != LG_OK) return rc;
+    if ((rc = hx_check_sessions(o, hx_soak_shard_items(p), p->n_shards > 1 ? "this shard's sessions" : "--sessions")) !=
+            LG_OK ||
+        (rc = hx_check_sessions(o, o->window, "--window")) != LG_OK)
+        return rc;
     /* a fault "from the first measured session" starts after every preset's warm-up */
     for (int i = 0; i < o->n_inject; i++)
         if (o->inject[i].first < 0) o->inject[i].first = hx_soak_n_warmup(p);
@@ -146,7 +151,7 @@ int hx_cmd_soak(int argc, char **argv)
     rc = hx_soak(so, &v);
     if (rc != LG_OK) {
         fprintf(stderr, "leakgate soak: %s\n", lg_errmsg());
-        code = hx_exit_code_for(rc);
+        code = lg_exit_code(rc);
     } else {
         code = v.exit_code;
     }

@@ -3,12 +3,12 @@
  *
  * Worked example (what `leakgate soak --sessions 100 --window 50` does with them):
  *
- *   struct hx_soak_trend t;
- *   hx_soak_trend_init(&t, 50, o.budgets);        // ring buffers allocated once: O(window)
+ *   struct rpt_soak_trend t;
+ *   rpt_soak_trend_init(&t, 50, o.budgets);        // ring buffers allocated once: O(window)
  *   for each session s (warm-up first, deltas against its preset's baseline):
- *       unsigned fired = hx_soak_trend_add(&t, &s);   // bit c: channel c's alarm fired now
- *   hx_soak_trend_verdict(&t, &v);                // per-channel verdicts, final window's slope
- *   hx_soak_trend_fini(&t);
+ *       unsigned fired = rpt_soak_trend_add(&t, &s);   // bit c: channel c's alarm fired now
+ *   rpt_soak_trend_verdict(&t, &v);                // per-channel verdicts, final window's slope
+ *   rpt_soak_trend_fini(&t);
  */
 #ifndef LG_HX_SOAK_IMPL_H
 #define LG_HX_SOAK_IMPL_H
@@ -16,11 +16,9 @@
 #include <stdio.h>
 
 #include "hx_impl.h"
+#include "soak_trend.h"
 
 #define HX_SOAK_MAX_PRESETS 4
-#define HX_SOAK_MIN_WINDOW 5
-#define HX_SOAK_MAX_WINDOW 2000
-#define HX_SOAK_DEFAULT_WINDOW 50 /* hx_options_defaults' window */
 
 /* ---- the plan (soak_plan.c) ------------------------------------------------------------------
  * Plan items are the measured sessions of the whole soak, numbered p = 0, 1, 2, ... and
@@ -77,61 +75,6 @@ struct hx_soak_options {
  * ran (the verdict says pass/leak/inconclusive), else a status with lg_errmsg() set. */
 int hx_soak(const struct hx_soak_options *so, struct rpt_verdict *v);
 
-/* ---- the trend test (soak_trend.c) ------------------------------------------------------------ */
-
-/* One statistical channel: the last `window` deltas, the CUSUM on per-session increments,
- * when its alarms first fired. */
-struct hx_soak_channel {
-    double *ring;                  /* window deltas, oldest at (head - n) mod window */
-    int n, head;
-    int n_values;                  /* measured sessions that had a value */
-    double prev;                   /* the previous measured session's delta */
-    double k, h, clip;             /* CUSUM reference drift, threshold, per-session cap */
-    double S, S_peak;              /* CUSUM now, and its highest value */
-    int cusum_at, trend_at;        /* session index of the first alarm; -1: none */
-    double cusum_S_at;             /* S when the CUSUM alarm fired */
-    double trend_slope_at, trend_lo_at; /* the window's slope and bound when the trend alarm fired */
-    double slope, slope_lo;        /* the latest window's slope and lower bound (metrics) */
-};
-
-/* An exact channel, streamed: no per-session array. */
-struct hx_soak_exact {
-    int bad, first;                /* sessions that left something; the first one (-1: none) */
-    int64_t total, max;
-};
-
-struct hx_soak_trend {
-    int window, n_all, n_measured;
-    struct rpt_budget budgets[RPT_NCHANNELS];
-    struct hx_soak_channel ch[RPT_NCHANNELS];
-    struct hx_soak_exact ex[3];    /* tagged_host, tagged_device, refs */
-    struct hx_series attr;         /* attribution only (worst_* fields; no arrays) */
-    double *scratch;               /* `window` doubles: a window in session order */
-};
-
-/* CUSUM parameters of a channel from its budget: k = slope, h = floor, clip = floor / 2. */
-void hx_soak_cusum_params(const struct rpt_budget *b, double *k, double *h, double *clip);
-/* Allocates every buffer once (window doubles per channel plus a scratch window); the caller
- * frees them with hx_soak_trend_fini. */
-int hx_soak_trend_init(struct hx_soak_trend *t, int window, const struct rpt_budget *budgets);
-void hx_soak_trend_fini(struct hx_soak_trend *t);
-/* Feeds a session: warm-up sessions feed the exact channels only; measured ones also the
- * windows and CUSUMs of the statistical channels (their delta[] against the baseline).
- * Returns a bit (1u << channel) for every channel one of whose alarms (CUSUM, trend; exact:
- * the first leaking session) fired for the first time at this session, so a statistical
- * channel reports twice at most. Allocates nothing that outlives the call. */
-unsigned hx_soak_trend_add(struct hx_soak_trend *t, const struct rpt_session *s);
-/* Whether a channel has alarmed so far (statistical: trend or CUSUM; exact: any session). */
-bool hx_soak_alarmed(const struct hx_soak_trend *t, enum rpt_channel c);
-/* The soak's verdict: exact channels at zero tolerance with attribution; statistical channels
- * leak when an alarm fired (saturating when the full final window is flat again), else the
- * final window's judgement (a level above the band with no growth over the window and a flat
- * late half: saturating, not inconclusive); figures and slopes from the final window. */
-void hx_soak_trend_verdict(const struct hx_soak_trend *t, struct rpt_verdict *v);
-/* Judges a soak's results that have no verdict line (a shard killed without a chance to write
- * one) by replaying its sessions through the trend test, in place; the verdict is partial. */
-int hx_soak_judge_results(struct rpt_results *r, int window);
-
 /* ---- the metrics file (soak_metrics.c) ------------------------------------------------------- */
 
 /* What the metrics file reports, updated after every session. */
@@ -152,6 +95,6 @@ void hx_soak_gauges_init(struct hx_soak_gauges *g, const struct hx_soak_plan *p,
 void hx_soak_gauges_session(struct hx_soak_gauges *g, const struct rpt_session *s, int preset, int mode);
 /* Writes the Prometheus text exposition to path.tmp, syncs it, and renames it over path, so a
  * reader (node_exporter's textfile collector) sees the old file or the new, never a part. */
-int hx_soak_metrics_write(const char *path, const struct hx_soak_gauges *g, const struct hx_soak_trend *t);
+int hx_soak_metrics_write(const char *path, const struct hx_soak_gauges *g, const struct rpt_soak_trend *t);
 
 #endif

@@ -92,7 +92,7 @@ static void sample(FILE *f, const struct hx_soak_gauges *g, const char *name, co
         fprintf(f, " %.17g\n", value);
 }
 
-static void write_body(FILE *f, const struct hx_soak_gauges *g, const struct hx_soak_trend *t)
+static void write_body(FILE *f, const struct hx_soak_gauges *g, const struct rpt_soak_trend *t)
 {
     header(f, "leakgate_soak_running", "gauge", "1 while the soak runs sessions, 0 once its verdict is written.");
     sample(f, g, "leakgate_soak_running", NULL, NULL, NULL, g->running);
@@ -119,10 +119,10 @@ static void write_body(FILE *f, const struct hx_soak_gauges *g, const struct hx_
                            g->presets[p], hx_mode_name(slot_mode[m]), (double)g->delta[p][m][c]);
 
     header(f, "leakgate_channel_alarm", "gauge",
-           "1 once the channel alarmed (trend or CUSUM; exact channels: any session left something).");
+           "1 once the channel alarmed (window trend or recurring steps; exact channels: any session left something).");
     for (int c = 0; c < RPT_NCHANNELS; c++)
         sample(f, g, "leakgate_channel_alarm", rpt_channel_name((enum rpt_channel)c), NULL, NULL,
-               hx_soak_alarmed(t, (enum rpt_channel)c));
+               rpt_soak_alarmed(t, (enum rpt_channel)c));
     header(f, "leakgate_channel_alarm_session", "gauge", "Session index at which the channel first alarmed; -1: none.");
     for (int c = 0; c < RPT_NCHANNELS; c++) {
         int at = -1;
@@ -130,7 +130,7 @@ static void write_body(FILE *f, const struct hx_soak_gauges *g, const struct hx_
             int e = c == RPT_CH_TAGGED_HOST ? 0 : c == RPT_CH_TAGGED_DEVICE ? 1 : 2;
             at = t->ex[e].first;
         } else {
-            int a = t->ch[c].cusum_at, b = t->ch[c].trend_at;
+            int a = t->ch[c].steps_at, b = t->ch[c].trend_at;
             at = a < 0 ? b : b < 0 ? a : LG_MIN(a, b);
         }
         sample(f, g, "leakgate_channel_alarm_session", rpt_channel_name((enum rpt_channel)c), NULL, NULL, at);
@@ -141,17 +141,12 @@ static void write_body(FILE *f, const struct hx_soak_gauges *g, const struct hx_
         if (!rpt_channel_exact((enum rpt_channel)c) && isfinite(t->ch[c].slope))
             sample(f, g, "leakgate_channel_window_slope_bytes", rpt_channel_name((enum rpt_channel)c), NULL,
                    NULL, t->ch[c].slope);
-    header(f, "leakgate_channel_cusum_bytes", "gauge",
-           "One-sided CUSUM of the channel's per-session increments (alarm above the threshold).");
+    header(f, "leakgate_channel_steps", "gauge",
+           "Upward steps of the channel's long series that never came back (3 or more alarm).");
     for (int c = 0; c < RPT_NCHANNELS; c++)
         if (!rpt_channel_exact((enum rpt_channel)c) && t->ch[c].n_values)
-            sample(f, g, "leakgate_channel_cusum_bytes", rpt_channel_name((enum rpt_channel)c), NULL, NULL,
-                   t->ch[c].S);
-    header(f, "leakgate_channel_cusum_threshold_bytes", "gauge", "The CUSUM's alarm threshold h.");
-    for (int c = 0; c < RPT_NCHANNELS; c++)
-        if (!rpt_channel_exact((enum rpt_channel)c) && t->ch[c].n_values)
-            sample(f, g, "leakgate_channel_cusum_threshold_bytes", rpt_channel_name((enum rpt_channel)c), NULL,
-                   NULL, t->ch[c].h);
+            sample(f, g, "leakgate_channel_steps", rpt_channel_name((enum rpt_channel)c), NULL, NULL,
+                   t->ch[c].steps.n);
 
     header(f, "leakgate_last_session_duration_seconds", "gauge", "Wall time of the last session.");
     sample(f, g, "leakgate_last_session_duration_seconds", NULL, NULL, NULL, g->last_duration_s);
@@ -169,7 +164,7 @@ static void write_body(FILE *f, const struct hx_soak_gauges *g, const struct hx_
     }
 }
 
-int hx_soak_metrics_write(const char *path, const struct hx_soak_gauges *g, const struct hx_soak_trend *t)
+int hx_soak_metrics_write(const char *path, const struct hx_soak_gauges *g, const struct rpt_soak_trend *t)
 {
     char tmp[600];
     if (lg_snprintf(tmp, sizeof tmp, "%s.tmp", path)) return lg_fail(LG_EINVAL, "metrics path too long: %s", path);

@@ -2,6 +2,7 @@
  * INT8 finalisation lives in trainer_quant.c; the fault switches are documented in trainer.h.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,21 +90,30 @@ static void progress(struct tr_trainer *tr, const char *phase, int step, double 
 }
 
 /* The untagged faults: memory the tracker never sees, so only jemalloc's statistics or the
- * kernel's RSS can catch it. */
-static void raw_faults(struct tr_trainer *tr)
+ * kernel's RSS can catch it. A fault that cannot be made fails the session: a run that meant to
+ * leak and could not must not pass. */
+static int raw_faults(struct tr_trainer *tr)
 {
-    if (tr->raw_done) return;
+    char b1[32];
+    if (tr->raw_done) return LG_OK;
     tr->raw_done = true;
     size_t n = tr->opt.faults.raw_malloc;
     if (n) {
         char *p = malloc(n); /* a scratch buffer forgotten by the batch loop */
-        if (p) memset(p, 0x5a, n);
+        if (!p)
+            return lg_fail(LG_ENOMEM, "fault raw-malloc could not be injected: malloc of %s failed",
+                           lg_fmt_bytes(b1, sizeof b1, (double)n));
+        memset(p, 0x5a, n);
     }
     n = tr->opt.faults.raw_mmap;
     if (n) {
         char *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p != MAP_FAILED) memset(p, 0x5a, n);
+        if (p == MAP_FAILED)
+            return lg_fail(LG_ENOMEM, "fault raw-mmap could not be injected: mmap of %s failed: %s",
+                           lg_fmt_bytes(b1, sizeof b1, (double)n), strerror(errno));
+        memset(p, 0x5a, n);
     }
+    return LG_OK;
 }
 
 /* A batch of the data set on the trainer's device; freed with tft_batch_fini. */
@@ -179,9 +189,8 @@ int tr_train(struct tr_trainer *tr, struct tr_train_stats *st)
     struct tr_train_stats s = {0};
     if (!tr->opt_state) return lg_fail(LG_EINVAL, "trainer: tr_train before tr_initialize_optimizer");
     double t0 = lg_now(), sum = 0;
-    int rc = LG_OK;
-    raw_faults(tr);
-    for (int k = 0; k < tr->opt.steps; k++) {
+    int rc = raw_faults(tr);
+    for (int k = 0; k < tr->opt.steps && rc == LG_OK; k++) {
         double loss = 0, norm = 0;
         bool last = k == tr->opt.steps - 1;
         rc = train_step(tr, &loss, &norm, last && tr->opt.faults.tape_retained && !tr->kept_tape);

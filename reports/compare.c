@@ -1,8 +1,11 @@
-/* compare.c — two runs side by side: per channel, the median per-session growth (statistical
- * channels) or the median bytes a session leaves behind (exact channels); per tag, the leaked
- * bytes per measured session. HEAD regressed when a statistical channel's median growth grew
- * by more than HEAD's band, an exact channel went from zero to non-zero (or leaks more per
- * session than BASE did), or a tag leaks in HEAD that did not leak in BASE. */
+/* compare.c — two runs side by side, each judged by the run's own rules (verdict.h) with the
+ * same budgets (HEAD's, or --budgets): per statistical channel the per-session growth (the
+ * Theil–Sen slope with its bound, as `run` judges it), per exact channel the median a session
+ * leaves behind, per tag the bytes leaked per measured session. HEAD regressed when a channel
+ * leaks in HEAD that does not in BASE, or leaks significantly faster (HEAD's lower bound above
+ * BASE's upper one by more than the slope budget); an exact channel went from zero to non-zero
+ * or leaks more per session; or a tag leaks in HEAD that did not in BASE. Without measured
+ * sessions on either side, or with HEAD itself undecided, the comparison is inconclusive. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,10 +33,36 @@ static double exact_median(const struct rpt_results *r, enum rpt_channel c, int 
     return m;
 }
 
-static bool compare_channel(const struct rpt_results *base, const struct rpt_results *head,
-                            enum rpt_channel c, FILE *out)
+/* Judges a run's sessions by the run's rules with the given budgets (its own verdict line is
+ * not trusted: the budgets may differ). */
+static int judge(const struct rpt_results *r, const struct rpt_budget *b, struct rpt_verdict *v)
 {
-    char a[48], b[48], d[48], bud[48];
+    struct rpt_series ser;
+    memset(v, 0, sizeof *v);
+    int rc = rpt_series_init(&ser, r->n_sessions);
+    if (rc != LG_OK) return rc;
+    ser.device = rpt_run_had_device(&r->run);
+    for (int i = 0; i < r->n_sessions; i++)
+        rpt_series_add(&ser, &r->sessions[i]);
+    v->required = r->run.required;
+    v->sessions_planned = r->run.sessions;
+    if (r->has_verdict) {
+        v->partial = r->verdict.partial;
+        lg_strlcpy(v->stopped, r->verdict.stopped, sizeof v->stopped);
+    } else {
+        v->partial = true;
+        lg_strlcpy(v->stopped, "results cut short: no verdict line", sizeof v->stopped);
+    }
+    rpt_judge_series(&ser, b, v);
+    rpt_series_fini(&ser);
+    return LG_OK;
+}
+
+static bool compare_channel(const struct rpt_results *base, const struct rpt_results *head,
+                            const struct rpt_verdict *vb, const struct rpt_verdict *vh,
+                            const struct rpt_budget *b, enum rpt_channel c, FILE *out)
+{
+    char a[48], bb[48], d[48], bud[48];
     bool in_b = rpt_channel_measured(base, c), in_h = rpt_channel_measured(head, c), worse = false;
     if (!in_b && !in_h) return false;
     fprintf(out, "  %-14s", rpt_channel_name(c));
@@ -48,27 +77,33 @@ static bool compare_channel(const struct rpt_results *base, const struct rpt_res
         double mb = exact_median(base, c, &nzb), mh = exact_median(head, c, &nzh);
         worse = (nzb == 0 && nzh > 0) || (isfinite(mb) && isfinite(mh) && mh > mb);
         fprintf(out, " %14s %14s %14s %14s  %s", rpt_fmt_figure(a, sizeof a, c, mb, false),
-                rpt_fmt_figure(b, sizeof b, c, mh, false),
+                rpt_fmt_figure(bb, sizeof bb, c, mh, false),
                 rpt_fmt_figure(d, sizeof d, c, mh - mb, true), "0 (exact)",
                 worse     ? "REGRESSED"
                 : mh < mb ? "improved"
                           : "ok");
         fprintf(out, "  (sessions leaving any: %d → %d)\n", nzb, nzh);
-    } else {
-        struct rpt_channel_obs ob, oh;
-        rpt_channel_observe(base, c, &ob);
-        rpt_channel_observe(head, c, &oh);
-        double band = head->run.budgets[c].band, diff = oh.median_growth - ob.median_growth;
-        worse = isfinite(diff) && isfinite(band) && diff > band;
-        snprintf(bud, sizeof bud, "±%s", rpt_fmt_figure(a, sizeof a, c, band, false));
-        fprintf(out, " %14s %14s %14s %14s  %s\n",
-                rpt_fmt_figure(a, sizeof a, c, ob.median_growth, true),
-                rpt_fmt_figure(b, sizeof b, c, oh.median_growth, true),
-                rpt_fmt_figure(d, sizeof d, c, diff, true), bud,
-                worse                            ? "REGRESSED"
-                : isfinite(diff) && diff < -band ? "improved"
-                                                 : "ok");
+        return worse;
     }
+    const struct rpt_channel_verdict *cb = &vb->channels[c], *ch = &vh->channels[c];
+    bool leak_b = cb->status == RPT_LEAK, leak_h = ch->status == RPT_LEAK;
+    double sb = cb->slope, sh = ch->slope;
+    /* both leak: HEAD is worse only when it is significantly steeper, by more than the budget */
+    bool steeper = leak_b && leak_h && isfinite(ch->slope_lo) && isfinite(cb->slope_hi) &&
+                   ch->slope_lo > cb->slope_hi + b[c].slope;
+    worse = (leak_h && !leak_b) || steeper;
+    snprintf(bud, sizeof bud, "%s/s", rpt_fmt_figure(a, sizeof a, c, b[c].slope, false));
+    const char *result = worse               ? "REGRESSED"
+                         : leak_b && !leak_h ? "improved"
+                         : leak_h            ? "still leaking"
+                         : ch->status == RPT_PASS || ch->status == RPT_SATURATING
+                             ? "ok"
+                             : rpt_status_name(ch->status);
+    fprintf(out, " %14s %14s %14s %14s  %s", rpt_fmt_figure(a, sizeof a, c, sb, true),
+            rpt_fmt_figure(bb, sizeof bb, c, sh, true),
+            rpt_fmt_figure(d, sizeof d, c, sh - sb, true), bud, result);
+    if (worse || ch->status != RPT_PASS) fprintf(out, "\n      HEAD: %s", ch->why);
+    fputc('\n', out);
     return worse;
 }
 
@@ -134,30 +169,48 @@ cleanup:
     return fresh;
 }
 
-bool rpt_compare(const struct rpt_results *base, const struct rpt_results *head, FILE *out)
+int rpt_compare(const struct rpt_results *base, const struct rpt_results *head,
+                const struct rpt_budget *budgets, FILE *out)
 {
+    struct rpt_verdict vb, vh;
+    const struct rpt_budget *b = budgets ? budgets : head->run.budgets;
+    if (judge(base, b, &vb) != LG_OK || judge(head, b, &vh) != LG_OK) {
+        fprintf(out, "compare: %s\n", lg_errmsg());
+        return RPT_COMPARE_INCONCLUSIVE;
+    }
     int regressed = 0;
     fprintf(out, "BASE: %s %s · %s · %d measured sessions · %s\n", base->run.command,
             base->run.preset, base->run.device, rpt_measured_count(base),
-            base->has_verdict ? rpt_status_word(base->verdict.status) : "no verdict");
-    fprintf(out, "HEAD: %s %s · %s · %d measured sessions · %s\n\n", head->run.command,
+            rpt_status_word(vb.status));
+    fprintf(out, "HEAD: %s %s · %s · %d measured sessions · %s\n", head->run.command,
             head->run.preset, head->run.device, rpt_measured_count(head),
-            head->has_verdict ? rpt_status_word(head->verdict.status) : "no verdict");
+            rpt_status_word(vh.status));
+    fprintf(out, "Budgets: %s\n\n", b[RPT_CH_JE_ALLOCATED].source);
     fprintf(out,
-            "Channels (exact: median bytes a session leaves; others: median growth per session):\n"
+            "Channels (exact: median bytes a session leaves; others: growth per session, judged as "
+            "`run` does):\n"
             "  %-14s %14s %14s %14s %14s  %s\n",
             "channel", "BASE", "HEAD", "change", "budget", "result");
     for (int c = 0; c < RPT_NCHANNELS; c++)
-        regressed += compare_channel(base, head, c, out);
+        regressed += compare_channel(base, head, &vb, &vh, b, c, out);
     int fresh = compare_tags(base, head, out);
     if (fresh < 0) {
         fputs("\n(out of memory comparing leaked tags: tags not compared)\n", out);
         fresh = 0;
     }
-    if (regressed || fresh)
+    if (regressed || fresh) {
         fprintf(out, "\nHEAD REGRESSED: %d channel%s beyond budget, %d new leaking tag%s.\n",
                 regressed, regressed == 1 ? "" : "s", fresh, fresh == 1 ? "" : "s");
-    else
-        fputs("\nNo regression beyond HEAD's budgets.\n", out);
-    return regressed || fresh;
+        return RPT_COMPARE_REGRESSED;
+    }
+    const char *undecided = rpt_measured_count(base) == 0   ? "BASE has no measured session"
+                            : rpt_measured_count(head) == 0 ? "HEAD has no measured session"
+                            : vh.status == RPT_INCONCLUSIVE ? "HEAD's own verdict is inconclusive"
+                                                            : NULL;
+    if (undecided) {
+        fprintf(out, "\nINCONCLUSIVE: no regression found, but %s: %s\n", undecided, vh.summary);
+        return RPT_COMPARE_INCONCLUSIVE;
+    }
+    fputs("\nNo regression beyond the budgets.\n", out);
+    return RPT_COMPARE_SAME;
 }

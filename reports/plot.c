@@ -215,6 +215,37 @@ static int run_gnuplot(const char *exe, const char *script, const char *log)
     return rc;
 }
 
+/* Whether a figure gnuplot wrote is whole: a PNG ends with its IEND chunk, an SVG with </svg>
+ * (a full disk leaves a file cut short, or empty, and gnuplot may still exit 0). */
+static bool whole(const char *path, bool png, long *size)
+{
+    FILE *f = fopen(path, "rbe");
+    char tail[16] = "";
+    *size = -1;
+    if (!f) return false;
+    if (fseek(f, 0, SEEK_END) == 0) *size = ftell(f);
+    bool ok = *size > 16 && fseek(f, -16, SEEK_END) == 0 && fread(tail, 1, 16, f) == 16;
+    fclose(f);
+    if (!ok) return false;
+    if (png) return memcmp(tail + 8, "IEND", 4) == 0; /* length, "IEND", CRC: the last 12 bytes */
+    return memmem(tail, 16, "</svg>", 6) != NULL;
+}
+
+/* Moves a finished figure from the scratch directory into dir, once it is known to be whole. */
+static int take_figure(const char *tmp, const char *dir, const char *name, int png_or_svg)
+{
+    const char *ext = png_or_svg ? "svg" : "png";
+    char from[4200], to[4200];
+    long size;
+    if (lg_snprintf(from, sizeof from, "%s/%s.%s", tmp, name, ext) || lg_snprintf(to, sizeof to, "%s/%s.%s", dir, name, ext))
+        return lg_fail(LG_EINVAL, "output path too long: %s", dir);
+    if (!whole(from, !png_or_svg, &size))
+        return lg_fail(LG_EIO, "%s: gnuplot wrote %ld bytes, not a whole %s (is the disk full?); the figure was not "
+                               "written", to, size < 0 ? 0 : size, png_or_svg ? "SVG" : "PNG");
+    if (rename(from, to) != 0) return lg_fail(LG_EIO, "cannot write %s: %s", to, strerror(errno));
+    return LG_OK;
+}
+
 /* Writes the figures in `which` (a bit per figure) with one gnuplot run. */
 static int plot_figures(const struct rpt_results *r, unsigned which, const char *dir)
 {
@@ -222,12 +253,13 @@ static int plot_figures(const struct rpt_results *r, unsigned which, const char 
     FILE *gp = NULL, *fg = NULL;
     int rc = find_gnuplot(exe, sizeof exe);
     if (rc != LG_OK) return rc;
-    rc = rpt_mkdir_p(dir);
+    rc = lg_mkdirs(dir);
     if (rc != LG_OK) return rc;
-    const char *td = getenv("TMPDIR");
-    if (lg_snprintf(tmp, sizeof tmp, "%s/lg-plot.XXXXXX", td && *td ? td : "/tmp") || !mkdtemp(tmp))
-        return lg_fail(LG_EIO, "cannot create a scratch directory for gnuplot: %s",
-                       strerror(errno));
+    /* the scratch directory sits in the output directory: TMPDIR plays no part, and the
+     * figures are renamed into place only once each is known to be whole */
+    if (lg_snprintf(tmp, sizeof tmp, "%s/.lg-plot.XXXXXX", dir)) return lg_fail(LG_EINVAL, "output path too long: %s", dir);
+    if (!mkdtemp(tmp))
+        return lg_fail(LG_EIO, "%s: cannot create a scratch directory for gnuplot: %s", dir, strerror(errno));
     rc = rpt_open_out(&gp, tmp, "main.gp", main_gp, sizeof main_gp);
     for (int f = 0; f < RPT_NFIGURES && rc == LG_OK; f++) {
         if (!(which & (1u << f))) continue;
@@ -247,7 +279,7 @@ static int plot_figures(const struct rpt_results *r, unsigned which, const char 
         for (int t = 0; t < 2 && rc == LG_OK; t++) {
             fputs("set term ", gp);
             fprintf(gp, terms[t][1], figures[f].w, figures[f].h);
-            snprintf(out, sizeof out, "%s/%s.%s", dir, figures[f].name, terms[t][0]);
+            snprintf(out, sizeof out, "%s/%s.%s", tmp, figures[f].name, terms[t][0]);
             fputs("\nset output ", gp);
             rpt_put_gp(gp, out);
             fputs("\nload ", gp);
@@ -262,6 +294,8 @@ static int plot_figures(const struct rpt_results *r, unsigned which, const char 
     if (rc == LG_OK && lg_snprintf(log, sizeof log, "%s/gnuplot.log", tmp))
         rc = lg_fail(LG_EINVAL, "scratch path too long");
     if (rc == LG_OK) rc = run_gnuplot(exe, main_gp, log);
+    for (int f = 0; f < RPT_NFIGURES && rc == LG_OK; f++)
+        for (int t = 0; t < 2 && rc == LG_OK && (which & (1u << f)); t++) rc = take_figure(tmp, dir, figures[f].name, t);
     rm_tree(tmp);
     return rc;
 }

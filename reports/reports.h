@@ -15,9 +15,9 @@
  *   if (rc != LG_OK) fprintf(stderr, "leakgate: %s\n", lg_errmsg()); // e.g. "gnuplot not found:
  * ..." rpt_results_free(r);
  *
- * and a comparison of two runs (exit status 1 when HEAD regressed beyond HEAD's budgets):
+ * and a comparison of two runs, each judged by the run's rules with HEAD's budgets:
  *
- *   bool worse = rpt_compare(base, head, stdout);
+ *   int rc = rpt_compare(base, head, NULL, stdout);   // RPT_COMPARE_REGRESSED: exit status 1
  *
  * The CLI wires its commands in one line each: `return rpt_cmd_report(argc - 1, argv + 1);`
  * (argv[0] is then the command's own name, "report" or "compare").
@@ -97,11 +97,20 @@ int rpt_write_html(const struct rpt_results *r, const char *svg_dir, FILE *f);
 
 /* ---- comparison --------------------------------------------------------------------------- */
 
-/* Prints per-channel median per-session growth and per-tag leaked bytes per measured session
- * for BASE and HEAD and their difference. Returns true when HEAD regressed beyond the budgets
- * in HEAD's run line: a statistical channel's median growth grew by more than its band, an
- * exact channel went from zero to non-zero, or a tag leaks in HEAD that did not in BASE. */
-bool rpt_compare(const struct rpt_results *base, const struct rpt_results *head, FILE *out);
+/* What a comparison found; the values are the exit statuses of `leakgate compare`. */
+enum rpt_compare_result {
+    RPT_COMPARE_SAME = 0,         /* no regression beyond the budgets */
+    RPT_COMPARE_REGRESSED = 1,    /* HEAD regressed */
+    RPT_COMPARE_INCONCLUSIVE = 3, /* no regression found, but no evidence either (no measured
+                                     session, HEAD's own verdict undecided) */
+};
+/* Judges BASE and HEAD by the run's rules with `budgets` (NULL: HEAD's run line's) and prints,
+ * per channel, each one's per-session growth (statistical: Theil–Sen slope; exact: the median a
+ * session leaves), per tag the leaked bytes per measured session, and their difference. HEAD
+ * regressed when a channel leaks in HEAD that does not in BASE (or significantly faster), an
+ * exact channel went from zero to non-zero or grew, or a tag leaks in HEAD and not in BASE. */
+int rpt_compare(const struct rpt_results *base, const struct rpt_results *head, const struct rpt_budget *budgets,
+                FILE *out);
 
 /* ---- commands (argv[0] is the command's name) ----------------------------------------------- */
 

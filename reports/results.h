@@ -30,6 +30,7 @@
 #include "lg_base.h"
 
 #define RPT_SCHEMA "leakgate.results/1"
+#define RPT_SCHEMA_WRITTEN "leakgate.results/1.1" /* this revision: adds required, budget noise, stopped */
 
 /* The measurement channels, most exact first (docs/DESIGN.md). */
 enum rpt_channel {
@@ -63,11 +64,15 @@ int rpt_status_from_name(const char *name);
 
 /* ---- the run line ------------------------------------------------------------------------ */
 
-struct rpt_budget {                /* per channel, as used by the verdict */
-    double band;                   /* bytes: |delta| tolerated (statistical channels) */
+struct rpt_budget {                /* per statistical channel, as used by the verdict */
+    double band;                   /* bytes: |delta| tolerated, one-time steps included */
     double slope;                  /* bytes per session tolerated */
     double floor;                  /* bytes: late-vs-early median shift needed to call a leak */
-    char source[64];               /* "default (measured 2026-11-30, docs/detection.md)", "flag" */
+    double noise;                  /* bytes: per-session jitter seen on clean runs (a robust
+                                      sigma); 0 when none was seen; NaN when never measured */
+    bool measured;                 /* the figures come from a measurement (calibrate), not a guess */
+    char source[160];              /* where they came from: "measured on HOST (...) by leakgate
+                                      calibrate ..., DATE", "--budget", "FILE: ..." */
 };
 
 struct rpt_run {
@@ -86,6 +91,7 @@ struct rpt_run {
     bool stacks;
     char inject[96];               /* "" or "raw-malloc:256KiB@40" */
     char shard[16];                /* "" or "2/4" */
+    unsigned required;             /* channels the verdict requires (bit 1u << channel) */
     struct rpt_budget budgets[RPT_NCHANNELS];
 };
 
@@ -152,6 +158,13 @@ struct rpt_session {
     char error[256];               /* "" or what failed inside the session */
 };
 
+/* The one per-session value of a channel, which the verdict, compare, JUnit, the CSV and the
+ * plots all use: for the exact channels what the session itself left behind (tagged bytes born
+ * in it and still live; shared objects with unbalanced references, counted as objects), for the
+ * statistical channels the reading after quiesce minus the baseline (RPT_NONE in warm-up).
+ * Returns false when the session did not measure the channel. */
+bool rpt_session_value(const struct rpt_session *s, enum rpt_channel c, int64_t *out);
+
 /* ---- the verdict line -------------------------------------------------------------------- */
 
 struct rpt_channel_verdict {
@@ -161,17 +174,22 @@ struct rpt_channel_verdict {
     double budget;                 /* what it was judged against */
     double slope, slope_lo, slope_hi; /* Theil–Sen bytes/session with its confidence bound */
     double shift;                  /* late-vs-early median shift, bytes */
-    char why[320];                 /* one sentence: "slope 262 KiB/session [250, 270] > 64 KiB" */
+    bool required;                 /* the run's verdict needs this channel's evidence */
+    char why[400];                 /* one sentence: "slope 262 KiB/session [250, 270] > 64 KiB" */
 };
 
 struct rpt_verdict {
     enum rpt_status status;        /* the run's overall verdict */
     int exit_code;                 /* 0 pass, 1 leak, 2 usage/input, 3 inconclusive, 4 internal */
     int sessions_measured;
+    int sessions_planned;          /* measured sessions the plan asked for; 0: unbounded (soak) */
+    unsigned required;             /* channels required (bit 1u << channel) */
     int n_channels;
     struct rpt_channel_verdict channels[RPT_NCHANNELS];
-    char summary[512];
+    char summary[768];
     bool partial;                  /* the run ended early (signal, crash, time) */
+    char stopped[64];              /* why it ended early: "SIGTERM", "time limit", "results cut
+                                      short (no verdict line)"; "" when it ran its plan */
 };
 
 /* ---- writing (harness side) ----------------------------------------------------------------- */

@@ -93,6 +93,25 @@ static int get_bool(const struct rpt_dec *d, const char *where, json_t *o, const
     return LG_OK;
 }
 
+/* A member that older writers left out: *out is NULL when absent. */
+static json_t *optional(json_t *o, const char *key) { return json_object_get(o, key); }
+
+/* An array of channel names as a mask. */
+static int get_channel_list(const struct rpt_dec *d, const char *where, json_t *a, const char *key, unsigned *out)
+{
+    json_t *e;
+    size_t i;
+    *out = 0;
+    if (!json_is_array(a)) return bad(d, where, key, "expected an array of channel names");
+    json_array_foreach(a, i, e)
+    {
+        int c = json_is_string(e) ? rpt_channel_from_name(json_string_value(e)) : -1;
+        if (c < 0) return bad(d, where, key, "expected an array of channel names");
+        *out |= RPT_BIT(c);
+    }
+    return LG_OK;
+}
+
 static int get_arr(const struct rpt_dec *d, const char *where, json_t *o, const char *key,
                    json_t **out)
 {
@@ -216,7 +235,16 @@ int rpt_run_from_json(const struct rpt_dec *d, json_t *o, struct rpt_run *run)
         if (rc == LG_OK) rc = get_num(d, bw, e, "slope", &b->slope);
         if (rc == LG_OK) rc = get_num(d, bw, e, "floor", &b->floor);
         if (rc == LG_OK) rc = get_str(d, bw, e, "source", b->source, sizeof b->source);
+        /* written since leakgate.results/1.1; older files' budgets were noise-free measurements,
+         * but for the device's, which were never measured */
+        b->noise = 0;
+        b->measured = c != RPT_CH_DEV_DRIVER && c != RPT_CH_DEV_PROCESS;
+        if (rc == LG_OK && optional(e, "noise")) rc = get_num(d, bw, e, "noise", &b->noise);
+        if (rc == LG_OK && optional(e, "measured")) rc = get_bool(d, bw, e, "measured", &b->measured);
     }
+    run->required = rpt_default_required(rpt_run_had_device(run));
+    if (rc == LG_OK && optional(o, "required"))
+        rc = get_channel_list(d, w, optional(o, "required"), "required", &run->required);
     return rc;
 }
 
@@ -398,6 +426,11 @@ int rpt_verdict_from_json(const struct rpt_dec *d, json_t *o, struct rpt_verdict
         rc = get_i32(d, w, o, "sessions_measured", &v->sessions_measured, 0, INT32_MAX);
     if (rc == LG_OK) rc = get_bool(d, w, o, "partial", &v->partial);
     if (rc == LG_OK) rc = get_str(d, w, o, "summary", v->summary, sizeof v->summary);
+    if (rc == LG_OK && optional(o, "sessions_planned"))
+        rc = get_i32(d, w, o, "sessions_planned", &v->sessions_planned, 0, INT32_MAX);
+    if (rc == LG_OK && optional(o, "stopped")) rc = get_str(d, w, o, "stopped", v->stopped, sizeof v->stopped);
+    if (rc == LG_OK && optional(o, "required"))
+        rc = get_channel_list(d, w, optional(o, "required"), "required", &v->required);
     if (rc == LG_OK) rc = get_arr(d, w, o, "channels", &a);
     if (rc == LG_OK && json_array_size(a) > RPT_NCHANNELS)
         rc = bad(d, w, "channels", "more entries than channels");
@@ -426,6 +459,7 @@ int rpt_verdict_from_json(const struct rpt_dec *d, json_t *o, struct rpt_verdict
         if (rc == LG_OK) rc = get_num(d, cw, e, "slope_lo", &cv->slope_lo);
         if (rc == LG_OK) rc = get_num(d, cw, e, "slope_hi", &cv->slope_hi);
         if (rc == LG_OK) rc = get_num(d, cw, e, "shift", &cv->shift);
+        if (rc == LG_OK && optional(e, "required")) rc = get_bool(d, cw, e, "required", &cv->required);
         if (rc == LG_OK) rc = get_str(d, cw, e, "why", cv->why, sizeof cv->why);
         if (rc == LG_OK) v->n_channels = (int)k + 1;
     }

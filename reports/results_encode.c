@@ -112,6 +112,18 @@ static json_t *finish(json_t *o, int bad)
     return o;
 }
 
+/* A mask of channels as an array of their names. */
+static json_t *channel_list(unsigned mask)
+{
+    json_t *a = json_array();
+    for (int c = 0; a && c < RPT_NCHANNELS; c++)
+        if ((mask & RPT_BIT(c)) && json_array_append_new(a, json_string(rpt_channel_name((enum rpt_channel)c))) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
 json_t *rpt_run_to_json(const struct rpt_run *run)
 {
     json_t *o = json_object(), *b = json_object();
@@ -152,11 +164,17 @@ json_t *rpt_run_to_json(const struct rpt_run *run)
         put(e, "band", jnum(bg->band), &bad);
         put(e, "slope", jnum(bg->slope), &bad);
         put(e, "floor", jnum(bg->floor), &bad);
+        if (!rpt_channel_exact((enum rpt_channel)c)) {
+            put(e, "noise", jnum(bg->noise), &bad);
+            put(e, "min_sessions", json_integer(rpt_min_sessions(bg)), &bad); /* derived, for readers */
+        }
+        put(e, "measured", json_boolean(bg->measured), &bad);
         put(e, "source", jstr(bg->source), &bad);
         put(b, rpt_channel_name(c), e, &bad);
     }
     put(o, "budgets", b, &bad);
     b = NULL;
+    put(o, "required", channel_list(run->required), &bad);
 cleanup:
     json_decref(b);
     return finish(o, bad);
@@ -304,7 +322,10 @@ json_t *rpt_verdict_to_json(const struct rpt_verdict *v)
     put(o, "status", json_string(rpt_status_name(v->status)), &bad);
     put(o, "exit_code", json_integer(v->exit_code), &bad);
     put(o, "sessions_measured", json_integer(v->sessions_measured), &bad);
+    put(o, "sessions_planned", json_integer(v->sessions_planned), &bad);
     put(o, "partial", json_boolean(v->partial), &bad);
+    put(o, "stopped", jstr(v->stopped), &bad);
+    put(o, "required", channel_list(v->required), &bad);
     put(o, "summary", jstr(v->summary), &bad);
     LG_ASSERT(v->n_channels >= 0 && v->n_channels <= RPT_NCHANNELS && "verdict channel count");
     for (int i = 0; i < v->n_channels; i++) {
@@ -322,6 +343,7 @@ json_t *rpt_verdict_to_json(const struct rpt_verdict *v)
         put(e, "slope_lo", jnum(cv->slope_lo), &bad);
         put(e, "slope_hi", jnum(cv->slope_hi), &bad);
         put(e, "shift", jnum(cv->shift), &bad);
+        put(e, "required", json_boolean(cv->required), &bad);
         put(e, "why", jstr(cv->why), &bad);
         if (json_array_append_new(a, e) != 0) bad++;
     }

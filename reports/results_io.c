@@ -3,11 +3,13 @@
  * that reads a whole run back, tolerating the partial last line such a death leaves. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "rpt_impl.h"
+#define RPT_MAX_LINE (64u << 20) /* the longest results line read */
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
@@ -57,11 +59,7 @@ int rpt_writer_open(struct rpt_writer **out, const char *path, const struct rpt_
         rc = lg_fail(LG_EINVAL, "results path too long: %.80s...", path);
         goto cleanup;
     }
-    w->f = fopen(path, "we");
-    if (!w->f) {
-        rc = lg_fail(LG_EIO, "%s: cannot create the results file: %s", path, strerror(errno));
-        goto cleanup;
-    }
+    if ((rc = lg_open_regular(&w->f, path, false)) != LG_OK) goto cleanup;
     rc = write_line(w, rpt_run_to_json(run), "run");
 cleanup:
     if (rc != LG_OK) {
@@ -75,7 +73,9 @@ cleanup:
 int rpt_writer_session(struct rpt_writer *w, const struct rpt_session *s)
 {
     LG_ASSERT(w && s && "rpt_writer_session needs a writer and a session");
-    return write_line(w, rpt_session_to_json(s), "session");
+    char what[48];
+    snprintf(what, sizeof what, "session %d", s->index);
+    return write_line(w, rpt_session_to_json(s), what);
 }
 
 int rpt_writer_verdict(struct rpt_writer *w, const struct rpt_verdict *v)
@@ -170,6 +170,31 @@ static int take_record(struct rpt_results *r, const struct rpt_dec *d, json_t *o
     return LG_OK;
 }
 
+/* One line into *buf (grown as needed, never past RPT_MAX_LINE): its length, -1 at the end of
+ * the file, -2 when the line is longer than RPT_MAX_LINE (a results line is a few KiB; /dev/zero
+ * or a binary file must not grow memory without bound). */
+static ssize_t read_line(FILE *f, char **buf, size_t *cap)
+{
+    size_t len = 0;
+    int ch;
+    while ((ch = getc(f)) != EOF) {
+        if (len + 2 > *cap) {
+            if (*cap >= RPT_MAX_LINE) return -2;
+            size_t ncap = *cap ? *cap * 2 : 4096;
+            if (ncap > RPT_MAX_LINE) ncap = RPT_MAX_LINE;
+            char *nb = realloc(*buf, ncap);
+            if (!nb) return -3;
+            *buf = nb;
+            *cap = ncap;
+        }
+        (*buf)[len++] = (char)ch;
+        if (ch == '\n') break;
+    }
+    if (len == 0) return -1;
+    (*buf)[len] = '\0';
+    return (ssize_t)len;
+}
+
 int rpt_results_load(struct rpt_results **out, const char *path)
 {
     int rc = LG_OK, cap = 0;
@@ -181,13 +206,27 @@ int rpt_results_load(struct rpt_results **out, const char *path)
     struct rpt_results *r = calloc(1, sizeof *r);
     if (!r) return lg_fail(LG_ENOMEM, "%s: out of memory", path);
     FILE *f = fopen(path, "re");
+    struct stat st;
     if (!f) {
         rc = lg_fail(LG_EIO, "%s: cannot open the results file: %s", path, strerror(errno));
         goto cleanup;
     }
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        rc = lg_fail(LG_EIO, "%s: is a directory, not a results file", path);
+        goto cleanup;
+    }
     for (;;) {
         errno = 0;
-        ssize_t len = getline(&line, &line_cap, f);
+        ssize_t len = read_line(f, &line, &line_cap);
+        if (len == -2) {
+            rc = lg_fail(LG_EFORMAT, "%s:%d: a line longer than %d MiB: not a results file", path, d.line + 1,
+                         RPT_MAX_LINE >> 20);
+            break;
+        }
+        if (len == -3) {
+            rc = lg_fail(LG_ENOMEM, "%s:%d: out of memory reading a line", path, d.line + 1);
+            break;
+        }
         if (len < 0) {
             if (ferror(f))
                 rc = lg_fail(LG_EIO, "%s: read error after line %d: %s", path, d.line,

@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 #include "reports.h"
+#include "verdict.h"
 
 /* ---- JSON (results_encode.c, results_decode.c) ------------------------------------------- */
 
@@ -37,13 +38,10 @@ char *rpt_fmt_sbytes(char *buf, size_t size, double v);
 char *rpt_fmt_value(char *buf, size_t size, enum rpt_channel ch, int64_t v, bool sign);
 /* The same for a double (a figure, a budget, a slope); "n/a" for NaN. */
 char *rpt_fmt_figure(char *buf, size_t size, enum rpt_channel ch, double v, bool sign);
-/* Creates dir and its parents (like mkdir -p). */
-int rpt_mkdir_p(const char *dir);
-/* Opens dir/name for writing; *out is closed with rpt_close_out, which reports write errors. */
+/* Opens dir/name for writing (as dir/name.tmp); *out is closed with rpt_close_out, which syncs
+ * it, renames it over dir/name and reports write errors (removing the temporary on failure). */
 int rpt_open_out(FILE **out, const char *dir, const char *name, char *path, size_t path_size);
 int rpt_close_out(FILE *f, const char *path);
-/* Median of v[0..n-1] (sorts v); NaN when n == 0. */
-double rpt_median(double *v, int n);
 const char *rpt_status_word(enum rpt_status s); /* "PASS", "LEAK", ... */
 const char *rpt_status_mark(enum rpt_status s); /* a one-glyph badge for Markdown */
 

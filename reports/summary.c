@@ -45,31 +45,34 @@ void rpt_tag_class(const char *tag, char *buf, size_t size)
     buf[n] = '\0';
 }
 
+bool rpt_session_value(const struct rpt_session *s, enum rpt_channel c, int64_t *out)
+{
+    switch (c) {
+    case RPT_CH_TAGGED_HOST: /* what this session itself left behind */
+        if (s->absolute[c] == RPT_NONE) return false;
+        *out = s->leaked_host_bytes;
+        return true;
+    case RPT_CH_TAGGED_DEVICE:
+        if (s->absolute[c] == RPT_NONE) return false;
+        *out = s->leaked_device_bytes;
+        return true;
+    case RPT_CH_REFS: /* objects, not retains: one object held twice is one leak */
+        if (s->absolute[c] == RPT_NONE && !s->n_refs) return false;
+        *out = s->n_refs;
+        return true;
+    default:
+        if (s->delta[c] == RPT_NONE) return false;
+        *out = s->delta[c];
+        return true;
+    }
+}
+
 bool rpt_session_judge(const struct rpt_results *r, int i, enum rpt_channel c, int64_t *value,
                        bool *over)
 {
     const struct rpt_session *s = &r->sessions[i];
-    int64_t v = RPT_NONE;
-    if (s->warmup) return false;
-    bool measured = s->absolute[c] != RPT_NONE || s->delta[c] != RPT_NONE;
-    switch (c) {
-    case RPT_CH_TAGGED_HOST: /* what this session itself left behind */
-        if (measured) v = s->leaked_host_bytes != RPT_NONE ? s->leaked_host_bytes : s->delta[c];
-        break;
-    case RPT_CH_TAGGED_DEVICE:
-        if (measured) v = s->leaked_device_bytes != RPT_NONE ? s->leaked_device_bytes : s->delta[c];
-        break;
-    case RPT_CH_REFS:
-        if (measured || s->n_refs) {
-            v = 0;
-            for (int k = 0; k < s->n_refs; k++)
-                v += s->refs[k].refs;
-        }
-        break;
-    default:
-        v = s->delta[c];
-    }
-    if (v == RPT_NONE) return false;
+    int64_t v;
+    if (s->warmup || !rpt_session_value(s, c, &v)) return false;
     double band = r->run.budgets[c].band;
     *value = v;
     if (rpt_channel_exact(c))

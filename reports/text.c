@@ -1,6 +1,8 @@
 /* text.c — escaping for every output language (XML/HTML, Markdown, CSV, gnuplot), number
  * formatting in human units, and output files. */
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,52 +143,38 @@ char *rpt_fmt_value(char *buf, size_t size, enum rpt_channel ch, int64_t v, bool
     return rpt_fmt_figure(buf, size, ch, (double)v, sign);
 }
 
-int rpt_mkdir_p(const char *dir)
-{
-    char path[4096];
-    if (lg_strlcpy(path, dir, sizeof path))
-        return lg_fail(LG_EINVAL, "output directory path too long");
-    for (char *p = path + 1;; p++) {
-        if (*p != '/' && *p != '\0') continue;
-        char c = *p;
-        *p = '\0';
-        if (mkdir(path, 0777) != 0 && errno != EEXIST)
-            return lg_fail(LG_EIO, "cannot create directory %s: %s", path, strerror(errno));
-        *p = c;
-        if (c == '\0') break;
-    }
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return lg_fail(LG_EIO, "%s is not a directory", dir);
-    return LG_OK;
-}
-
 int rpt_open_out(FILE **out, const char *dir, const char *name, char *path, size_t path_size)
 {
-    if (lg_snprintf(path, path_size, "%s/%s", dir, name))
+    char tmp[4300];
+    *out = NULL;
+    if (lg_snprintf(path, path_size, "%s/%s", dir, name) || lg_snprintf(tmp, sizeof tmp, "%s.tmp", path))
         return lg_fail(LG_EINVAL, "output path too long: %s/%s", dir, name);
-    *out = fopen(path, "we");
-    if (!*out) return lg_fail(LG_EIO, "cannot create %s: %s", path, strerror(errno));
+    /* written beside its name, then renamed over it: a symlink or FIFO left at the name is
+     * replaced, never followed or blocked on, and a reader never sees half a file */
+    if (unlink(tmp) != 0 && errno != ENOENT) return lg_fail(LG_EIO, "cannot replace %s: %s", tmp, strerror(errno));
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) return lg_fail(LG_EIO, "cannot create %s: %s", tmp, strerror(errno));
+    *out = fdopen(fd, "we");
+    if (!*out) {
+        close(fd);
+        unlink(tmp);
+        return lg_fail(LG_ENOMEM, "out of memory opening %s", tmp);
+    }
     return LG_OK;
 }
 
 int rpt_close_out(FILE *f, const char *path)
 {
-    int err = ferror(f);
-    if (fclose(f) != 0 || err)
-        return lg_fail(LG_EIO, "writing %s failed: %s", path, strerror(errno ? errno : EIO));
+    char tmp[4300];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    errno = 0;
+    int err = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0 ? (errno ? errno : EIO) : 0;
+    if (fclose(f) != 0 && !err) err = errno ? errno : EIO;
+    if (!err && rename(tmp, path) != 0) err = errno;
+    if (err) {
+        unlink(tmp);
+        return lg_fail(LG_EIO, "writing %s failed: %s", path, strerror(err));
+    }
     return LG_OK;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double rpt_median(double *v, int n)
-{
-    if (n <= 0) return NAN;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}

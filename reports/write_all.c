@@ -1,5 +1,6 @@
 /* write_all.c — every artefact of a run into one directory. Plots come first so the HTML can
- * embed their SVGs; when gnuplot is missing the documents are still written. */
+ * embed their SVGs; when a plot cannot be made (gnuplot missing, a full disk) the documents
+ * are still written, and the failure is returned. */
 #include "rpt_impl.h"
 
 static int write_doc(const struct rpt_results *r, const char *dir, const char *name,
@@ -18,19 +19,24 @@ static int write_doc(const struct rpt_results *r, const char *dir, const char *n
 
 int rpt_write_all(const struct rpt_results *r, const char *dir, unsigned flags)
 {
-    int rc = rpt_mkdir_p(dir), plots_rc = LG_OK;
+    int rc = lg_mkdirs(dir), first = LG_OK;
+    char first_msg[1024] = "";
     if (rc != LG_OK) return rc;
-    if (flags & RPT_PLOTS) {
-        plots_rc = rpt_plot_all(r, dir);
-        if (plots_rc != LG_OK && plots_rc != LG_EUNAVAIL) return plots_rc;
-    }
-    char saved[1024];
-    lg_strlcpy(saved, lg_errmsg(), sizeof saved); /* the gnuplot message, if any, is what to say */
-    if (flags & RPT_JUNIT) rc = write_doc(r, dir, "junit.xml", rpt_write_junit);
-    if (rc == LG_OK && (flags & RPT_MARKDOWN))
-        rc = write_doc(r, dir, "summary.md", rpt_write_markdown);
-    if (rc == LG_OK && (flags & RPT_CSV)) rc = write_doc(r, dir, "sessions.csv", rpt_write_csv);
-    if (rc == LG_OK && (flags & RPT_HTML)) {
+    /* every artefact is attempted: one that fails (gnuplot missing, a full disk) does not cost
+     * the others; the first failure is returned with its message */
+#define KEEP(x)                                                                                    \
+    do {                                                                                           \
+        int krc_ = (x);                                                                            \
+        if (krc_ != LG_OK && first == LG_OK) {                                                     \
+            first = krc_;                                                                          \
+            lg_strlcpy(first_msg, lg_errmsg(), sizeof first_msg);                                 \
+        }                                                                                          \
+    } while (0)
+    if (flags & RPT_PLOTS) KEEP(rpt_plot_all(r, dir));
+    if (flags & RPT_JUNIT) KEEP(write_doc(r, dir, "junit.xml", rpt_write_junit));
+    if (flags & RPT_MARKDOWN) KEEP(write_doc(r, dir, "summary.md", rpt_write_markdown));
+    if (flags & RPT_CSV) KEEP(write_doc(r, dir, "sessions.csv", rpt_write_csv));
+    if (flags & RPT_HTML) {
         char path[4200];
         FILE *f = NULL;
         rc = rpt_open_out(&f, dir, "report.html", path, sizeof path);
@@ -39,8 +45,9 @@ int rpt_write_all(const struct rpt_results *r, const char *dir, unsigned flags)
             int crc = rpt_close_out(f, path);
             if (rc == LG_OK) rc = crc;
         }
+        KEEP(rc);
     }
-    if (rc != LG_OK) return rc;
-    if (plots_rc != LG_OK) return lg_fail(plots_rc, "%s", saved);
+#undef KEEP
+    if (first != LG_OK) return lg_fail(first, "%s", first_msg);
     return LG_OK;
 }

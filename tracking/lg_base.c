@@ -1,21 +1,48 @@
 /* lg_base.c — status messages, assertions, small string and clock helpers. */
+#define _GNU_SOURCE
 #include "lg_base.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static _Thread_local char tl_msg[1024];
 static _Thread_local int tl_code;
 
+/* Keeps the start and the end of an over-long message (the reason comes last). */
+static void store_elided(const char *msg, size_t len)
+{
+    static const char mark[] = " [...] ";
+    size_t head = 300, tail = sizeof tl_msg - head - sizeof mark;
+    memcpy(tl_msg, msg, head);
+    memcpy(tl_msg + head, mark, sizeof mark - 1);
+    memcpy(tl_msg + head + sizeof mark - 1, msg + len - tail, tail);
+    tl_msg[head + sizeof mark - 1 + tail] = '\0';
+}
+
 int lg_fail(int code, const char *fmt, ...)
 {
-    va_list ap;
+    va_list ap, ap2;
     va_start(ap, fmt);
-    vsnprintf(tl_msg, sizeof tl_msg, fmt, ap);
+    va_copy(ap2, ap);
+    int n = vsnprintf(tl_msg, sizeof tl_msg, fmt, ap);
     va_end(ap);
+    if (n >= (int)sizeof tl_msg) {
+        char *big = malloc((size_t)n + 1);
+        if (big) {
+            vsnprintf(big, (size_t)n + 1, fmt, ap2);
+            store_elided(big, (size_t)n);
+            free(big);
+        }
+    }
+    va_end(ap2);
     tl_code = code;
     return code;
 }
@@ -28,7 +55,16 @@ int lg_fail_ctx(int code, const char *fmt, ...)
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, tl_msg, sizeof old);
-    snprintf(tl_msg, sizeof tl_msg, "%s%s", prefix, old);
+    size_t lp = strlen(prefix), lo = strlen(old);
+    if (lp + lo < sizeof tl_msg) {
+        memcpy(tl_msg, prefix, lp);
+        memcpy(tl_msg + lp, old, lo + 1);
+    } else {
+        char joined[sizeof prefix + sizeof old];
+        memcpy(joined, prefix, lp);
+        memcpy(joined + lp, old, lo + 1);
+        store_elided(joined, lp + lo);
+    }
     tl_code = code;
     return code;
 }
@@ -57,6 +93,105 @@ const char *lg_status_name(int code)
     case LG_EINTR: return "interrupted";
     }
     return "unknown status";
+}
+
+int lg_exit_code(int status)
+{
+    switch (status) {
+    case LG_OK: return 0;
+    case LG_EINVAL:
+    case LG_EFORMAT:
+    case LG_EIO:
+    case LG_EBUSY:
+    case LG_EUNAVAIL: return 2;
+    default: return 4;
+    }
+}
+
+int lg_mkdirs(const char *dir)
+{
+    char path[4096];
+    if (!dir[0]) return lg_fail(LG_EINVAL, "the output directory is an empty path");
+    if (lg_strlcpy(path, dir, sizeof path)) return lg_fail(LG_EINVAL, "output directory path too long: %s", dir);
+    for (char *p = path + 1;; p++) {
+        if (*p != '/' && *p != '\0') continue;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(path, 0777) != 0 && errno != EEXIST)
+            return lg_fail(LG_EIO, "cannot create %s: %s", path, strerror(errno));
+        *p = c;
+        if (c == '\0') break;
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return lg_fail(LG_EIO, "%s is not a directory", dir);
+    return LG_OK;
+}
+
+int lg_dir_lock(struct lg_dir_lock *lk, const char *dir)
+{
+    char path[4200], holder[32] = "";
+    lk->fd = -1;
+    if (lg_snprintf(path, sizeof path, "%s/.leakgate.lock", dir)) return lg_fail(LG_EINVAL, "path too long: %s", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (fd < 0) return lg_fail(LG_EIO, "%s: cannot create the lock of the output directory: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return lg_fail(LG_EIO, "%s: not a regular file: cannot lock the output directory", path);
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int err = errno;
+        ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
+        holder[n > 0 ? n : 0] = '\0';
+        holder[strcspn(holder, "\n")] = '\0';
+        close(fd);
+        if (err == EWOULDBLOCK)
+            return lg_fail(LG_EBUSY, "%s is in use by another leakgate (pid %s); wait for it or choose another output "
+                                     "directory", dir, holder[0] ? holder : "?");
+        return lg_fail(LG_EIO, "%s: cannot lock the output directory: %s", path, strerror(err));
+    }
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) == 0) { /* the pid is only a label for a second run's message */
+        ssize_t w = pwrite(fd, pid, (size_t)len, 0);
+        (void)w;
+    }
+    lk->fd = fd;
+    return LG_OK;
+}
+
+void lg_dir_unlock(struct lg_dir_lock *lk)
+{
+    if (lk->fd >= 0) close(lk->fd);
+    lk->fd = -1;
+}
+
+int lg_open_regular(FILE **out, const char *path, bool append)
+{
+    *out = NULL;
+    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (append ? O_APPEND : 0), 0644);
+    if (fd < 0)
+        return lg_fail(LG_EIO, "%s: cannot write: %s", path,
+                       errno == ELOOP ? "it is a symbolic link (not followed)"
+                       : errno == ENXIO ? "it is a FIFO with no reader (refused)"
+                                        : strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return lg_fail(LG_EIO, "%s: cannot write: not a regular file (a %s); remove it or choose another output", path,
+                       S_ISFIFO(st.st_mode) ? "FIFO" : S_ISDIR(st.st_mode) ? "directory" : "device or socket");
+    }
+    if ((!append && ftruncate(fd, 0) != 0) || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+        int err = errno;
+        close(fd);
+        return lg_fail(LG_EIO, "%s: cannot write: %s", path, strerror(err));
+    }
+    *out = fdopen(fd, append ? "ae" : "we");
+    if (!*out) {
+        close(fd);
+        return lg_fail(LG_ENOMEM, "%s: out of memory opening it", path);
+    }
+    return LG_OK;
 }
 
 _Noreturn void lg_assert_fail(const char *file, int line, const char *what)

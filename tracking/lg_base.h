@@ -18,8 +18,10 @@
 #ifndef LG_BASE_H
 #define LG_BASE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define LG_MAX_NAME 96 /* tensor names and allocation tags, NUL included */
 
@@ -37,7 +39,8 @@ enum lg_status {
 };
 
 /* Records a runtime failure: formats the message into this thread's error buffer and returns
- * `code`, so a failing path reads `return lg_fail(...)`. */
+ * `code`, so a failing path reads `return lg_fail(...)`. A message too long for the buffer (a
+ * 100 KB path, say) keeps its start and its end, where the reason is, and elides the middle. */
 int lg_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prepends context ("loading ckpt.safetensors: ") to the current message; returns `code`. */
 int lg_fail_ctx(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -46,6 +49,30 @@ const char *lg_errmsg(void);
 int lg_errcode(void);
 void lg_clear_error(void);
 const char *lg_status_name(int code);
+/* The exit status of a runtime failure (DESIGN.md): 0 for LG_OK; 2 for what the user can act on
+ * (usage, input, a file or directory that cannot be read or written, a missing feature);
+ * 4 for the rest (internal errors, out of memory, device errors). */
+int lg_exit_code(int status);
+
+/* ---- files the tools write --------------------------------------------------------------- */
+
+/* Creates dir and its parents (mkdir -p); LG_EINVAL for an empty path, LG_EIO naming the
+ * component that failed, or when dir exists and is not a directory. */
+int lg_mkdirs(const char *dir);
+
+/* An exclusive lock on an output directory, held while a run writes there (flock on
+ * DIR/.leakgate.lock, which names the holder's pid): a second leakgate that wants the same
+ * directory is refused with LG_EBUSY and a message naming the holder, and the first is left
+ * alone. Released by lg_dir_unlock or by the process's exit. */
+struct lg_dir_lock {
+    int fd;
+};
+int lg_dir_lock(struct lg_dir_lock *lk, const char *dir);
+void lg_dir_unlock(struct lg_dir_lock *lk);
+/* Opens path for writing (truncated, or appended to with append) as a regular file only: a
+ * symlink there is not followed, a FIFO or device is refused rather than blocked on. *out is
+ * closed with fclose. LG_EIO with the path and the reason. */
+int lg_open_regular(FILE **out, const char *path, bool append);
 
 /* Broken contract: print and abort. Kept in release builds (GGML_ASSERT). */
 #define LG_ASSERT(cond)                                                                    \

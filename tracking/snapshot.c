@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -125,4 +126,17 @@ int trk_quiesce(struct trk_tracker *trk)
     mallctl(name, NULL, NULL, NULL, 0);
 #endif
     return rc;
+}
+
+const char *trk_allocator_name(void)
+{
+#ifdef LG_HAVE_JEMALLOC
+    static char name[96];
+    const char *v = NULL;
+    size_t len = sizeof v;
+    if (!name[0]) snprintf(name, sizeof name, "jemalloc %s", mallctl("version", &v, &len, NULL, 0) == 0 && v ? v : "?");
+    return name;
+#else
+    return "system malloc (no jemalloc in this build)";
+#endif
 }

@@ -250,6 +250,8 @@ struct trk_snapshot {
  * driver view as it is now (a query of the driver, no synchronise: trk_quiesce first for a
  * settled figure). Allocates nothing. */
 void trk_snapshot(struct trk_tracker *trk, struct trk_snapshot *out);
+/* "jemalloc 5.3.0-0-g54eaed1d8b56..." or "system malloc (no jemalloc in this build)". */
+const char *trk_allocator_name(void);
 /* The cheap snapshot for timeline samples inside a session (every training step): the ledger,
  * jemalloc and smaps_rollup as trk_snapshot reads them, and nothing of the device's driver
  * view — no device synchronise, no cudaMemGetInfo, no NVML query (dev_used, dev_total and

@@ -1,7 +1,9 @@
-/* test_soak_trend.c — the soak's internals on synthetic series: the CUSUM's parameters and its
- * detection delay, the sliding window against a direct fit of the same sessions, one-time steps
- * (no alarm, "saturating" once flat), a ramp below the budget (not hidden), exact channels with
- * attribution, the plan's interleaving and sharding, the option parsers, and the metrics file. */
+/* test_soak_trend.c — the soak's internals on synthetic series: a leak starting late caught by
+ * the short window within ten sessions, the sliding window against a direct fit of the same
+ * sessions, leaks that come in steps every K sessions (caught) against one-time steps and
+ * noise on every statistical channel (no alarm), a ramp below the budget (not hidden), exact
+ * channels with attribution, the plan's interleaving and sharding, the option parsers, and the
+ * metrics file. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
@@ -36,7 +38,7 @@ static struct rpt_session session(int index, bool warmup, double delta)
 }
 
 struct feed {
-    struct hx_soak_trend t;
+    struct rpt_soak_trend t;
     struct rpt_budget b[RPT_NCHANNELS];
     int first_fired[RPT_NCHANNELS];
 };
@@ -44,10 +46,10 @@ struct feed {
 static void feed_init(struct feed *f, int window)
 {
     hx_default_budgets(f->b, TN_CPU);
-    cr_assert_eq(hx_soak_trend_init(&f->t, window, f->b), LG_OK);
+    cr_assert_eq(rpt_soak_trend_init(&f->t, window, f->b), LG_OK);
     for (int c = 0; c < RPT_NCHANNELS; c++) f->first_fired[c] = -1;
     struct rpt_session w = session(0, true, 0);
-    hx_soak_trend_add(&f->t, &w);
+    rpt_soak_trend_add(&f->t, &w);
 }
 
 /* Feeds measured sessions 1..n with deltas y(i) for session index i. */
@@ -55,10 +57,18 @@ static void feed(struct feed *f, int n, double (*y)(int))
 {
     for (int i = 1; i <= n; i++) {
         struct rpt_session s = session(i, false, y(i));
-        unsigned fired = hx_soak_trend_add(&f->t, &s);
+        unsigned fired = rpt_soak_trend_add(&f->t, &s);
         for (int c = 0; c < RPT_NCHANNELS; c++)
             if ((fired & (1u << c)) && f->first_fired[c] < 0) f->first_fired[c] = i;
     }
+}
+
+/* The soak's verdict with the default required channels. */
+static void verdict_of(struct feed *f, struct rpt_verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    v->required = rpt_default_required(false);
+    rpt_soak_trend_verdict(&f->t, v);
 }
 
 static double zero(int i) { return (void)i, 0; }
@@ -70,28 +80,18 @@ static double step_at_88(int i) { return i >= 88 ? 6 * MiB : 0; }
 static double ramp_5k(int i) { return i * 5 * KiB; }
 static double noisy(int i) { return ((i * 7919) % 13 - 6) * 8 * KiB; } /* ±48 KiB, no drift */
 
-Test(soak_trend, cusum_parameters_come_from_the_budget)
-{
-    struct rpt_budget b = {.band = 256 * KiB, .slope = 16 * KiB, .floor = 64 * KiB};
-    double k, h, clip;
-    hx_soak_cusum_params(&b, &k, &h, &clip);
-    cr_expect_eq(k, 16 * KiB);
-    cr_expect_eq(h, 64 * KiB);
-    cr_expect_eq(clip, 32 * KiB);
-}
-
 Test(soak_trend, clean_sessions_raise_no_alarm_and_pass)
 {
     struct feed f;
     feed_init(&f, 50);
     feed(&f, 300, zero);
     struct rpt_verdict v;
-    hx_soak_trend_verdict(&f.t, &v);
+    verdict_of(&f, &v);
     cr_expect_eq(v.status, RPT_PASS, "%s", v.summary);
     cr_expect_eq(v.sessions_measured, 300);
     for (int c = 0; c < RPT_NCHANNELS; c++) cr_expect_eq(f.first_fired[c], -1);
     cr_expect_eq(v.channels[RPT_CH_DEV_DRIVER].status, RPT_UNAVAILABLE);
-    hx_soak_trend_fini(&f.t);
+    rpt_soak_trend_fini(&f.t);
 }
 
 Test(soak_trend, noise_without_drift_raises_no_alarm)
@@ -100,40 +100,94 @@ Test(soak_trend, noise_without_drift_raises_no_alarm)
     feed_init(&f, 50);
     feed(&f, 1000, noisy);
     struct rpt_verdict v;
-    hx_soak_trend_verdict(&f.t, &v);
+    verdict_of(&f, &v);
     cr_expect_eq(f.first_fired[RPT_CH_JE_RESIDENT], -1, "%s", v.channels[RPT_CH_JE_RESIDENT].why);
     cr_expect_eq(f.first_fired[RPT_CH_RSS], -1, "%s", v.channels[RPT_CH_RSS].why);
-    hx_soak_trend_fini(&f.t);
+    rpt_soak_trend_fini(&f.t);
 }
 
-Test(soak_trend, a_leak_from_session_40_fires_the_cusum_after_five_sessions_then_the_trend)
+Test(soak_trend, a_leak_from_session_40_fires_the_short_window_within_ten_sessions)
 {
     struct feed f;
     feed_init(&f, 50);
     feed(&f, 100, leak_from_40);
-    /* je_allocated: k 8 KiB, clip 16 KiB: S grows 8 KiB a session, passes h = 32 KiB at the 5th */
-    cr_expect_eq(f.t.ch[RPT_CH_JE_ALLOCATED].cusum_at, 44);
-    int trend = f.t.ch[RPT_CH_JE_ALLOCATED].trend_at;
-    cr_expect(trend > 44 && trend <= 70, "the window's slope turns significant later: %d", trend);
-    cr_expect_eq(f.first_fired[RPT_CH_JE_ALLOCATED], 44);
+    /* je_allocated: the last 10 sessions, relative to the one before them, are all leak by 49 */
+    int at = f.t.ch[RPT_CH_JE_ALLOCATED].trend_at;
+    cr_expect(at >= 41 && at <= 49, "256 KiB/session from 40: alarm at %d", at);
+    cr_expect_eq(f.first_fired[RPT_CH_JE_ALLOCATED], at);
     struct rpt_verdict v;
-    hx_soak_trend_verdict(&f.t, &v);
+    verdict_of(&f, &v);
     const struct rpt_channel_verdict *cv = &v.channels[RPT_CH_JE_ALLOCATED];
     cr_expect_eq(cv->status, RPT_LEAK);
     cr_expect_float_eq(cv->slope, 256 * KiB, 1, "the final window's slope: %f", cv->slope);
-    cr_expect(strstr(cv->why, "CUSUM alarm at session 44") != NULL, "%s", cv->why);
+    cr_expect(strstr(cv->why, "trend alarm at session") != NULL, "%s", cv->why);
     cr_expect_eq(v.exit_code, 1);
-    hx_soak_trend_fini(&f.t);
+    rpt_soak_trend_fini(&f.t);
 }
 
-Test(soak_trend, a_slow_leak_starting_late_is_caught_by_the_cusum)
+Test(soak_trend, a_slow_leak_starting_late_is_caught_within_a_dozen_sessions)
 {
     struct feed f;
     feed_init(&f, 50);
     feed(&f, 300, slow_from_200);
-    int at = f.t.ch[RPT_CH_JE_ALLOCATED].cusum_at;
-    cr_expect(at >= 200 && at <= 206, "32 KiB/session from 200: CUSUM at %d", at);
-    hx_soak_trend_fini(&f.t);
+    int at = f.t.ch[RPT_CH_JE_ALLOCATED].trend_at;
+    cr_expect(at >= 200 && at <= 212, "32 KiB/session from 200: alarm at %d", at);
+    rpt_soak_trend_fini(&f.t);
+}
+
+/* 1 MiB every `every` sessions from session 5, never freed: a checkpoint kept every Nth session */
+static int step_every;
+static double step_size;
+static double steps_of(int i) { return i >= 5 ? (double)((i - 5) / step_every + 1) * step_size : 0; }
+
+Test(soak_trend, leaks_that_come_in_steps_are_caught_over_200_sessions)
+{
+    static const struct {
+        int every;
+        double size;
+    } cases[] = {{40, 1 * MiB}, {25, 512 * KiB}, {60, 1 * MiB}, {100, 1 * MiB}};
+    for (size_t k = 0; k < LG_ARRAY_LEN(cases); k++) {
+        step_every = cases[k].every;
+        step_size = cases[k].size;
+        int n = cases[k].every >= 60 ? 3 * cases[k].every + 10 : 200; /* three steps at least */
+        struct feed f;
+        feed_init(&f, 50);
+        feed(&f, n, steps_of);
+        struct rpt_verdict v;
+        verdict_of(&f, &v);
+        const struct rpt_channel_verdict *cv = &v.channels[RPT_CH_JE_ALLOCATED];
+        cr_expect_eq(cv->status, RPT_LEAK, "every %d: %s", cases[k].every, cv->why);
+        cr_expect(f.t.ch[RPT_CH_JE_ALLOCATED].steps_at > 0 || f.t.ch[RPT_CH_JE_ALLOCATED].trend_at > 0,
+                  "every %d: an alarm fired", cases[k].every);
+        cr_expect_eq(v.exit_code, 1, "every %d: %s", cases[k].every, v.summary);
+        rpt_soak_trend_fini(&f.t);
+    }
+}
+
+/* i.i.d. noise: a random amount in [0, 48 KiB] held for one session, no drift */
+static double uniform_48k(int i)
+{
+    uint64_t x = (uint64_t)i * 0x9e3779b97f4a7c15ull;
+    x ^= x >> 31;
+    x *= 0x94d049bb133111ebull;
+    x ^= x >> 29;
+    return (double)(x >> 11) / 9007199254740992.0 * 48 * KiB;
+}
+
+Test(soak_trend, noise_raises_no_alarm_on_any_statistical_channel)
+{
+    struct feed f;
+    feed_init(&f, 50);
+    feed(&f, 200, uniform_48k);
+    struct rpt_verdict v;
+    verdict_of(&f, &v);
+    for (int c = 0; c < RPT_NCHANNELS; c++) {
+        if (rpt_channel_exact(c) || c == RPT_CH_DEV_DRIVER || c == RPT_CH_DEV_PROCESS) continue;
+        cr_expect_eq(f.first_fired[c], -1, "%s alarmed on noise: %s", rpt_channel_name(c), v.channels[c].why);
+        cr_expect_neq(v.channels[c].status, RPT_LEAK, "%s: %s", rpt_channel_name(c), v.channels[c].why);
+    }
+    cr_expect_eq(v.status, RPT_PASS, "%s", v.summary);
+    rpt_soak_trend_fini(&f.t);
 }
 
 Test(soak_trend, a_one_time_step_raises_no_alarm_and_settles_as_saturating)
@@ -143,11 +197,11 @@ Test(soak_trend, a_one_time_step_raises_no_alarm_and_settles_as_saturating)
     feed(&f, 100, step_at_70);
     cr_expect_eq(f.first_fired[RPT_CH_JE_RESIDENT], -1, "a single step never alarms alone");
     struct rpt_verdict v;
-    hx_soak_trend_verdict(&f.t, &v);
+    verdict_of(&f, &v);
     const struct rpt_channel_verdict *cv = &v.channels[RPT_CH_JE_RESIDENT];
     cr_expect_eq(cv->status, RPT_SATURATING, "%s", cv->why);
     cr_expect_eq(v.status, RPT_PASS, "%s", v.summary);
-    hx_soak_trend_fini(&f.t);
+    rpt_soak_trend_fini(&f.t);
 }
 
 Test(soak_trend, a_step_late_in_the_window_stays_inconclusive)
@@ -156,9 +210,9 @@ Test(soak_trend, a_step_late_in_the_window_stays_inconclusive)
     feed_init(&f, 50);
     feed(&f, 100, step_at_88); /* 13 sessions above the band: not yet shown to be flat */
     struct rpt_verdict v;
-    hx_soak_trend_verdict(&f.t, &v);
+    verdict_of(&f, &v);
     cr_expect_eq(v.channels[RPT_CH_JE_RESIDENT].status, RPT_INCONCLUSIVE, "%s", v.channels[RPT_CH_JE_RESIDENT].why);
-    hx_soak_trend_fini(&f.t);
+    rpt_soak_trend_fini(&f.t);
 }
 
 Test(soak_trend, a_ramp_below_the_budget_is_not_called_settled)
@@ -167,11 +221,11 @@ Test(soak_trend, a_ramp_below_the_budget_is_not_called_settled)
     feed_init(&f, 50);
     feed(&f, 200, ramp_5k); /* 5 KiB/session < 8 KiB budget, 1 MiB by the end > 128 KiB band */
     struct rpt_verdict v;
-    hx_soak_trend_verdict(&f.t, &v);
+    verdict_of(&f, &v);
     const struct rpt_channel_verdict *cv = &v.channels[RPT_CH_JE_ALLOCATED];
     cr_expect_eq(f.first_fired[RPT_CH_JE_ALLOCATED], -1, "below the budget: no alarm");
     cr_expect_eq(cv->status, RPT_INCONCLUSIVE, "%s", cv->why);
-    hx_soak_trend_fini(&f.t);
+    rpt_soak_trend_fini(&f.t);
 }
 
 Test(soak_trend, the_window_is_the_last_w_sessions)
@@ -182,16 +236,16 @@ Test(soak_trend, the_window_is_the_last_w_sessions)
     for (int i = 1; i <= 137; i++) {
         y[i - 1] = (double)((i * 48271) % 97) * KiB;
         struct rpt_session s = session(i, false, y[i - 1]);
-        hx_soak_trend_add(&f.t, &s);
+        rpt_soak_trend_add(&f.t, &s);
     }
     struct rpt_verdict v;
-    hx_soak_trend_verdict(&f.t, &v);
-    struct hx_trend direct;
-    hx_theil_sen(y + 137 - 20, 20, 0.95, &direct);
+    verdict_of(&f, &v);
+    struct rpt_trend direct;
+    rpt_theil_sen(y + 137 - 20, 20, 0.95, &direct);
     cr_expect_float_eq(v.channels[RPT_CH_RSS].slope, direct.slope, 1e-6, "%f vs %f", v.channels[RPT_CH_RSS].slope,
                        direct.slope);
     cr_expect_float_eq(v.channels[RPT_CH_RSS].slope_lo, direct.lo, 1e-6);
-    hx_soak_trend_fini(&f.t);
+    rpt_soak_trend_fini(&f.t);
 }
 
 Test(soak_trend, exact_channels_fail_at_zero_tolerance_with_attribution)
@@ -207,15 +261,15 @@ Test(soak_trend, exact_channels_fail_at_zero_tolerance_with_attribution)
     s.groups = &g;
     s.n_classes = 1;
     s.classes = &cl;
-    unsigned fired = hx_soak_trend_add(&f.t, &s);
+    unsigned fired = rpt_soak_trend_add(&f.t, &s);
     cr_expect(fired & (1u << RPT_CH_TAGGED_HOST));
     struct rpt_verdict v;
-    hx_soak_trend_verdict(&f.t, &v);
+    verdict_of(&f, &v);
     const struct rpt_channel_verdict *cv = &v.channels[RPT_CH_TAGGED_HOST];
     cr_expect_eq(cv->status, RPT_LEAK);
     cr_expect(strstr(cv->why, "first in session 11") && strstr(cv->why, "adam.m/enc.fc1.weight"), "%s", cv->why);
-    cr_expect(hx_soak_alarmed(&f.t, RPT_CH_TAGGED_HOST));
-    hx_soak_trend_fini(&f.t);
+    cr_expect(rpt_soak_alarmed(&f.t, RPT_CH_TAGGED_HOST));
+    rpt_soak_trend_fini(&f.t);
 }
 
 /* ---- the plan ---------------------------------------------------------------------------------- */
@@ -327,5 +381,5 @@ Test(soak_trend, metrics_file_is_renamed_into_place)
     snprintf(path, sizeof path, "%s/no/such/dir/m.prom", lg_test_tmpdir());
     cr_expect_eq(hx_soak_metrics_write(path, &g, &f.t), LG_EIO);
     cr_expect(strstr(lg_errmsg(), "no/such/dir") != NULL, "%s", lg_errmsg());
-    hx_soak_trend_fini(&f.t);
+    rpt_soak_trend_fini(&f.t);
 }

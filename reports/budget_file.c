@@ -1,0 +1,233 @@
+/* budget_file.c — noise statistics of clean runs, the budgets derived from them, and the
+ * budgets file (budget_file.h). */
+#define _GNU_SOURCE
+#include "budget_file.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "verdict.h"
+
+#define KiB 1024.0
+#define MiB (1024.0 * 1024.0)
+
+void rpt_noise_add_run(struct rpt_noise *nz, const double *y, int n)
+{
+    nz->runs++;
+    nz->sessions += n;
+    for (int i = 0; i < n; i++) {
+        nz->max_abs = fmax(nz->max_abs, fabs(y[i]));
+        if (i) nz->max_step = fmax(nz->max_step, fabs(y[i] - y[i - 1]));
+    }
+    if (n < 2) return;
+    struct rpt_trend t;
+    rpt_theil_sen(y, n, 0.95, &t);
+    nz->max_slope = fmax(nz->max_slope, fabs(t.slope));
+    if (isfinite(t.hi)) nz->max_slope_hi = fmax(nz->max_slope_hi, fmax(fabs(t.hi), fabs(t.lo)));
+    nz->max_shift = fmax(nz->max_shift, fabs(t.shift));
+    double *r = malloc((size_t)n * sizeof *r);
+    if (!r) return;
+    for (int i = 0; i < n; i++)
+        r[i] = y[i] - (t.intercept + t.slope * i);
+    double med = rpt_median(r, n);
+    for (int i = 0; i < n; i++)
+        r[i] = fabs(r[i] - med);
+    nz->jitter = fmax(nz->jitter, 1.4826 * rpt_median(r, n));
+    free(r);
+}
+
+void rpt_budget_resolution(enum rpt_channel c, struct rpt_budget *out)
+{
+    memset(out, 0, sizeof *out);
+    out->noise = NAN;
+    switch (c) {
+    case RPT_CH_JE_ALLOCATED:
+        *out = (struct rpt_budget){.band = 512 * KiB, .slope = 8 * KiB, .floor = 32 * KiB};
+        break;
+    case RPT_CH_JE_ACTIVE:
+        *out = (struct rpt_budget){.band = 1 * MiB, .slope = 32 * KiB, .floor = 128 * KiB};
+        break;
+    case RPT_CH_JE_RESIDENT:
+    case RPT_CH_RSS:
+        *out = (struct rpt_budget){.band = 4 * MiB, .slope = 64 * KiB, .floor = 256 * KiB};
+        break;
+    /* device: the driver hands out 2 MiB pages and libraries grow their pools lazily */
+    case RPT_CH_DEV_DRIVER:
+    case RPT_CH_DEV_PROCESS:
+        *out = (struct rpt_budget){.band = 64 * MiB, .slope = 2 * MiB, .floor = 8 * MiB};
+        break;
+    default:
+        break; /* exact channels: zero tolerance, no budget */
+    }
+    out->noise = NAN;
+}
+
+void rpt_budget_from_noise(enum rpt_channel c, const struct rpt_noise *nz, struct rpt_budget *out)
+{
+    rpt_budget_resolution(c, out);
+    out->band = fmax(out->band, 2 * nz->max_abs);
+    out->slope = fmax(out->slope, 2 * nz->max_slope_hi);
+    out->floor = fmax(out->floor, fmax(2 * nz->max_shift, 4 * nz->jitter));
+    out->noise = nz->jitter;
+    out->measured = true;
+}
+
+/* ---- the file -------------------------------------------------------------------------------- */
+
+static int set(json_t *o, const char *key, json_t *v)
+{
+    return v && json_object_set_new(o, key, v) == 0 ? 0 : 1;
+}
+
+int rpt_budgets_write(const char *path, const struct rpt_budget *b, const struct rpt_noise *nz,
+                      unsigned mask, const struct rpt_budgets_info *info)
+{
+    char tmp[4200];
+    int rc = LG_OK, bad = 0;
+    json_t *o = json_object(), *ch = json_object();
+    if (!o || !ch) {
+        json_decref(o);
+        json_decref(ch);
+        return lg_fail(LG_ENOMEM, "out of memory writing the budgets");
+    }
+    bad |= set(o, "schema", json_string(RPT_BUDGETS_SCHEMA));
+    bad |= set(o, "machine", json_string(info->machine));
+    bad |= set(o, "device", json_string(info->device));
+    bad |= set(o, "build", json_string(info->build));
+    bad |= set(o, "command", json_string(info->command));
+    bad |= set(o, "date", json_string(info->date));
+    bad |= set(o, "workload", json_string(info->workload));
+    for (int c = 0; c < RPT_NCHANNELS; c++) {
+        if (!(mask & RPT_BIT(c))) continue;
+        const struct rpt_noise *n = &nz[c];
+        json_t *e = json_pack("{s:f,s:f,s:f,s:f,s:i,s:{s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f}}", "band",
+                              b[c].band, "slope", b[c].slope, "floor", b[c].floor, "noise",
+                              isfinite(b[c].noise) ? b[c].noise : 0.0, "min_sessions",
+                              rpt_min_sessions(&b[c]), "observed", "runs", n->runs, "sessions",
+                              n->sessions, "max_abs_delta", n->max_abs, "max_step", n->max_step,
+                              "jitter", n->jitter, "max_slope", n->max_slope, "max_slope_bound",
+                              n->max_slope_hi, "max_shift", n->max_shift);
+        bad |= set(ch, rpt_channel_name((enum rpt_channel)c), e);
+    }
+    bad |= set(o, "channels", ch);
+    ch = NULL;
+    if (bad) {
+        rc = lg_fail(LG_ENOMEM, "out of memory writing the budgets");
+        goto cleanup;
+    }
+    if (lg_snprintf(tmp, sizeof tmp, "%s.tmp", path)) {
+        rc = lg_fail(LG_EINVAL, "budgets path too long: %s", path);
+        goto cleanup;
+    }
+    FILE *f = fopen(tmp, "wex");
+    if (!f && errno == EEXIST && unlink(tmp) == 0) f = fopen(tmp, "wex");
+    if (!f) {
+        rc = lg_fail(LG_EIO, "%s: cannot create the budgets file: %s", tmp, strerror(errno));
+        goto cleanup;
+    }
+    int dumped = json_dumpf(o, f, JSON_INDENT(2) | JSON_SORT_KEYS);
+    if (dumped != 0 || fputc('\n', f) == EOF || fflush(f) != 0 || fsync(fileno(f)) != 0)
+        rc = lg_fail(LG_EIO, "%s: writing the budgets: %s", tmp, strerror(errno ? errno : EIO));
+    if (fclose(f) != 0 && rc == LG_OK)
+        rc = lg_fail(LG_EIO, "%s: closing the budgets: %s", tmp, strerror(errno));
+    if (rc == LG_OK && rename(tmp, path) != 0)
+        rc = lg_fail(LG_EIO, "renaming %s to %s: %s", tmp, path, strerror(errno));
+    if (rc != LG_OK) unlink(tmp);
+cleanup:
+    json_decref(ch);
+    json_decref(o);
+    return rc;
+}
+
+/* A number member >= 0 of e; LG_EFORMAT naming it. */
+static int num(const char *path, const char *where, json_t *e, const char *key, double *out)
+{
+    json_t *v = json_object_get(e, key);
+    if (!json_is_number(v) || !(json_number_value(v) >= 0) || !isfinite(json_number_value(v)))
+        return lg_fail(LG_EFORMAT, "%s: channels.%s.%s: %s", path, where, key,
+                       v ? "expected a non-negative number" : "missing");
+    *out = json_number_value(v);
+    return LG_OK;
+}
+
+static int str(const char *path, json_t *o, const char *key, char *dst, size_t size)
+{
+    json_t *v = json_object_get(o, key);
+    if (!json_is_string(v))
+        return lg_fail(LG_EFORMAT, "%s: %s: %s", path, key, v ? "expected a string" : "missing");
+    if (lg_strlcpy(dst, json_string_value(v), size))
+        return lg_fail(LG_EFORMAT, "%s: %s: longer than %zu bytes", path, key, size - 1);
+    return LG_OK;
+}
+
+int rpt_budgets_load(const char *path, struct rpt_budget *b, unsigned *present,
+                     struct rpt_budgets_info *info)
+{
+    json_error_t err;
+    *present = 0;
+    memset(info, 0, sizeof *info);
+    FILE *f = fopen(path, "re");
+    if (!f) return lg_fail(LG_EIO, "%s: cannot open the budgets file: %s", path, strerror(errno));
+    json_t *o = json_loadf(f, JSON_REJECT_DUPLICATES, &err);
+    fclose(f);
+    if (!o)
+        return lg_fail(LG_EFORMAT, "%s:%d:%d: not JSON: %s", path, err.line, err.column, err.text);
+    int rc = LG_OK;
+    char schema[64];
+    json_t *ch = json_object_get(o, "channels"), *e;
+    const char *key;
+    if (!json_is_object(o)) {
+        rc = lg_fail(LG_EFORMAT, "%s: not a budgets file (expected an object)", path);
+        goto cleanup;
+    }
+    if ((rc = str(path, o, "schema", schema, sizeof schema)) != LG_OK) goto cleanup;
+    if (strcmp(schema, RPT_BUDGETS_SCHEMA) != 0) {
+        rc = lg_fail(LG_EFORMAT, "%s: schema \"%s\" is not \"%s\"", path, schema,
+                     RPT_BUDGETS_SCHEMA);
+        goto cleanup;
+    }
+    if ((rc = str(path, o, "machine", info->machine, sizeof info->machine)) != LG_OK ||
+        (rc = str(path, o, "device", info->device, sizeof info->device)) != LG_OK ||
+        (rc = str(path, o, "build", info->build, sizeof info->build)) != LG_OK ||
+        (rc = str(path, o, "command", info->command, sizeof info->command)) != LG_OK ||
+        (rc = str(path, o, "date", info->date, sizeof info->date)) != LG_OK ||
+        (rc = str(path, o, "workload", info->workload, sizeof info->workload)) != LG_OK)
+        goto cleanup;
+    if (!json_is_object(ch)) {
+        rc = lg_fail(LG_EFORMAT, "%s: channels: %s", path,
+                     ch ? "expected an object keyed by channel" : "missing");
+        goto cleanup;
+    }
+    json_object_foreach(ch, key, e)
+    {
+        int c = rpt_channel_from_name(key);
+        if (c < 0 || rpt_channel_exact((enum rpt_channel)c)) {
+            rc = lg_fail(LG_EFORMAT, "%s: channels.%s: not a statistical channel", path, key);
+            goto cleanup;
+        }
+        struct rpt_budget nb = {0};
+        if (!json_is_object(e)) {
+            rc = lg_fail(LG_EFORMAT, "%s: channels.%s: expected an object", path, key);
+            goto cleanup;
+        }
+        if ((rc = num(path, key, e, "band", &nb.band)) != LG_OK ||
+            (rc = num(path, key, e, "slope", &nb.slope)) != LG_OK ||
+            (rc = num(path, key, e, "floor", &nb.floor)) != LG_OK ||
+            (rc = num(path, key, e, "noise", &nb.noise)) != LG_OK)
+            goto cleanup;
+        nb.measured = true;
+        snprintf(nb.source, sizeof nb.source, "%s: measured on %s, %s", path, info->machine,
+                 info->date);
+        b[c] = nb;
+        *present |= RPT_BIT(c);
+    }
+    if (!*present) rc = lg_fail(LG_EFORMAT, "%s: channels: names no channel", path);
+cleanup:
+    json_decref(o);
+    return rc;
+}

@@ -1,0 +1,321 @@
+/* series.c — a run's verdict: the per-session values each channel is judged on, kept in arrays
+ * sized once per run; which channels a run requires; and the run's conclusion from its
+ * channels, where the evidence rules live (a PASS is earned). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpt_impl.h"
+#include "soak_trend.h"
+#include "verdict.h"
+
+/* exact channels, in the order of rpt_series.leaked */
+static const enum rpt_channel exact_ch[3] = {RPT_CH_TAGGED_HOST, RPT_CH_TAGGED_DEVICE, RPT_CH_REFS};
+
+int rpt_series_init(struct rpt_series *s, int cap)
+{
+    memset(s, 0, sizeof *s);
+    s->cap = cap;
+    for (int c = 0; c < RPT_NCHANNELS; c++) {
+        s->y[c] = calloc((size_t)cap + 1, sizeof *s->y[c]);
+        s->avail[c] = true;
+        if (!s->y[c]) goto nomem;
+    }
+    for (int k = 0; k < 3; k++)
+        if (!(s->leaked[k] = calloc((size_t)cap + 1, sizeof *s->leaked[k]))) goto nomem;
+    return LG_OK;
+nomem:
+    rpt_series_fini(s);
+    return lg_fail(LG_ENOMEM, "out of memory for the run's series");
+}
+
+void rpt_series_fini(struct rpt_series *s)
+{
+    for (int c = 0; c < RPT_NCHANNELS; c++)
+        free(s->y[c]);
+    for (int k = 0; k < 3; k++)
+        free(s->leaked[k]);
+    memset(s, 0, sizeof *s);
+}
+
+void rpt_series_add(struct rpt_series *s, const struct rpt_session *r)
+{
+    if (s->n_all >= s->cap) return;
+    int i = s->n_all++;
+    for (int k = 0; k < 3; k++) {
+        int64_t v;
+        s->leaked[k][i] = rpt_session_value(r, exact_ch[k], &v) ? v : 0;
+    }
+    rpt_series_attribute(s, r);
+    if (r->warmup) return;
+    int m = s->n_measured++;
+    for (int c = 0; c < RPT_NCHANNELS; c++) {
+        int64_t v;
+        if (rpt_channel_exact((enum rpt_channel)c)) continue;
+        if (!rpt_session_value(r, (enum rpt_channel)c, &v))
+            s->avail[c] = false;
+        else
+            s->y[c][m] = (double)v;
+    }
+}
+
+void rpt_series_attribute(struct rpt_series *s, const struct rpt_session *r)
+{
+    /* attribution: the largest tag class (bookkeeping "meta/" aside), and its largest tag */
+    for (int sp = 0; sp < 2; sp++) {
+        const char *space = sp ? "device" : "host";
+        int64_t *worst = sp ? &s->worst_dev_bytes : &s->worst_host_bytes;
+        char *dst = sp ? s->worst_dev : s->worst_host;
+        for (int c = 0; c < r->n_classes; c++) {
+            const struct rpt_class_bytes *cl = &r->classes[c];
+            if (!strcmp(cl->cls, "meta") || cl->bytes <= *worst) continue;
+            const struct rpt_leak_group *top = NULL;
+            for (int g = 0; g < r->n_groups; g++) {
+                const struct rpt_leak_group *lg = &r->groups[g];
+                size_t l = strlen(cl->cls);
+                if (strcmp(lg->space, space) || strncmp(lg->tag, cl->cls, l) || lg->tag[l] != '/')
+                    continue;
+                if (!top || lg->bytes > top->bytes) top = lg;
+            }
+            if (!top) continue;
+            *worst = cl->bytes;
+            char b1[32], b2[32];
+            snprintf(dst, sizeof s->worst_host, "class %s (%s in session %d; largest %s, %s)",
+                     cl->cls, lg_fmt_bytes(b1, sizeof b1, (double)cl->bytes), r->index, top->tag,
+                     lg_fmt_bytes(b2, sizeof b2, (double)top->bytes));
+        }
+    }
+    if (r->n_refs && !s->worst_ref[0]) {
+        const struct rpt_ref_leak *rl = &r->refs[0];
+        snprintf(s->worst_ref, sizeof s->worst_ref, "%s %s retained at %s", rl->kind, rl->name,
+                 rl->n_retains ? rl->retains[rl->n_retains - 1].site : "?");
+    }
+}
+
+bool rpt_run_had_device(const struct rpt_run *run)
+{
+    return strncmp(run->device, "cuda", 4) == 0;
+}
+
+void rpt_judge_series(const struct rpt_series *s, const struct rpt_budget *b, struct rpt_verdict *v)
+{
+    v->sessions_measured = s->n_measured;
+    v->n_channels = 0;
+    for (int c = 0; c < RPT_NCHANNELS; c++) {
+        struct rpt_channel_verdict *cv = &v->channels[v->n_channels++];
+        if (c == RPT_CH_TAGGED_DEVICE && !s->device) {
+            rpt_channel_unavailable(cv, c, "no device in this run (--device cpu)");
+        } else if (rpt_channel_exact((enum rpt_channel)c)) {
+            int k = c == RPT_CH_TAGGED_HOST ? 0 : c == RPT_CH_TAGGED_DEVICE ? 1 : 2;
+            const char *worst = k == 0 ? s->worst_host : k == 1 ? s->worst_dev : s->worst_ref;
+            rpt_judge_exact(c, s->leaked[k], s->n_all, worst, cv);
+        } else if (s->n_measured > 0 && !s->avail[c]) {
+            rpt_channel_unavailable(cv, c, "not measured in this build or on this machine");
+        } else {
+            rpt_judge_statistical(c, s->y[c], s->n_measured, &b[c], cv);
+        }
+    }
+    rpt_conclude(v, b);
+}
+
+/* ---- what a run requires --------------------------------------------------------------------- */
+
+unsigned rpt_default_required(bool device)
+{
+    unsigned m = 0;
+    for (int c = 0; c < RPT_NCHANNELS; c++)
+        if (c != RPT_CH_TAGGED_DEVICE && c != RPT_CH_DEV_DRIVER && c != RPT_CH_DEV_PROCESS)
+            m |= RPT_BIT(c);
+    if (device) m |= RPT_BIT(RPT_CH_TAGGED_DEVICE) | RPT_BIT(RPT_CH_DEV_PROCESS);
+    return m;
+}
+
+int rpt_parse_required(const char *list, bool device, unsigned *out)
+{
+    char buf[256];
+    unsigned m = 0;
+    if (lg_strlcpy(buf, list, sizeof buf))
+        return lg_fail(LG_EINVAL, "--require: '%.40s...' is too long", list);
+    if (!buf[0])
+        return lg_fail(LG_EINVAL,
+                       "--require: name channels (e.g. tagged_host,rss), host, exact, all or none");
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int c = rpt_channel_from_name(tok);
+        if (c >= 0)
+            m |= RPT_BIT(c);
+        else if (!strcmp(tok, "host"))
+            m |= rpt_default_required(false);
+        else if (!strcmp(tok, "exact"))
+            m |= RPT_BIT(RPT_CH_TAGGED_HOST) | RPT_BIT(RPT_CH_REFS) |
+                 (device ? RPT_BIT(RPT_CH_TAGGED_DEVICE) : 0);
+        else if (!strcmp(tok, "all"))
+            m |= device ? (RPT_BIT(RPT_NCHANNELS) - 1) : rpt_default_required(false);
+        else if (!strcmp(tok, "none"))
+            ;
+        else
+            return lg_fail(
+                LG_EINVAL,
+                "--require: unknown channel '%s' (tagged_host, tagged_device, refs, je_allocated, "
+                "je_active, je_resident, rss, dev_driver, dev_process; or host, exact, all, none)",
+                tok);
+    }
+    *out = m;
+    return LG_OK;
+}
+
+void rpt_required_string(unsigned mask, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    for (int c = 0; c < RPT_NCHANNELS; c++) {
+        if (!(mask & RPT_BIT(c))) continue;
+        size_t l = strlen(buf);
+        snprintf(buf + l, size - l, "%s%s", l ? ", " : "", rpt_channel_name((enum rpt_channel)c));
+    }
+    if (!buf[0]) lg_strlcpy(buf, "none", size);
+}
+
+/* ---- the run's conclusion ------------------------------------------------------------------- */
+
+int rpt_exit_code(enum rpt_status s)
+{
+    switch (s) {
+    case RPT_PASS:
+    case RPT_SATURATING:
+        return 0;
+    case RPT_LEAK:
+        return 1;
+    case RPT_INCONCLUSIVE:
+    case RPT_UNAVAILABLE:
+        return 3;
+    case RPT_ERROR:
+        break;
+    }
+    return 4;
+}
+
+static void add(char *list, size_t size, const char *item)
+{
+    size_t l = strlen(list);
+    snprintf(list + l, size - l, "%s%s", l ? ", " : "", item);
+}
+
+/* "18 of 40" or "18" (an unbounded plan) into buf. */
+static const char *of_planned(char *buf, size_t size, const struct rpt_verdict *v)
+{
+    if (v->sessions_planned > 0)
+        snprintf(buf, size, "%d of %d", v->sessions_measured, v->sessions_planned);
+    else
+        snprintf(buf, size, "%d", v->sessions_measured);
+    return buf;
+}
+
+void rpt_conclude(struct rpt_verdict *v, const struct rpt_budget *budgets)
+{
+    char leaking[200] = "", lacking[400] = "", optional[200] = "", unmeasured[200] = "", req[200],
+         item[96], plan[32];
+    bool judged[RPT_NCHANNELS] = {false}, no_device = false;
+    for (int i = 0; i < v->n_channels; i++)
+        no_device |= v->channels[i].channel == RPT_CH_TAGGED_DEVICE &&
+                     v->channels[i].status == RPT_UNAVAILABLE;
+    for (int i = 0; i < v->n_channels; i++) {
+        struct rpt_channel_verdict *cv = &v->channels[i];
+        enum rpt_channel c = cv->channel;
+        judged[c] = true;
+        cv->required = (v->required & RPT_BIT(c)) != 0;
+        bool decided = cv->status == RPT_PASS || cv->status == RPT_SATURATING;
+        if (cv->status == RPT_LEAK) {
+            add(leaking, sizeof leaking, rpt_channel_name(c));
+        } else if (cv->required && !decided) {
+            snprintf(item, sizeof item, "%s (%s)", rpt_channel_name(c),
+                     rpt_status_name(cv->status));
+            add(lacking, sizeof lacking, item);
+        } else if (!cv->required && !decided) {
+            bool device =
+                c == RPT_CH_TAGGED_DEVICE || c == RPT_CH_DEV_DRIVER || c == RPT_CH_DEV_PROCESS;
+            if (!(device && no_device))
+                add(optional, sizeof optional, rpt_channel_name(c)); /* n/a on a CPU run */
+        }
+        if (budgets && cv->required && !rpt_channel_exact(c) && !budgets[c].measured)
+            add(unmeasured, sizeof unmeasured, rpt_channel_name(c));
+    }
+    for (int c = 0; c < RPT_NCHANNELS; c++)
+        if ((v->required & RPT_BIT(c)) && !judged[c]) {
+            snprintf(item, sizeof item, "%s (not judged)", rpt_channel_name((enum rpt_channel)c));
+            add(lacking, sizeof lacking, item);
+        }
+    rpt_required_string(v->required, req, sizeof req);
+    const char *stopped = v->stopped[0] ? v->stopped : v->partial ? "cut short" : NULL;
+    if (leaking[0]) {
+        v->status = RPT_LEAK;
+        snprintf(v->summary, sizeof v->summary, "LEAK: %s over %d measured session(s)", leaking,
+                 v->sessions_measured);
+    } else if (v->sessions_measured == 0) {
+        v->status = RPT_INCONCLUSIVE;
+        snprintf(v->summary, sizeof v->summary,
+                 "INCONCLUSIVE: %s%s%sno measured session, so no evidence",
+                 stopped ? "partial, stopped (" : "", stopped ? stopped : "",
+                 stopped ? ") with " : "");
+    } else if (stopped) {
+        v->status = RPT_INCONCLUSIVE;
+        snprintf(v->summary, sizeof v->summary,
+                 "INCONCLUSIVE: partial, stopped (%s) after %s measured session(s): no leak "
+                 "proven, too little to pass",
+                 stopped, of_planned(plan, sizeof plan, v));
+    } else if (lacking[0]) {
+        v->status = RPT_INCONCLUSIVE;
+        snprintf(v->summary, sizeof v->summary,
+                 "INCONCLUSIVE: required channel(s) without the evidence to pass: %s", lacking);
+    } else {
+        v->status = RPT_PASS;
+        snprintf(v->summary, sizeof v->summary,
+                 "PASS: every required channel returned to baseline over %d measured session(s)",
+                 v->sessions_measured);
+    }
+    if (leaking[0] && stopped) {
+        size_t l = strlen(v->summary);
+        snprintf(v->summary + l, sizeof v->summary - l,
+                 " (partial: stopped (%s) after %s measured sessions)", stopped,
+                 of_planned(plan, sizeof plan, v));
+    }
+    v->exit_code = rpt_exit_code(v->status);
+    size_t l = strlen(v->summary);
+    snprintf(v->summary + l, sizeof v->summary - l, "; required: %s", req);
+    if (optional[0]) {
+        l = strlen(v->summary);
+        snprintf(v->summary + l, sizeof v->summary - l, "; optional, not decided: %s", optional);
+    }
+    if (unmeasured[0]) {
+        l = strlen(v->summary);
+        snprintf(v->summary + l, sizeof v->summary - l,
+                 "; budgets never measured (see leakgate calibrate): %s", unmeasured);
+    }
+}
+
+/* ---- results without a verdict line ------------------------------------------------------------
+ */
+
+int rpt_judge_results(struct rpt_results *r)
+{
+    struct rpt_verdict *v = &r->verdict;
+    struct rpt_series ser;
+    if (!strcmp(r->run.command, "soak")) return rpt_soak_judge_results(r, RPT_SOAK_DEFAULT_WINDOW);
+    int rc = rpt_series_init(&ser, r->n_sessions);
+    if (rc != LG_OK) return rc;
+    ser.device = rpt_run_had_device(&r->run);
+    for (int i = 0; i < r->n_sessions; i++)
+        rpt_series_add(&ser, &r->sessions[i]);
+    memset(v, 0, sizeof *v);
+    v->required = r->run.required;
+    v->sessions_planned = r->run.sessions;
+    v->partial = true;
+    lg_strlcpy(v->stopped, "results cut short: no verdict line", sizeof v->stopped);
+    rpt_judge_series(&ser, r->run.budgets, v);
+    rpt_series_fini(&ser);
+    size_t l = strlen(v->summary);
+    snprintf(v->summary + l, sizeof v->summary - l,
+             " (partial run: judged from the %d session(s) on disk)", r->n_sessions);
+    r->has_verdict = true;
+    return LG_OK;
+}

@@ -1,0 +1,452 @@
+/* verdict.c — Theil–Sen trends, steps, the minimum sessions, and the per-channel rules of
+ * docs/design.md ("Verdicts and their evidence"). */
+#include "verdict.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_STACK_N 512 /* series this long or shorter are handled without heap memory */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double rpt_median(const double *v, int n)
+{
+    if (n <= 0) return NAN;
+    double stack[MAX_STACK_N], *w = n <= MAX_STACK_N ? stack : malloc((size_t)n * sizeof *w);
+    if (!w) return NAN;
+    memcpy(w, v, (size_t)n * sizeof *w);
+    qsort(w, (size_t)n, sizeof *w, cmp_double);
+    double m = n % 2 ? w[n / 2] : 0.5 * (w[n / 2 - 1] + w[n / 2]);
+    if (w != stack) free(w);
+    return m;
+}
+
+/* Two-sided standard normal quantile for a confidence level (Acklam's rational approximation
+ * of the inverse normal CDF, accurate to ~1e-9). */
+static double z_for(double conf)
+{
+    double p = 1.0 - (1.0 - conf) / 2.0;
+    static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
+                               -2.759285104469687e+02, 1.383577518672690e+02,
+                               -3.066479806614716e+01, 2.506628277459239e+00};
+    static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
+                               -1.556989798598866e+02, 6.680131188771972e+01,
+                               -1.328068155288572e+01};
+    static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
+                               -2.400758277161838e+00, -2.549732539343734e+00,
+                               4.374664141464968e+00,  2.938163982698783e+00};
+    static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                               3.754408661907416e+00};
+    if (p > 0.97575) {
+        double q = sqrt(-2 * log(1 - p));
+        return -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+               ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+    }
+    double q = p - 0.5, r = q * q;
+    return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+           (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+}
+
+void rpt_theil_sen(const double *y, int n, double conf, struct rpt_trend *out)
+{
+    memset(out, 0, sizeof *out);
+    out->n = n;
+    out->lo = -INFINITY;
+    out->hi = INFINITY;
+    if (n <= 0) return;
+    int third = n >= 3 ? n / 3 : 1;
+    out->early = rpt_median(y, third);
+    out->late = rpt_median(y + n - third, third);
+    out->shift = out->late - out->early;
+    out->intercept = rpt_median(y, n);
+    if (n < 2) return;
+
+    size_t np = (size_t)n * (size_t)(n - 1) / 2;
+    double *s = malloc(np * sizeof *s), *resid = NULL;
+    if (!s) return;
+    size_t k = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            s[k++] = (y[j] - y[i]) / (double)(j - i);
+    qsort(s, np, sizeof *s, cmp_double);
+    out->slope = np % 2 ? s[np / 2] : 0.5 * (s[np / 2 - 1] + s[np / 2]);
+
+    /* Sen's interval: C = z * sqrt(Var S), Var S = n(n-1)(2n+5)/18 (no tie correction). */
+    double var = (double)n * (n - 1) * (2.0 * n + 5) / 18.0;
+    double C = z_for(conf) * sqrt(var);
+    double m1 = floor(((double)np - C) / 2.0), m2 = ceil(((double)np + C) / 2.0);
+    if (m1 >= 0 && m1 < (double)np) out->lo = s[(size_t)m1];
+    if (m2 >= 1 && m2 <= (double)np) out->hi = s[(size_t)m2 - 1];
+
+    resid = malloc((size_t)n * sizeof *resid);
+    if (resid) {
+        for (int i = 0; i < n; i++)
+            resid[i] = y[i] - out->slope * i;
+        out->intercept = rpt_median(resid, n);
+    }
+    free(resid);
+    free(s);
+}
+
+static double noise_of(const struct rpt_budget *b)
+{
+    return isfinite(b->noise) && b->noise > 0 ? b->noise : 0;
+}
+
+int rpt_min_sessions(const struct rpt_budget *b)
+{
+    double s = b->slope, sigma = noise_of(b);
+    if (!(s > 0)) return RPT_MIN_TREND;
+    for (int n = RPT_MIN_TREND; n < 1000000; n++) {
+        /* a steady leak of 2s moves the late third's median 2s(n - third) above the early
+         * third's; each median may be off by about the noise */
+        bool shifts = 2 * s * (n - n / 3) - 2 * sigma > b->floor;
+        /* Theil–Sen's standard error for i.i.d. noise is about 1.1x least squares'; the lower
+         * 95% bound of 2s must clear the budget s with the same margin again */
+        double se = 1.1 * sigma * sqrt(12.0 / ((double)n * ((double)n * n - 1)));
+        bool bounds = 2 * s - 2 * 1.96 * se >= s;
+        if (shifts && bounds) return n;
+    }
+    return 1000000;
+}
+
+/* ---- steps ----------------------------------------------------------------------------------- */
+
+/* What an increment must exceed to be a step: the floor (the growth a leak must show), the
+ * slope budget, four times the budget's noise, and four times the noise the series itself
+ * shows (1.4826 MAD of its increments, over sqrt 2 since an increment holds two readings'
+ * noise): steps stand out of noise the budget did not foresee too, while a staircase, whose
+ * increments are mostly zero, keeps the floor. */
+static double step_threshold(const double *y, int n, const struct rpt_budget *b)
+{
+    double thr = fmax(fmax(b->floor, b->slope), 4 * noise_of(b));
+    if (n < 3) return thr;
+    double d[MAX_STACK_N], *w = n <= MAX_STACK_N ? d : malloc((size_t)n * sizeof *w);
+    if (!w) return thr;
+    for (int i = 1; i < n; i++)
+        w[i - 1] = y[i] - y[i - 1];
+    double med = rpt_median(w, n - 1);
+    for (int i = 0; i < n - 1; i++)
+        w[i] = fabs(w[i] - med);
+    double sigma = 1.4826 * rpt_median(w, n - 1) / sqrt(2.0);
+    if (w != d) free(w);
+    return fmax(thr, 4 * sigma);
+}
+
+void rpt_find_steps(const double *y, int n, const struct rpt_budget *b, struct rpt_steps *out)
+{
+    memset(out, 0, sizeof *out);
+    out->flat_between = true;
+    if (n < 1) return;
+    int stack[MAX_STACK_N + 1],
+        *start = n < MAX_STACK_N ? stack : malloc(((size_t)n + 1) * sizeof *start);
+    if (!start) return;
+    double thr = step_threshold(y, n, b);
+    /* segment 0 holds the baseline (0) and what comes before the first step; step j starts
+     * segment j at the first of a run of increments above the threshold */
+    int ns = 0;
+    bool prev = false;
+    for (int i = 0; i < n; i++) {
+        bool up = y[i] - (i ? y[i - 1] : 0.0) > thr;
+        if (up && !prev) start[++ns] = i;
+        prev = up;
+    }
+    start[0] = 0;
+    double lv_stack[MAX_STACK_N + 1],
+        *level = ns < MAX_STACK_N ? lv_stack : malloc(((size_t)ns + 1) * sizeof *level);
+    if (!level) goto cleanup;
+    for (int j = 0; j <= ns; j++) {
+        int a = start[j], e = j < ns ? start[j + 1] : n;
+        if (j == 0) {
+            /* the baseline is a reading of its own */
+            double first[MAX_STACK_N + 1],
+                *w = e < MAX_STACK_N ? first : malloc(((size_t)e + 1) * sizeof *w);
+            if (!w) goto cleanup;
+            w[0] = 0;
+            memcpy(w + 1, y, (size_t)e * sizeof *w);
+            level[0] = rpt_median(w, e + 1);
+            if (w != first) free(w);
+        } else {
+            level[j] = rpt_median(y + a, e - a);
+        }
+        if (e - a >= RPT_MIN_TREND) {
+            struct rpt_trend t;
+            rpt_theil_sen(y + a, e - a, 0.95, &t);
+            if (t.lo > b->slope) out->flat_between = false;
+        }
+    }
+    /* step j persists when every later level stays above every earlier one by thr / 2 */
+    for (int j = 1; j <= ns; j++) {
+        double before = -INFINITY, after = INFINITY;
+        for (int l = 0; l < j; l++)
+            before = fmax(before, level[l]);
+        for (int l = j; l <= ns; l++)
+            after = fmin(after, level[l]);
+        if (after - before <= thr / 2) continue;
+        if (out->n < RPT_MAX_STEPS) {
+            out->at[out->n] = start[j];
+            out->size[out->n] = level[j] - level[j - 1];
+        }
+        out->n++;
+        out->total += level[j] - level[j - 1];
+    }
+cleanup:
+    if (level != lv_stack) free(level);
+    if (start != stack) free(start);
+}
+
+/* ---- channels ------------------------------------------------------------------------------- */
+
+static const char *fb(char *buf, double v)
+{
+    if (!isfinite(v)) {
+        snprintf(buf, 32, v > 0 ? "inf" : v < 0 ? "-inf" : "n/a");
+        return buf;
+    }
+    return lg_fmt_bytes(buf, 32, v);
+}
+
+/* "+1.00 MiB at #41, +1.00 MiB at #81" (1-based measured sessions) into buf. */
+static void steps_text(const struct rpt_steps *st, char *buf, size_t size)
+{
+    char s1[32];
+    buf[0] = '\0';
+    for (int i = 0; i < st->n && i < RPT_MAX_STEPS; i++) {
+        size_t l = strlen(buf);
+        snprintf(buf + l, size - l, "%s+%s at #%d", i ? ", " : "", fb(s1, st->size[i]),
+                 st->at[i] + 1);
+    }
+    if (st->n > RPT_MAX_STEPS) {
+        size_t l = strlen(buf);
+        snprintf(buf + l, size - l, ", ... (%d in all)", st->n);
+    }
+}
+
+/* Rule 1: every session grew by RPT_GROSS_FACTOR bands or more. */
+static bool gross(const double *y, int n, const struct rpt_budget *b, double *smallest)
+{
+    if (n < 2) return false;
+    double lim = RPT_GROSS_FACTOR * b->band, least = INFINITY;
+    for (int i = 0; i < n; i++)
+        least = fmin(least, y[i] - (i ? y[i - 1] : 0.0));
+    *smallest = least;
+    return least > 0 && least >= lim;
+}
+
+static void set(struct rpt_channel_verdict *v, enum rpt_status s, double figure, double budget)
+{
+    v->status = s;
+    v->figure = figure;
+    v->budget = budget;
+}
+
+/* One or two steps that do not recur on an otherwise flat series: reported, not a leak. */
+static void one_off(struct rpt_channel_verdict *v, const struct rpt_trend *t,
+                    const struct rpt_steps *st, const struct rpt_budget *b)
+{
+    char s1[32], s2[32], steps[200];
+    steps_text(st, steps, sizeof steps);
+    bool above = t->late > b->band;
+    set(v, above ? RPT_INCONCLUSIVE : RPT_PASS, t->late, b->band);
+    snprintf(v->why, sizeof v->why,
+             "%d one-off step(s) (%s) on an otherwise flat series: steps that do not recur are "
+             "reported, not "
+             "called a leak; level %s %s band %s%s",
+             st->n, steps, fb(s1, t->late), above ? ">" : "<=", fb(s2, b->band),
+             above ? "; run more sessions to see whether they recur" : "");
+}
+
+/* Rules 2 and 3 and the statuses short of a leak, over n >= 1 sessions (rpt_judge_statistical
+ * has set the trend's figures in v). */
+static void judge_rules(const double *y, int n, const struct rpt_budget *b,
+                        const struct rpt_trend *tp, struct rpt_channel_verdict *v)
+{
+    char s1[32], s2[32], s3[32], s4[32], s5[32], s6[32], s7[32], steps[200];
+    struct rpt_trend t = *tp;
+    struct rpt_steps st;
+    rpt_find_steps(y, n, b, &st);
+    steps_text(&st, steps, sizeof steps);
+    bool significant = t.lo > b->slope, moved = t.shift > b->floor, recur = st.n >= RPT_STEP_RECUR;
+    if (significant && moved) {
+        int h = n / 2;
+        struct rpt_trend early, late;
+        rpt_theil_sen(y, h, 0.95, &early);
+        rpt_theil_sen(y + h, n - h, 0.95, &late);
+        /* growth that shrinks: rising early (not in one jump), flat late */
+        if (!recur && n - h >= 4 && late.hi < b->slope && early.lo > b->slope) {
+            v->status = RPT_SATURATING;
+            snprintf(
+                v->why, sizeof v->why,
+                "grew %s/session early, flat late (late slope <= %s/session < budget %s); shift %s",
+                fb(s1, t.slope), fb(s2, late.hi), fb(s3, b->slope), fb(s4, t.shift));
+            return;
+        }
+        if (st.n > 0 && !recur && st.flat_between) return one_off(v, &t, &st, b);
+        v->status = RPT_LEAK;
+        snprintf(v->why, sizeof v->why,
+                 "slope %s/session, 95%% CI [%s, %s] > budget %s/session, and late-vs-early shift "
+                 "%s > floor %s "
+                 "(rule 2)%s%s",
+                 fb(s1, t.slope), fb(s2, t.lo), fb(s3, t.hi), fb(s4, b->slope), fb(s5, t.shift),
+                 fb(s6, b->floor), recur ? "; it came in steps: " : "", recur ? steps : "");
+        return;
+    }
+    if (recur && st.total > b->floor) {
+        set(v, RPT_LEAK, st.total, b->floor);
+        snprintf(v->why, sizeof v->why,
+                 "%d steps that never came back (%s), %s in all > floor %s: a leak that comes in "
+                 "steps (rule 3)",
+                 st.n, steps, fb(s1, st.total), fb(s2, b->floor));
+        return;
+    }
+    if (t.slope > b->slope && moved) {
+        snprintf(v->why, sizeof v->why,
+                 "slope %s/session above budget %s but its 95%% CI reaches %s: not significant "
+                 "over %d sessions; "
+                 "run more",
+                 fb(s1, t.slope), fb(s2, b->slope), fb(s3, t.lo), n);
+        return;
+    }
+    if (t.late > b->band) {
+        /* above the band without a significant overall trend: saturated growth (significant
+         * early, flat late), a step or two that never came back, or a one-time jump */
+        int h = n / 2;
+        struct rpt_trend early, late;
+        rpt_theil_sen(y, h, 0.95, &early);
+        rpt_theil_sen(y + h, n - h, 0.95, &late);
+        set(v, RPT_INCONCLUSIVE, t.late, b->band);
+        if (h >= 4 && early.lo > b->slope && late.hi < b->slope) {
+            v->status = RPT_SATURATING;
+            snprintf(v->why, sizeof v->why,
+                     "grew %s/session early (CI low %s), flat late (slope <= %s/session): settled "
+                     "%s above baseline, "
+                     "band %s",
+                     fb(s1, early.slope), fb(s2, early.lo), fb(s3, late.hi), fb(s4, t.late),
+                     fb(s5, b->band));
+            return;
+        }
+        if (st.n > 0 && st.flat_between) return one_off(v, &t, &st, b);
+        snprintf(v->why, sizeof v->why,
+                 "late median %s above the band %s with no trend (slope %s/session): a one-time "
+                 "growth that did not "
+                 "return",
+                 fb(s1, t.late), fb(s2, b->band), fb(s3, t.slope));
+        return;
+    }
+    v->status = RPT_PASS;
+    snprintf(v->why, sizeof v->why,
+             "slope %s/session (CI [%s, %s]) within budget %s; shift %s; late median %s within "
+             "band %s%s%s",
+             fb(s1, t.slope), fb(s2, t.lo), fb(s3, t.hi), fb(s4, b->slope), fb(s5, t.shift),
+             fb(s6, t.late), fb(s7, b->band), st.n ? "; one-off steps: " : "", st.n ? steps : "");
+}
+
+void rpt_judge_statistical(enum rpt_channel ch, const double *y, int n, const struct rpt_budget *b,
+                           struct rpt_channel_verdict *v)
+{
+    char s1[32], s2[32], s3[32];
+    memset(v, 0, sizeof *v);
+    v->channel = ch;
+    struct rpt_trend t;
+    rpt_theil_sen(y, n, 0.95, &t);
+    v->slope = n >= 2 ? t.slope : NAN;
+    v->slope_lo = t.lo;
+    v->slope_hi = t.hi;
+    v->shift = n ? t.shift : NAN;
+    set(v, RPT_INCONCLUSIVE, t.slope, b->slope);
+    if (n == 0) {
+        v->figure = NAN;
+        snprintf(v->why, sizeof v->why, "no measured session");
+        return;
+    }
+    double least;
+    if (gross(y, n, b, &least)) {
+        set(v, RPT_LEAK, least, RPT_GROSS_FACTOR * b->band);
+        snprintf(
+            v->why, sizeof v->why,
+            "gross growth: each of the %d sessions grew at least %s, >= %dx the band %s (rule 1)",
+            n, fb(s1, least), RPT_GROSS_FACTOR, fb(s2, b->band));
+        return;
+    }
+    judge_rules(y, n, b, &t, v);
+    int need = rpt_min_sessions(b);
+    if (v->status != RPT_LEAK && n < need) {
+        /* no leak shown, but too few sessions to show one of twice the budget: never a pass */
+        double worst = 0;
+        for (int i = 0; i < n; i++)
+            worst = fmax(worst, fabs(y[i]));
+        set(v, RPT_INCONCLUSIVE, worst, b->band);
+        snprintf(v->why, sizeof v->why,
+                 "%d measured session(s), fewer than the %d needed to see a leak of 2x the budget "
+                 "%s/session "
+                 "(noise %s); largest delta %s: run more sessions",
+                 n, need, fb(s1, b->slope), fb(s2, noise_of(b)), fb(s3, worst));
+    }
+}
+
+void rpt_judge_exact_counts(enum rpt_channel ch, int bad, int n, int first, int64_t total,
+                            int64_t max, const char *worst, struct rpt_channel_verdict *v)
+{
+    char s1[32];
+    memset(v, 0, sizeof *v);
+    v->channel = ch;
+    v->budget = 0;
+    v->figure = (double)max;
+    v->slope = v->slope_lo = v->slope_hi = NAN;
+    v->shift = (double)total;
+    bool objects = ch == RPT_CH_REFS;
+    if (!worst) worst = "";
+    if (n == 0) {
+        v->status = RPT_INCONCLUSIVE;
+        v->figure = NAN;
+        snprintf(v->why, sizeof v->why, "no session ran");
+        return;
+    }
+    if (!bad) {
+        v->status = RPT_PASS;
+        snprintf(v->why, sizeof v->why,
+                 "every session freed what it allocated (0 %s left, zero tolerance)",
+                 objects ? "objects" : "bytes");
+        return;
+    }
+    v->status = RPT_LEAK;
+    if (objects)
+        snprintf(
+            v->why, sizeof v->why,
+            "%d of %d session(s) left %lld shared object(s) referenced, first in session %d%s%s",
+            bad, n, (long long)total, first, *worst ? ": " : "", worst);
+    else
+        snprintf(v->why, sizeof v->why,
+                 "%d of %d session(s) left tagged memory alive, up to %s per session, first in "
+                 "session %d%s%s",
+                 bad, n, lg_fmt_bytes(s1, sizeof s1, (double)max), first,
+                 *worst ? "; largest: " : "", worst);
+}
+
+void rpt_judge_exact(enum rpt_channel ch, const int64_t *leaked, int n, const char *worst,
+                     struct rpt_channel_verdict *out)
+{
+    int bad = 0, first = -1;
+    int64_t total = 0, max = 0;
+    for (int i = 0; i < n; i++) {
+        if (leaked[i] > 0 && bad++ == 0) first = i;
+        if (leaked[i] > 0) total = leaked[i] > INT64_MAX - total ? INT64_MAX : total + leaked[i];
+        if (leaked[i] > max) max = leaked[i];
+    }
+    rpt_judge_exact_counts(ch, bad, n, first, total, max, worst, out);
+}
+
+void rpt_channel_unavailable(struct rpt_channel_verdict *cv, enum rpt_channel c, const char *why)
+{
+    memset(cv, 0, sizeof *cv);
+    cv->channel = c;
+    cv->status = RPT_UNAVAILABLE;
+    cv->figure = cv->slope = cv->slope_lo = cv->slope_hi = cv->shift = NAN;
+    lg_strlcpy(cv->why, why, sizeof cv->why);
+}

@@ -1,0 +1,151 @@
+/* verdict.h — the verdict rules: from per-session measurements to pass / leak / saturating /
+ * inconclusive, one channel at a time, with the figure, the budget and the reason, and the
+ * run's verdict from its channels. `run`, `soak`, `merge`, `report` and `compare` all judge
+ * with these functions (docs/design.md, "Verdicts and their evidence").
+ *
+ * Worked example (what `leakgate run` does with its sessions):
+ *
+ *   struct rpt_series ser;
+ *   rpt_series_init(&ser, 42);                 // arrays sized once, before the baseline
+ *   for each session s: rpt_series_add(&ser, &s);
+ *   struct rpt_verdict v = {.required = rpt_default_required(false), .sessions_planned = 40};
+ *   rpt_judge_series(&ser, budgets, &v);        // every channel, then rpt_conclude
+ *   // v.status: RPT_PASS only when every required channel was measured over enough sessions
+ *   // and returned to baseline; v.exit_code 0 pass, 1 leak, 3 inconclusive
+ *   rpt_series_fini(&ser);
+ *
+ * Exact channels (tagged bytes born in a session and still live; unbalanced references) fail
+ * at zero tolerance. A statistical channel fails on any of three rules, checked in order:
+ *   1. gross growth: every measured session (at least 2) grew the channel by at least
+ *      RPT_GROSS_FACTOR times its band;
+ *   2. a trend: the Theil–Sen slope's lower 95% bound exceeds the slope budget and the
+ *      late-vs-early median shift exceeds the floor — unless the growth is one or two one-off
+ *      steps on an otherwise flat series (reported, not a leak), or confined to the first half
+ *      (saturating);
+ *   3. steps that recur: RPT_STEP_RECUR or more upward steps above the floor that never come
+ *      back (a checkpoint kept every Nth session).
+ * With fewer measured sessions than rpt_min_sessions(budget), a channel that is not grossly
+ * growing is inconclusive, never a pass.
+ */
+#ifndef LG_VERDICT_H
+#define LG_VERDICT_H
+
+#include "results.h"
+
+#define RPT_GROSS_FACTOR 64 /* rule 1: per-session growth, in bands (docs/design.md justifies) */
+#define RPT_MIN_TREND    4  /* fewest sessions whose Sen interval has a finite lower bound */
+#define RPT_STEP_RECUR   3  /* rule 3: persistent steps that make a leak */
+#define RPT_MAX_STEPS    16 /* steps listed in a why (all are counted) */
+
+/* ---- statistics ---------------------------------------------------------------------------- */
+
+struct rpt_trend {
+    int n;
+    double slope;       /* Theil–Sen: median of pairwise slopes, units per session */
+    double lo, hi;      /* confidence interval of the slope (Sen 1968, Kendall's S variance) */
+    double intercept;   /* median(y - slope * i) */
+    double early, late; /* medians of the first and last thirds */
+    double shift;       /* late - early */
+};
+
+/* Fits y[0..n) against 0..n-1. conf: confidence level (0.95). n < 2 gives a zero slope with an
+ * infinite interval. Uses n(n-1)/2 doubles of temporary heap memory, freed before it returns. */
+void rpt_theil_sen(const double *y, int n, double conf, struct rpt_trend *out);
+
+/* Median of v[0..n) (copies; v is not reordered); NaN when n == 0. */
+double rpt_median(const double *v, int n);
+
+/* Upward steps of a series (deltas against the baseline, which is 0): runs of consecutive
+ * increments above the threshold max(floor, 4 noise) that never come back — the level of
+ * every later segment stays above the highest level before the step by half the threshold. */
+struct rpt_steps {
+    int n;                      /* persistent steps */
+    int at[RPT_MAX_STEPS];      /* position (0-based measured session) of the first n */
+    double size[RPT_MAX_STEPS]; /* the level change each made */
+    double total;               /* the sum of all of them */
+    bool flat_between;          /* every segment between steps stays within the slope budget */
+};
+/* Finds the steps of y[0..n); allocates n ints of temporary heap memory, freed before it
+ * returns (none when n <= 1). */
+void rpt_find_steps(const double *y, int n, const struct rpt_budget *b, struct rpt_steps *out);
+
+/* The fewest measured sessions over which a steady leak of twice the slope budget is flagged
+ * against the budget's noise (docs/design.md, "Minimum sessions"): at least RPT_MIN_TREND. */
+int rpt_min_sessions(const struct rpt_budget *b);
+
+/* ---- channels ------------------------------------------------------------------------------ */
+
+/* Judges a statistical channel series (deltas against baseline, one per measured session). */
+void rpt_judge_statistical(enum rpt_channel ch, const double *y, int n, const struct rpt_budget *b,
+                           struct rpt_channel_verdict *out);
+
+/* Judges an exact channel: leaked[i] is what session i left alive (bytes, or objects for the
+ * refs channel); `worst` names the largest offender for the why ("varmap/out.weight"). No
+ * session at all is inconclusive. */
+void rpt_judge_exact(enum rpt_channel ch, const int64_t *leaked, int n, const char *worst,
+                     struct rpt_channel_verdict *out);
+/* The same from running counts (a soak keeps no per-session arrays): `bad` sessions of `n`
+ * left something, the first being `first`; `total` (saturating) and `max` over them. */
+void rpt_judge_exact_counts(enum rpt_channel ch, int bad, int n, int first, int64_t total,
+                            int64_t max, const char *worst, struct rpt_channel_verdict *out);
+/* Marks a channel not measured, with the reason. */
+void rpt_channel_unavailable(struct rpt_channel_verdict *cv, enum rpt_channel c, const char *why);
+
+/* ---- what a run requires -------------------------------------------------------------------- */
+
+#define RPT_BIT(c) (1u << (c))
+/* Every host channel; with a device also tagged_device and dev_process (the process's own
+ * device figure: dev_driver counts every tenant of the GPU and is optional). */
+unsigned rpt_default_required(bool device);
+/* Parses "tagged_host,rss", "host" (the host channels), "exact" (the exact channels that
+ * apply), "all", or "none" into a mask; LG_EINVAL naming the unknown channel. */
+int rpt_parse_required(const char *list, bool device, unsigned *out);
+/* "tagged_host, refs, rss" into buf ("none" for 0). */
+void rpt_required_string(unsigned mask, char *buf, size_t size);
+
+/* ---- the run --------------------------------------------------------------------------------- */
+
+/* The exit status of a verdict: 0 pass (or saturating), 1 leak, 3 inconclusive or unavailable,
+ * 4 error. The one place a status becomes an exit code. */
+int rpt_exit_code(enum rpt_status s);
+
+/* Combines the channel verdicts (whose `required` flags it sets from v->required) into the
+ * run's: any channel that leaks → leak (exit 1); else no measured session, a stopped run, or a
+ * required channel that is not pass or saturating → inconclusive (exit 3), naming what lacked
+ * what; else pass. Fills v->status, exit_code and summary (which names the required channels,
+ * the optional ones unavailable, and budgets that were never measured). */
+void rpt_conclude(struct rpt_verdict *v, const struct rpt_budget *budgets);
+
+/* ---- a run's series ------------------------------------------------------------------------ */
+
+struct rpt_series {
+    int cap; /* sessions the arrays hold */
+    int n_all, n_measured;
+    double *y[RPT_NCHANNELS];  /* rpt_session_value of measured sessions */
+    bool avail[RPT_NCHANNELS]; /* the channel was measured in every measured session */
+    int64_t *leaked[3];        /* exact channels, every session (warm-up included):
+                                  tagged_host, tagged_device, refs */
+    char worst_host[200], worst_dev[200], worst_ref[240];
+    int64_t worst_host_bytes, worst_dev_bytes;
+    bool device; /* the run had a device: tagged_device is judged */
+};
+/* Sizes the arrays for cap sessions (freed with rpt_series_fini). */
+int rpt_series_init(struct rpt_series *s, int cap);
+void rpt_series_fini(struct rpt_series *s);
+/* Records a session. Allocates nothing. */
+void rpt_series_add(struct rpt_series *s, const struct rpt_session *r);
+/* Updates only the attribution (worst_*) from a session's leaks; allocates nothing. A zeroed
+ * struct rpt_series (no arrays) may be used for attribution alone (the soak's exact channels). */
+void rpt_series_attribute(struct rpt_series *s, const struct rpt_session *r);
+/* Judges every channel with the budgets and concludes (v->required, sessions_planned and
+ * stopped are the caller's). */
+void rpt_judge_series(const struct rpt_series *s, const struct rpt_budget *b,
+                      struct rpt_verdict *v);
+
+/* Whether a results file's run line names a device ("cuda: ..."). */
+bool rpt_run_had_device(const struct rpt_run *run);
+/* Judges loaded results that have no verdict line (a run cut short), in place: a soak over its
+ * sliding window (rpt_soak_judge_results), a run over every session; the verdict is partial. */
+int rpt_judge_results(struct rpt_results *r);
+
+#endif
