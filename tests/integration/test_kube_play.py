@@ -12,7 +12,9 @@ local image, a short duration). Then:
     textfile collector's directory (the patch's hostPath), labelled shard="i/2";
   - the merge pod waits for both verdict lines, merges, exits 0: merged/ has a pass verdict
     over both shards' sessions and the reports;
-  - with shard 1's directory gone, the merge exits 2 and names the missing shard.
+  - with shard 1's directory gone, the merge exits 2 and names the missing shard;
+  - with both shards present but LG_SHARDS=3 (the plan had 2), the merge exits 2: the
+    directory does not hold the 3 shards the merge was told to expect.
 
     test_kube_play.py SOURCE_DIR
 
@@ -138,6 +140,12 @@ def main():
             ck.expect("and names the missing shard", "1/2" in logs and "missing" in logs, logs[-800:])
             shutil.move(gone, os.path.join(day, "shard-1-of-2"))
 
+            shutil.rmtree(os.path.join(day, "merged"), ignore_errors=True)
+            code, logs = merge_run(ck, pods, src, out, image, suffix, textfile, "LG_SHARDS=3", 3, 0)
+            ck.expect("with LG_SHARDS=3 and 2 shards present the merge exits 2", code == 2,
+                      f"exit {code}: {logs[-800:]}")
+            ck.expect("and says it was told of 3 shards (--shards 3)", "--shards 3" in logs, logs[-800:])
+            ck.expect("and writes no merged verdict", not os.path.exists(os.path.join(day, "merged", "results.jsonl")))
         finally:
             pods.cleanup()
     print(f"image {image}")

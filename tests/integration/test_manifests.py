@@ -6,8 +6,8 @@ uploaded, JUnit published). Each check is also run against a broken copy, to sho
 
     test_manifests.py SOURCE_DIR [LEAKGATE_BIN]
 
-With LEAKGATE_BIN, every option the soak's command line uses must appear in
-`leakgate soak --help`. Exit status 0 when every check passes; needs python3-yaml.
+With LEAKGATE_BIN, every option the soak's and the merge's command lines use must appear in
+`leakgate soak --help` and `leakgate merge --help`. Exit status 0 when every check passes; needs python3-yaml.
 """
 import copy
 import glob
@@ -149,7 +149,7 @@ def check_k8s(docs, help_text):
     if help_text is not None:
         soak_cmd = script[script.index("leakgate soak"):]
         for flag in sorted(set(re.findall(r"(--[a-z][a-z0-9-]*)", soak_cmd))):
-            if flag not in help_text:
+            if flag not in help_text["soak"]:
                 problems.append(f"leakgate-soak: `leakgate soak --help` does not know {flag}")
 
     # the merge: after the soak's deadline, same shard count, `leakgate merge`, no GPU
@@ -159,8 +159,16 @@ def check_k8s(docs, help_text):
         problems.append(f"leakgate-merge: LG_SHARDS {menv.get('LG_SHARDS')} != the soak's {n}")
     if "leakgate merge" not in script_of(mc):
         problems.append("leakgate-merge: the command is not `leakgate merge ...`")
+    elif not re.search(r"leakgate merge\s.*--shards\s+\"?\$\{?LG_SHARDS\}?", script_of(mc)):
+        problems.append("leakgate-merge: `leakgate merge` is not given --shards \"$LG_SHARDS\" "
+                        "(without it, a directory with fewer shards than the plan merges)")
     if "nvidia.com/gpu" in mc.get("resources", {}).get("limits", {}):
         problems.append("leakgate-merge: the merge needs no GPU")
+    if help_text is not None and "leakgate merge" in script_of(mc):
+        merge_cmd = script_of(mc)[script_of(mc).index("leakgate merge"):].split("\n")[0]
+        for flag in sorted(set(re.findall(r"(--[a-z][a-z0-9-]*)", merge_cmd))):
+            if flag not in help_text["merge"]:
+                problems.append(f"leakgate-merge: `leakgate merge --help` does not know {flag}")
     start, after = daily_minutes(soak["spec"]["schedule"]), daily_minutes(merge["spec"]["schedule"])
     if start is None or after is None or after * 60 < start * 60 + deadline or after >= 24 * 60:
         problems.append("leakgate-merge: must run after the soak's start plus its deadline, the same UTC day")
@@ -218,7 +226,8 @@ def main():
     src = sys.argv[1]
     help_text = None
     if len(sys.argv) > 2:
-        help_text = subprocess.run([sys.argv[2], "soak", "--help"], capture_output=True, text=True).stdout
+        help_text = {cmd: subprocess.run([sys.argv[2], cmd, "--help"], capture_output=True, text=True).stdout
+                     for cmd in ("soak", "merge")}
     k8s = {os.path.basename(p): load_all(p) for p in sorted(glob.glob(os.path.join(src, "ci/k8s/*.yaml")))}
     wf = load_all(os.path.join(src, "ci/github/gate.yml"))[0]
     with open(os.path.join(src, "ci/gate")) as f:
@@ -240,6 +249,9 @@ def main():
     def soak_of(docs):
         return next(d for d in docs["soak-cronjob.yaml"] if d.get("kind") == "CronJob")
 
+    def merge_of(docs):
+        return next(d for d in docs["merge-cronjob.yaml"] if d.get("kind") == "CronJob")
+
     def broken(mutate):
         docs = copy.deepcopy(k8s)
         mutate(docs)
@@ -257,6 +269,8 @@ def main():
         "a shell syntax error": lambda d: pod_spec(soak_of(d))["containers"][0].update(
             args=[pod_spec(soak_of(d))["containers"][0]["args"][0] + "\nif then fi\n"]),
     }
+    mutations["a merge without --shards"] = lambda d: pod_spec(merge_of(d))["containers"][0].update(
+        args=[pod_spec(merge_of(d))["containers"][0]["args"][0].replace(' --shards "$LG_SHARDS"', "")])
     if help_text is not None:
         mutations["an unknown soak flag"] = lambda d: pod_spec(soak_of(d))["containers"][0].update(
             args=[pod_spec(soak_of(d))["containers"][0]["args"][0].replace("--window", "--windows")])
