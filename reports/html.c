@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "rpt_impl.h"
+#include "rpt_stacks.h"
 
 #define MAX_TAG_ROWS  500
 #define MAX_SVG_BYTES (64L << 20)
@@ -418,6 +419,7 @@ int rpt_write_html(const struct rpt_results *r, const char *svg_dir, FILE *f)
     plots(r, svg_dir, f);
     int rc = leaks(r, f);
     if (rc != LG_OK) return rc;
+    rpt_html_alloc_stacks(r, f);
     sessions(r, f);
     config(r, f);
     fputs("<footer><p>leakgate ", f);

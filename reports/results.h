@@ -30,7 +30,8 @@
 #include "lg_base.h"
 
 #define RPT_SCHEMA "leakgate.results/1"
-#define RPT_SCHEMA_WRITTEN "leakgate.results/1.1" /* this revision: adds required, budget noise, stopped */
+#define RPT_SCHEMA_WRITTEN "leakgate.results/1.2" /* 1.1: required, budget noise, stopped; 1.2: exec's cmd,
+                                                  prof_sample, heap_profile */
 
 /* The measurement channels, most exact first (docs/DESIGN.md). */
 enum rpt_channel {
@@ -84,6 +85,8 @@ struct rpt_run {
     int cpus;
     int64_t mem_bytes;
     char device[96];               /* "cpu" or "cuda: NVIDIA H200" */
+    char cmd[512];                 /* exec: the program's command line ("" for the trainer) */
+    int64_t prof_sample;           /* heap profiles: mean bytes between samples (0: none) */
     char preset[32];
     char modes[64];                /* "fp32,int8" */
     int sessions, warmup, steps;
@@ -131,6 +134,18 @@ struct rpt_sample {                /* a timeline point inside a session */
     int64_t tagged_host, tagged_device, je_allocated, rss;
 };
 
+/* Untagged growth by the stack that allocated it: a diff of two jemalloc heap profiles. The
+ * profiles sample allocations (one per prof_sample bytes on average); estimates are unbiased
+ * and `samples` says how many sampled objects they rest on (docs/exec.md, the uncertainty). */
+struct rpt_alloc_stack {
+    int64_t bytes;                 /* estimated live bytes gained since the base profile */
+    int64_t objects;               /* estimated live objects gained */
+    int64_t samples;               /* sampled objects gained: the estimate's evidence */
+    char *frames;                  /* symbolised, innermost first, one a line */
+};
+/* The half-width of the 95% interval of a->bytes, from its samples and the run's prof_sample. */
+double rpt_alloc_uncertainty(const struct rpt_alloc_stack *a, int64_t prof_sample);
+
 struct rpt_class_bytes {           /* leaked bytes of one tag class ("varmap") */
     char cls[32];
     int64_t bytes;
@@ -155,6 +170,10 @@ struct rpt_session {
     struct rpt_class_bytes *classes;
     int n_samples;
     struct rpt_sample *samples;
+    int alloc_base;                /* heap profile: the session whose profile the diff starts at */
+    int alloc_sessions;            /* sessions since then (0: no heap profile diff) */
+    int n_alloc_stacks;
+    struct rpt_alloc_stack *alloc_stacks; /* largest growth first */
     char error[256];               /* "" or what failed inside the session */
 };
 

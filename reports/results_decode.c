@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "rpt_impl.h"
+#include "rpt_stacks.h"
 
 /* Records a malformed member: "path:line: where.key: what". */
 static int bad(const struct rpt_dec *d, const char *where, const char *key, const char *what)
@@ -200,6 +201,7 @@ int rpt_run_from_json(const struct rpt_dec *d, json_t *o, struct rpt_run *run)
     if (rc == LG_OK) rc = get_int(d, w, o, "mem_bytes", &mem, 0, INT64_MAX, true);
     if (rc == LG_OK) run->mem_bytes = mem;
     if (rc == LG_OK) rc = get_str(d, w, o, "device", run->device, sizeof run->device);
+    if (rc == LG_OK) rc = rpt_run_exec_from_json(d, o, run);
     if (rc == LG_OK) rc = get_str(d, w, o, "preset", run->preset, sizeof run->preset);
     if (rc == LG_OK) rc = get_str(d, w, o, "modes", run->modes, sizeof run->modes);
     if (rc == LG_OK) rc = get_i32(d, w, o, "sessions", &run->sessions, 0, INT32_MAX);
@@ -406,6 +408,7 @@ int rpt_session_from_json(const struct rpt_dec *d, json_t *o, struct rpt_session
         snprintf(ew, sizeof ew, "session.samples[%zu]", k);
         rc = decode_sample(d, ew, e, &s->samples[k]);
     }
+    if (rc == LG_OK) rc = rpt_alloc_stacks_from_json(d, o, s);
     if (rc == LG_OK) rc = get_str(d, w, o, "error", s->error, sizeof s->error);
     return rc;
 }

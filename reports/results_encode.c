@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rpt_impl.h"
+#include "rpt_stacks.h"
 
 /* Length of the valid UTF-8 sequence at s, 0 when it is not one. */
 static size_t utf8_seq(const unsigned char *s)
@@ -138,6 +139,8 @@ json_t *rpt_run_to_json(const struct rpt_run *run)
     put(o, "cpus", json_integer(run->cpus), &bad);
     put(o, "mem_bytes", jint(run->mem_bytes), &bad);
     put(o, "device", jstr(run->device), &bad);
+    put(o, "cmd", jstr(run->cmd), &bad);
+    put(o, "prof_sample", json_integer(run->prof_sample), &bad);
     put(o, "preset", jstr(run->preset), &bad);
     put(o, "modes", jstr(run->modes), &bad);
     put(o, "sessions", json_integer(run->sessions), &bad);
@@ -309,6 +312,7 @@ json_t *rpt_session_to_json(const struct rpt_session *s)
     put(o, "refs", refs_arr(s), &bad);
     put(o, "classes", classes_arr(s), &bad);
     put(o, "samples", samples_arr(s), &bad);
+    put(o, "heap_profile", rpt_alloc_stacks_to_json(s), &bad);
     put(o, "error", jstr(s->error), &bad);
     return finish(o, bad);
 }

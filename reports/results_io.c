@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "rpt_impl.h"
+#include "rpt_stacks.h"
+
 #define RPT_MAX_LINE (64u << 20) /* the longest results line read */
 
 /* ---- writing ------------------------------------------------------------------------------ */
@@ -110,6 +112,7 @@ void rpt_session_fini(struct rpt_session *s)
     free(s->refs);
     free(s->classes);
     free(s->samples);
+    rpt_alloc_stacks_free(s);
     s->groups = NULL;
     s->refs = NULL;
     s->classes = NULL;

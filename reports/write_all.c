@@ -2,6 +2,7 @@
  * embed their SVGs; when a plot cannot be made (gnuplot missing, a full disk) the documents
  * are still written, and the failure is returned. */
 #include "rpt_impl.h"
+#include "rpt_stacks.h"
 
 static int write_doc(const struct rpt_results *r, const char *dir, const char *name,
                      int (*write)(const struct rpt_results *, FILE *))
@@ -36,6 +37,10 @@ int rpt_write_all(const struct rpt_results *r, const char *dir, unsigned flags)
     if (flags & RPT_JUNIT) KEEP(write_doc(r, dir, "junit.xml", rpt_write_junit));
     if (flags & RPT_MARKDOWN) KEEP(write_doc(r, dir, "summary.md", rpt_write_markdown));
     if (flags & RPT_CSV) KEEP(write_doc(r, dir, "sessions.csv", rpt_write_csv));
+    if ((flags & (RPT_PLOTS | RPT_HTML)) && rpt_alloc_latest(r)) { /* heap profile diffs */
+        KEEP(write_doc(r, dir, "stacks.folded", rpt_write_folded));
+        KEEP(write_doc(r, dir, "flame.svg", rpt_write_flame_svg));
+    }
     if (flags & RPT_HTML) {
         char path[4200];
         FILE *f = NULL;

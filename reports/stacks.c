@@ -1,0 +1,202 @@
+/* stacks.c — untagged growth by allocation stack in the results: its JSON members, the
+ * uncertainty of its estimates, and which session holds the run's attribution. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpt_stacks.h"
+
+double rpt_alloc_uncertainty(const struct rpt_alloc_stack *a, int64_t prof_sample)
+{
+    /* An object of size s is sampled with p = 1 - exp(-s/R); k sampled objects estimate k/p of
+     * them, with a relative standard error of sqrt((1 - p) / k) (binomial). The mean object size
+     * stands in for s. */
+    if (a->bytes <= 0 || prof_sample <= 0) return 0;
+    double mean = a->objects > 0 ? (double)a->bytes / (double)a->objects : (double)a->bytes;
+    double p = 1.0 - exp(-mean / (double)prof_sample);
+    double k = a->samples > 0 ? (double)a->samples : 1.0;
+    return 1.96 * (double)a->bytes * sqrt((1.0 - p) / k);
+}
+
+const struct rpt_session *rpt_alloc_latest(const struct rpt_results *r)
+{
+    for (int i = r->n_sessions - 1; i >= 0; i--)
+        if (!r->sessions[i].warmup && r->sessions[i].alloc_sessions > 0) return &r->sessions[i];
+    return NULL;
+}
+
+void rpt_frame_function(const char *frame, size_t len, char *buf, size_t size)
+{
+    /* "fn (file:line)": the function is what comes before the last " (" */
+    size_t n = len;
+    for (size_t i = len; i > 1; i--)
+        if (frame[i - 1] == '(' && frame[i - 2] == ' ') {
+            n = i - 2;
+            break;
+        }
+    if (n >= size) n = size - 1;
+    memcpy(buf, frame, n);
+    buf[n] = '\0';
+}
+
+/* ---- JSON ---------------------------------------------------------------------------------- */
+
+/* A JSON string of s[0..len); bytes of a name that is not UTF-8 become '?'. */
+static json_t *str_n(const char *s, size_t len)
+{
+    json_t *j = json_stringn(s, len);
+    if (j) return j;
+    char *copy = malloc(len + 1);
+    if (!copy) return NULL;
+    for (size_t i = 0; i < len; i++)
+        copy[i] = (unsigned char)s[i] < 0x80 && s[i] ? s[i] : '?';
+    j = json_stringn(copy, len);
+    free(copy);
+    return j;
+}
+
+/* A new JSON array of the lines of s. */
+static json_t *lines_arr(const char *s)
+{
+    json_t *a = json_array();
+    while (a && s && *s) {
+        const char *nl = strchr(s, '\n');
+        size_t len = nl ? (size_t)(nl - s) : strlen(s);
+        if (json_array_append_new(a, str_n(s, len)) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+        s += len + (nl ? 1 : 0);
+    }
+    return a;
+}
+
+json_t *rpt_alloc_stacks_to_json(const struct rpt_session *s)
+{
+    if (s->alloc_sessions <= 0) return json_null();
+    json_t *o = json_object(), *a = json_array();
+    int bad = !o || !a;
+    for (int i = 0; !bad && i < s->n_alloc_stacks; i++) {
+        const struct rpt_alloc_stack *st = &s->alloc_stacks[i];
+        json_t *e = json_object();
+        bad = !e || json_object_set_new(e, "bytes", json_integer(st->bytes)) ||
+              json_object_set_new(e, "objects", json_integer(st->objects)) ||
+              json_object_set_new(e, "samples", json_integer(st->samples)) ||
+              json_object_set_new(e, "frames", lines_arr(st->frames)) ||
+              json_array_append_new(a, e);
+    }
+    if (!bad)
+        bad = json_object_set_new(o, "base", json_integer(s->alloc_base)) ||
+              json_object_set_new(o, "sessions", json_integer(s->alloc_sessions)) ||
+              json_object_set_new(o, "stacks", a);
+    else
+        json_decref(a);
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static int bad_member(const struct rpt_dec *d, const char *where, const char *what)
+{
+    return lg_fail(LG_EFORMAT, "%s:%d: %s: %s", d->path, d->line, where, what);
+}
+
+static int get_count(const struct rpt_dec *d, json_t *o, const char *key, const char *where,
+                     int64_t lo, int64_t *out)
+{
+    json_t *v = json_object_get(o, key);
+    char w[96];
+    snprintf(w, sizeof w, "%s.%s", where, key);
+    if (!json_is_integer(v)) return bad_member(d, w, v ? "expected an integer" : "missing");
+    if (json_integer_value(v) < lo || json_integer_value(v) == RPT_NONE)
+        return bad_member(d, w, "integer out of range");
+    *out = json_integer_value(v);
+    return LG_OK;
+}
+
+/* A frames array into one string, a frame a line (a new string the caller frees). */
+static int get_frames(const struct rpt_dec *d, json_t *a, const char *where, char **out)
+{
+    size_t i, len = 1;
+    json_t *f;
+    if (!json_is_array(a)) return bad_member(d, where, "expected an array of frames");
+    json_array_foreach(a, i, f)
+    {
+        if (!json_is_string(f)) return bad_member(d, where, "expected strings");
+        len += json_string_length(f) + 1;
+    }
+    char *s = malloc(len), *p = s;
+    if (!s) return lg_fail(LG_ENOMEM, "%s:%d: out of memory", d->path, d->line);
+    json_array_foreach(a, i, f)
+    {
+        memcpy(p, json_string_value(f), json_string_length(f));
+        p += json_string_length(f);
+        *p++ = '\n';
+    }
+    *p = '\0';
+    *out = s;
+    return LG_OK;
+}
+
+int rpt_alloc_stacks_from_json(const struct rpt_dec *d, json_t *o, struct rpt_session *s)
+{
+    json_t *hp = json_object_get(o, "heap_profile"), *a;
+    int64_t base = 0, sessions = 0;
+    if (!hp || json_is_null(hp)) return LG_OK;
+    if (!json_is_object(hp))
+        return bad_member(d, "session.heap_profile", "expected an object or null");
+    int rc = get_count(d, hp, "base", "session.heap_profile", 0, &base);
+    if (rc == LG_OK) rc = get_count(d, hp, "sessions", "session.heap_profile", 1, &sessions);
+    if (rc != LG_OK) return rc;
+    if (base > INT32_MAX || sessions > INT32_MAX)
+        return bad_member(d, "session.heap_profile", "out of range");
+    a = json_object_get(hp, "stacks");
+    if (!json_is_array(a)) return bad_member(d, "session.heap_profile.stacks", "expected an array");
+    size_t n = json_array_size(a), i;
+    s->alloc_base = (int)base;
+    s->alloc_sessions = (int)sessions;
+    if (n && !(s->alloc_stacks = calloc(n, sizeof *s->alloc_stacks)))
+        return lg_fail(LG_ENOMEM, "%s:%d: out of memory", d->path, d->line);
+    json_t *e;
+    json_array_foreach(a, i, e)
+    {
+        char w[64];
+        snprintf(w, sizeof w, "session.heap_profile.stacks[%zu]", i);
+        struct rpt_alloc_stack *st = &s->alloc_stacks[i];
+        if (!json_is_object(e)) return bad_member(d, w, "expected an object");
+        if ((rc = get_count(d, e, "bytes", w, 0, &st->bytes)) != LG_OK) return rc;
+        if ((rc = get_count(d, e, "objects", w, INT64_MIN + 1, &st->objects)) != LG_OK) return rc;
+        if ((rc = get_count(d, e, "samples", w, INT64_MIN + 1, &st->samples)) != LG_OK) return rc;
+        if ((rc = get_frames(d, json_object_get(e, "frames"), w, &st->frames)) != LG_OK) return rc;
+        s->n_alloc_stacks++;
+    }
+    return LG_OK;
+}
+
+void rpt_alloc_stacks_free(struct rpt_session *s)
+{
+    for (int i = 0; i < s->n_alloc_stacks; i++)
+        free(s->alloc_stacks[i].frames);
+    free(s->alloc_stacks);
+    s->alloc_stacks = NULL;
+    s->n_alloc_stacks = s->alloc_sessions = s->alloc_base = 0;
+}
+
+int rpt_run_exec_from_json(const struct rpt_dec *d, json_t *o, struct rpt_run *run)
+{
+    json_t *cmd = json_object_get(o, "cmd"), *ps = json_object_get(o, "prof_sample");
+    if (cmd) {
+        if (!json_is_string(cmd)) return bad_member(d, "run.cmd", "expected a string");
+        if (json_string_length(cmd) >= sizeof run->cmd)
+            return bad_member(d, "run.cmd", "string too long");
+        memcpy(run->cmd, json_string_value(cmd), json_string_length(cmd) + 1);
+    }
+    if (ps) {
+        if (!json_is_integer(ps) || json_integer_value(ps) < 0)
+            return bad_member(d, "run.prof_sample", "expected a non-negative integer");
+        run->prof_sample = json_integer_value(ps);
+    }
+    return LG_OK;
+}
