@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "exec_impl.h"
 #include "harness.h"
 #include "reports.h"
 
@@ -23,6 +24,7 @@ static void usage(FILE *f)
             "leakgate %s — memory-leak regression harness for ML training code\n\n"
             "usage: leakgate COMMAND [options]   (leakgate COMMAND --help for each)\n\n"
             "  run          repeated training sessions; pass / leak / inconclusive (the CI gate)\n"
+            "  exec         your own program's sessions, judged the same way (-- CMD [ARGS...])\n"
             "  reproduce    re-create a known leak (varmap-dup-ref: the original 815 MB leak)\n"
             "  soak         hours of sessions with a sliding-window trend test; --shard i/n\n"
             "  merge        combine soak shards' results into one report and verdict\n"
@@ -46,6 +48,7 @@ static int dispatch(int argc, char **argv)
     int sub_argc = argc - 1;
     char **sub_argv = argv + 1;
     if (!strcmp(cmd, "run")) return hx_cmd_run(sub_argc, sub_argv);
+    if (!strcmp(cmd, "exec")) return hx_cmd_exec(sub_argc, sub_argv);
     if (!strcmp(cmd, "reproduce")) return hx_cmd_reproduce(sub_argc, sub_argv);
     if (!strcmp(cmd, "soak")) return hx_cmd_soak(sub_argc, sub_argv);
     if (!strcmp(cmd, "merge")) return hx_cmd_merge(sub_argc, sub_argv);

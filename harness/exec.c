@@ -1,0 +1,390 @@
+/* exec.c — `leakgate exec -- CMD`: the parent's side of a run whose sessions happen in another
+ * program. The agent in CMD measures each session end exactly as `run` measures its own and
+ * sends it here; this file turns each into a struct rpt_session and hands it to the same series,
+ * verdict, results writer, progress lines and reports `run` uses, so the results file, the
+ * reports and the exit statuses are the same. Then it answers, and only then does the program
+ * go on: the answer may arm heap profiling, once the sessions so far show untagged growth.
+ *
+ * Exit statuses: those of `run`; 2 when CMD cannot carry the agent (not found, static,
+ * setuid) — nothing ran; 4 when CMD failed (exited non-zero, or died by a signal: named) — the
+ * sessions it finished are kept and judged as a partial run — or when the agent never started.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "exec_impl.h"
+#include "leakgate.h"
+#include "reports.h"
+
+#define KILL_GRACE_S 10 /* after SIGTERM, the time CMD has before SIGKILL */
+
+struct exec_run {
+    struct hx_exec_options *eo;
+    struct hx_options *o;
+    struct hx_child ch;
+    struct rpt_series ser;
+    struct rpt_writer *w;
+    struct hx_prof prof;
+    int64_t baseline[RPT_NCHANNELS];
+    int n; /* sessions received */
+    int measured;
+    uint32_t used;     /* LGA_USED_* over the run */
+    int hellos;        /* process images that said HELLO (exec chains say it again) */
+    bool open_at_exit; /* the program exited with an API session begun, never ended */
+    bool killed;       /* we sent SIGTERM (a stop was requested, or the run failed) */
+    double kill_at;
+    int rc; /* the first failure of the run itself */
+};
+
+/* ---- messages ----------------------------------------------------------------------------------
+ */
+
+static int send_msg(struct exec_run *r, struct lga_enc *e)
+{
+    int rc =
+        lga_enc_finish(e) ? lga_send(r->ch.fd, e->p, e->n) : lg_fail(LG_ENOMEM, "out of memory");
+    lga_enc_fini(e);
+    return rc;
+}
+
+static uint32_t reply_flags(const struct exec_run *r)
+{
+    uint32_t f = 0;
+    if (r->prof.armed) f |= LGA_CFG_PROF_ARMED;
+    if (r->o->stacks) f |= LGA_CFG_STACKS;
+    if (r->o->warmup == 0 && r->n == 0) f |= LGA_CFG_BASELINE;
+    return f;
+}
+
+static int on_hello(struct exec_run *r, const unsigned char *p, size_t n)
+{
+    struct lga_dec d = {.p = p, .n = n};
+    uint32_t api = lga_get_u32(&d);
+    int64_t pid = lga_get_i64(&d);
+    uint32_t flags = lga_get_u32(&d);
+    char version[128];
+    lga_get_str(&d, version, sizeof version);
+    if (d.bad) return lg_fail(LG_EFORMAT, "a malformed HELLO from the agent");
+    if (api != LEAKGATE_API_VERSION)
+        return lg_fail(LG_EINVAL,
+                       "the agent speaks API version %u, this leakgate %d: install them together",
+                       api, LEAKGATE_API_VERSION);
+    if (pid != r->ch.pid)
+        return lg_fail(LG_EFORMAT, "a HELLO from pid %lld, not CMD's %d", (long long)pid,
+                       (int)r->ch.pid);
+    if (r->hellos++ && !r->o->quiet)
+        fprintf(
+            stderr,
+            "leakgate exec: CMD replaced itself (exec); its new image goes on with the sessions\n");
+    r->prof.available = r->eo->prof && (flags & LGA_HELLO_PROF);
+    if (r->eo->prof && !(flags & LGA_HELLO_PROF) && r->hellos == 1 && !r->o->quiet)
+        fprintf(stderr, "leakgate exec: jemalloc in CMD has no heap profiling (MALLOC_CONF "
+                        "prof:false?): growth "
+                        "will not be named by stack\n");
+    if (r->o->stacks && r->prof.available) r->prof.armed = true;
+    struct lga_enc e;
+    lga_enc_init(&e, LGA_CONFIG);
+    lga_put_u32(&e, reply_flags(r));
+    lga_put_str(&e, r->eo->marker);
+    lga_put_str(&e, r->prof.dir);
+    return send_msg(r, &e);
+}
+
+/* The session's deltas against the baseline (the last warm-up, or the first begin). */
+static void deltas(struct exec_run *r, struct rpt_session *s, const struct hx_exec_msg *m)
+{
+    int warm = r->o->warmup;
+    if (warm == 0 && r->n == 0)
+        memcpy(r->baseline, m->has_begin ? m->begin : s->absolute, sizeof r->baseline);
+    if (warm > 0 && r->n == warm - 1) memcpy(r->baseline, s->absolute, sizeof r->baseline);
+    for (int c = 0; c < RPT_NCHANNELS && !s->warmup; c++)
+        s->delta[c] = s->absolute[c] == RPT_NONE || r->baseline[c] == RPT_NONE
+                          ? RPT_NONE
+                          : s->absolute[c] - r->baseline[c];
+}
+
+static int on_session(struct exec_run *r, const unsigned char *p, size_t n)
+{
+    struct rpt_session s;
+    struct hx_exec_msg m;
+    memset(&s, 0, sizeof s);
+    char *maps = hx_read_maps(r->ch.pid); /* CMD waits for our answer: its map holds still */
+    s.index = r->n;
+    s.warmup = r->n < r->o->warmup;
+    int rc = hx_exec_decode_session(p, n, maps, &s, &m);
+    free(maps);
+    if (rc == LG_OK) {
+        r->used |= m.used;
+        deltas(r, &s, &m);
+        int prc = hx_prof_session(&r->prof, m.dump, &s);
+        if (prc != LG_OK && !r->o->quiet)
+            fprintf(stderr, "leakgate exec: heap profile: %s\n", lg_errmsg());
+        r->ser.device = (r->used & LGA_USED_DEVICE_TAGS) != 0;
+        rpt_series_add(&r->ser, &s);
+        rc = rpt_writer_session(r->w, &s);
+        hx_progress_session(r->o, &s, r->n, LG_MAX(r->n + 1, r->o->sessions + r->o->warmup));
+        r->measured += !s.warmup;
+        r->n++;
+        if (!r->prof.armed && r->prof.available && hx_prof_flagged(&r->ser, r->o->budgets)) {
+            r->prof.armed = true;
+            if (!r->o->quiet)
+                fprintf(stderr,
+                        "leakgate exec: growth seen; heap profiling armed from session %d on\n",
+                        r->n);
+        }
+    }
+    rpt_session_fini(&s);
+    if (rc != LG_OK) return rc;
+    struct lga_enc e;
+    lga_enc_init(&e, LGA_REPLY);
+    lga_put_u32(&e, reply_flags(r));
+    return send_msg(r, &e);
+}
+
+static void on_bye(struct exec_run *r, const unsigned char *p, size_t n)
+{
+    struct lga_dec d = {.p = p, .n = n};
+    if (lga_get_u32(&d) && !d.bad) r->open_at_exit = true;
+}
+
+/* ---- the child
+ * ----------------------------------------------------------------------------------- */
+
+static void stop_child(struct exec_run *r)
+{
+    if (r->killed || r->ch.pid <= 0) return;
+    kill(r->ch.pid, SIGTERM);
+    r->killed = true;
+    r->kill_at = lg_now();
+}
+
+/* One message, or LG_EIO at the end; a stop request or a long wait after SIGTERM is handled. */
+static int next_msg(struct exec_run *r, uint32_t *type, unsigned char **p, size_t *n)
+{
+    for (;;) {
+        if (hx_stop_requested) stop_child(r);
+        if (r->killed) {
+            struct pollfd pfd = {r->ch.fd, POLLIN, 0};
+            int k = poll(&pfd, 1, 500);
+            if (k == 0) {
+                if (lg_now() - r->kill_at > KILL_GRACE_S) kill(r->ch.pid, SIGKILL);
+                continue;
+            }
+            if (k < 0 && errno == EINTR) continue;
+        }
+        int rc = lga_recv(r->ch.fd, type, p, n);
+        if (rc != LG_EINTR) return rc;
+    }
+}
+
+static int message_loop(struct exec_run *r)
+{
+    for (;;) {
+        uint32_t type = 0;
+        unsigned char *p = NULL;
+        size_t n = 0;
+        int rc = next_msg(r, &type, &p, &n);
+        if (rc == LG_EIO) return LG_OK; /* CMD closed the socket: it ended */
+        if (rc != LG_OK) return lg_fail(rc, "reading the agent's messages: %s", lg_status_name(rc));
+        if (type == LGA_HELLO)
+            rc = on_hello(r, p, n);
+        else if (type == LGA_SESSION)
+            rc = r->hellos ? on_session(r, p, n)
+                           : lg_fail(LG_EFORMAT, "a session before the agent's HELLO");
+        else if (type == LGA_BYE)
+            on_bye(r, p, n);
+        else
+            rc = lg_fail(LG_EFORMAT, "an unknown message (type %u) from the agent", type);
+        free(p);
+        if (rc != LG_OK) return rc;
+    }
+}
+
+/* ---- the verdict
+ * ---------------------------------------------------------------------------------- */
+
+/* exec's default requirement: the host channels every program has, and the channels of what
+ * the program used (tags, the ledger, device memory). */
+static unsigned default_required(uint32_t used)
+{
+    unsigned m = RPT_BIT(RPT_CH_JE_ALLOCATED) | RPT_BIT(RPT_CH_JE_ACTIVE) |
+                 RPT_BIT(RPT_CH_JE_RESIDENT) | RPT_BIT(RPT_CH_RSS);
+    if (used & LGA_USED_TAGS) m |= RPT_BIT(RPT_CH_TAGGED_HOST);
+    if (used & LGA_USED_REFS) m |= RPT_BIT(RPT_CH_REFS);
+    if (used & LGA_USED_DEVICE_TAGS) m |= RPT_BIT(RPT_CH_TAGGED_DEVICE);
+    if (used & LGA_USED_DEVICE) m |= RPT_BIT(RPT_CH_DEV_PROCESS);
+    return m;
+}
+
+/* Channels the program never used are not measured: said so, never judged as zero. */
+static void mark_unused(struct rpt_verdict *v, uint32_t used)
+{
+    static const struct {
+        enum rpt_channel c;
+        uint32_t need;
+        const char *why;
+    } rules[] = {
+        {RPT_CH_TAGGED_HOST, LGA_USED_TAGS, "CMD made no tagged allocation (leakgate_tag_push)"},
+        {RPT_CH_REFS, LGA_USED_REFS, "CMD tracked no shared object (leakgate_track)"},
+        {RPT_CH_TAGGED_DEVICE, LGA_USED_DEVICE_TAGS,
+         "CMD made no device allocation inside a tag scope"},
+        {RPT_CH_DEV_PROCESS, LGA_USED_DEVICE,
+         "CMD made no device allocation (cudaMalloc*, cuMemAlloc)"},
+        {RPT_CH_DEV_DRIVER, LGA_DEVICE_DRIVER,
+         "no driver view: CMD's CUDA has no cudaMemGetInfo, or no device use"},
+    };
+    for (size_t i = 0; i < LG_ARRAY_LEN(rules); i++) {
+        if (used & rules[i].need) continue;
+        for (int k = 0; k < v->n_channels; k++)
+            if (v->channels[k].channel == rules[i].c)
+                rpt_channel_unavailable(&v->channels[k], rules[i].c, rules[i].why);
+    }
+}
+
+static void judge(struct exec_run *r, struct rpt_verdict *v, int status, bool cmd_failed)
+{
+    struct hx_options *o = r->o;
+    char what[160];
+    v->required = o->required_set ? o->required : default_required(r->used);
+    v->sessions_planned = o->sessions;
+    v->partial = cmd_failed || hx_stop_requested || (o->sessions > 0 && r->measured < o->sessions);
+    hx_exec_describe_status(status, what, sizeof what);
+    if (hx_stop_requested)
+        lg_strlcpy(v->stopped, hx_stop_name(), sizeof v->stopped);
+    else if (cmd_failed)
+        snprintf(v->stopped, sizeof v->stopped, "CMD %.58s", what);
+    rpt_judge_series(&r->ser, o->budgets, v);
+    mark_unused(v, r->used);
+    rpt_conclude(v, o->budgets);
+    size_t l = strlen(v->summary);
+    if (!v->stopped[0]) /* a stop is named by the summary already */
+        snprintf(v->summary + l, sizeof v->summary - l, " (CMD %s after %d session(s))", what,
+                 r->n);
+    l = strlen(v->summary);
+    if (r->open_at_exit)
+        snprintf(v->summary + l, sizeof v->summary - l,
+                 "; CMD exited with a session begun and never ended");
+    if (cmd_failed) v->exit_code = 4;
+}
+
+/* ---- the run ------------------------------------------------------------------------------------
+ */
+
+static void fill_run_line(struct exec_run *r, struct rpt_run *run)
+{
+    struct tft_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    hx_fill_run_line(r->o, &cfg, run);
+    lg_strlcpy(run->preset, "", sizeof run->preset);
+    lg_strlcpy(run->modes, "exec", sizeof run->modes);
+    lg_strlcpy(run->device, "cpu", sizeof run->device);
+    run->steps = 0;
+    run->seed = 0;
+    run->required = r->o->required_set ? r->o->required : default_required(0);
+    run->prof_sample = r->eo->prof ? (int64_t)1 << r->eo->lg_sample : 0;
+    size_t at = 0;
+    for (char **a = r->eo->argv; *a && at + 4 < sizeof run->cmd; a++) {
+        bool quote = strpbrk(*a, " \t'\"") != NULL || !**a;
+        at += (size_t)snprintf(run->cmd + at, sizeof run->cmd - at, "%s%s%s%s", at ? " " : "",
+                               quote ? "'" : "", *a, quote ? "'" : "");
+    }
+}
+
+static void say_begin(const struct exec_run *r)
+{
+    if (r->o->quiet) return;
+    char b1[32];
+    fprintf(
+        stderr,
+        "leakgate exec: %s\n  sessions %s%s%s, %d warm-up; heap profiling %s (one sample per %s)\n",
+        r->ch.path, r->eo->marker[0] ? "end at output lines matching '" : "from the leakgate.h API",
+        r->eo->marker, r->eo->marker[0] ? "'" : "", r->o->warmup,
+        !r->eo->prof   ? "off (--no-prof)"
+        : r->o->stacks ? "armed from the start (--stacks)"
+                       : "armed when growth shows",
+        lg_fmt_bytes(b1, sizeof b1, (double)((int64_t)1 << r->eo->lg_sample)));
+}
+
+/* The output directory as an absolute path (the agent writes heap profiles into it). */
+static int heap_dir(const char *out, char *dir, size_t size)
+{
+    char abs[PATH_MAX];
+    if (!realpath(out, abs)) return lg_fail(LG_EIO, "%s: %s", out, strerror(errno));
+    if (lg_snprintf(dir, size, "%s/heap", abs)) return lg_fail(LG_EINVAL, "%s: path too long", out);
+    return LG_OK;
+}
+
+int hx_exec_run(struct hx_exec_options *eo, struct rpt_verdict *v, bool *cmd_failed)
+{
+    struct exec_run r = {.eo = eo, .o = &eo->o};
+    struct lg_dir_lock lock = {-1};
+    struct rpt_run run;
+    char path[700], dir[700];
+    int status = 0;
+    memset(v, 0, sizeof *v);
+    *cmd_failed = false;
+    for (int c = 0; c < RPT_NCHANNELS; c++)
+        r.baseline[c] = RPT_NONE;
+    int rc = hx_exec_check(eo, &r.ch);
+    if (rc != LG_OK) return rc; /* nothing ran: a usage error */
+    rc = lg_mkdirs(r.o->out_dir);
+    if (rc == LG_OK) rc = lg_dir_lock(&lock, r.o->out_dir);
+    if (rc == LG_OK) rc = heap_dir(r.o->out_dir, dir, sizeof dir);
+    if (rc == LG_OK)
+        rc = hx_prof_init(&r.prof, eo->prof, (int64_t)1 << eo->lg_sample, r.o->stacks, dir);
+    if (rc == LG_OK)
+        rc = rpt_series_init(&r.ser, r.o->sessions > 0 ? r.o->sessions + r.o->warmup : 65536);
+    if (rc != LG_OK) goto out;
+    fill_run_line(&r, &run);
+    snprintf(path, sizeof path, "%s/results.jsonl", r.o->out_dir);
+    if ((rc = rpt_writer_open(&r.w, path, &run)) != LG_OK) goto out;
+    say_begin(&r);
+    if ((rc = hx_exec_spawn(eo, &r.ch)) != LG_OK) goto out;
+    rc = message_loop(&r);
+    if (rc != LG_OK) {
+        fprintf(stderr, "leakgate exec: %s; stopping CMD\n", lg_errmsg());
+        stop_child(&r);
+        uint32_t t;
+        unsigned char *p;
+        size_t n;
+        while (next_msg(&r, &t, &p, &n) == LG_OK)
+            free(p); /* until it is gone */
+    }
+    while (waitpid(r.ch.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    close(r.ch.fd);
+    hx_progress_end(r.o);
+    *cmd_failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    char what[160];
+    hx_exec_describe_status(status, what, sizeof what);
+    if (rc == LG_OK && r.hellos == 0) {
+        rc = lg_fail(LG_EINTERNAL,
+                     "leakgate's agent never started in CMD (it %s): was LD_PRELOAD ignored or "
+                     "removed? (see the dynamic linker's message above, if any)",
+                     what);
+    } else if (*cmd_failed && !r.killed) {
+        fprintf(stderr,
+                "leakgate exec: CMD %s after %d session(s): exit 4; the sessions so far are judged "
+                "as a "
+                "partial run\n",
+                what, r.n);
+    }
+    judge(&r, v, status, *cmd_failed);
+    if (rc != LG_OK) hx_verdict_error(v, rc);
+    int vrc = rpt_writer_verdict(r.w, v);
+    if (rc == LG_OK && vrc != LG_OK) rc = vrc;
+    hx_print_verdict(r.o, v, stdout);
+    hx_prof_print(&r.prof, stdout);
+out:
+    rc = hx_close_results(r.o, r.w, path, rc, v);
+    rpt_series_fini(&r.ser);
+    lg_dir_unlock(&lock);
+    return rc;
+}

@@ -1,0 +1,166 @@
+/* exec_cli.c — `leakgate exec [options] -- CMD [ARGS...]`: its options (those of `run` that
+ * apply, parsed by the shared parser, and exec's own), and its exit status. */
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec_impl.h"
+
+static void exec_usage(FILE *f)
+{
+    fprintf(
+        f,
+        "usage: leakgate exec [options] -- CMD [ARGS...]\n"
+        "Runs your program with leakgate's agent and judges its sessions as `run` judges the\n"
+        "built-in trainer's: same channels, verdicts, results.jsonl, reports and exit statuses.\n"
+        "Sessions end at leakgate_session_end() (include/leakgate.h), or with --session-marker\n"
+        "at output lines. Untagged growth is named by allocation stack (jemalloc heap profiles,\n"
+        "armed once a channel shows growth). Exit: 0 pass, 1 leak, 2 usage error or a CMD that\n"
+        "cannot carry the agent (not found, statically linked, setuid), 3 inconclusive, 4 CMD\n"
+        "failed (non-zero exit or a signal, named; its sessions are kept) or internal error.\n\n"
+        "  --session-marker RE a line CMD writes to stdout or stderr that matches the POSIX\n"
+        "                      extended regex RE ends a session (no code change needed)\n"
+        "  --warmup W          warm-up sessions, shown but not judged (default 1)\n"
+        "  --sessions N        measured sessions CMD is expected to run; fewer is a partial run\n"
+        "  --require CH,...    channels the verdict needs (default: je_allocated, je_active,\n"
+        "                      je_resident, rss, and the channels of what CMD uses: tagged_host,\n"
+        "                      refs, tagged_device, dev_process)\n"
+        "  --budgets FILE      budgets from `leakgate calibrate`; --budget CH.FIELD=SIZE one\n"
+        "  --stacks            allocation stacks for tagged memory, and heap profiling from the\n"
+        "                      first session on\n"
+        "  --prof-sample LG    heap profiles sample every 2^LG bytes on average (default %d)\n"
+        "  --no-prof           never arm heap profiling\n"
+        "  --tcache            keep jemalloc's thread caches (faster; the quiesce then flushes\n"
+        "                      only the thread that ends the session: docs/exec.md)\n"
+        "  --agent PATH        the agent library (default: beside leakgate)\n"
+        "  --out DIR           results and reports (default leakgate-out)\n"
+        "  --no-reports        results.jsonl only\n"
+        "  --quiet             no progress output\n\n"
+        "examples:\n"
+        "  leakgate exec -- ./trainer                       # sessions from leakgate.h\n"
+        "  leakgate exec --session-marker '^epoch [0-9]+ done' -- python3 train.py\n",
+        HX_EXEC_DEFAULT_LG_SAMPLE);
+}
+
+/* Options of `run` that say what the built-in trainer does: meaningless for CMD. */
+static bool run_only(const char *a)
+{
+    static const char *const flags[] = {"--preset",     "--modes", "--steps",  "--batch",
+                                        "--device",     "--seed",  "--inject", "--csv",
+                                        "--csv-config", NULL};
+    for (const char *const *f = flags; *f; f++)
+        if (!strcmp(a, *f)) return true;
+    return false;
+}
+
+static int parse_own(struct hx_exec_options *eo, int argc, char **argv, int i)
+{
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--no-prof")) {
+        eo->prof = false;
+        return 1;
+    }
+    if (!strcmp(a, "--tcache")) {
+        eo->tcache = true;
+        return 1;
+    }
+    bool takes =
+        !strcmp(a, "--session-marker") || !strcmp(a, "--prof-sample") || !strcmp(a, "--agent");
+    if (!takes) return 0;
+    if (!v) {
+        lg_fail(LG_EINVAL, "%s needs a value", a);
+        return -1;
+    }
+    int rc = LG_OK;
+    if (!strcmp(a, "--session-marker")) {
+        regex_t re; /* checked here: a bad one is a usage error, not an agent that cannot start */
+        int bad = v[0] ? regcomp(&re, v, REG_EXTENDED | REG_NOSUB) : REG_BADPAT;
+        char why[200] = "empty";
+        if (bad && v[0]) regerror(bad, &re, why, sizeof why);
+        if (!bad) regfree(&re);
+        if (bad)
+            rc = lg_fail(LG_EINVAL, "--session-marker '%s': not a POSIX extended regex (%s)", v,
+                         why);
+        else if (lg_strlcpy(eo->marker, v, sizeof eo->marker))
+            rc = lg_fail(LG_EINVAL, "--session-marker: too long");
+    } else if (!strcmp(a, "--prof-sample")) {
+        rc = hx_parse_int(a, v, 8, 30, &eo->lg_sample);
+    } else if (lg_strlcpy(eo->agent, v, sizeof eo->agent)) {
+        rc = lg_fail(LG_EINVAL, "--agent: path too long");
+    }
+    return rc == LG_OK ? 2 : -1;
+}
+
+/* Parses argv (argv[0] is "exec"); *help when --help was given. */
+static int parse(struct hx_exec_options *eo, int argc, char **argv, bool *help)
+{
+    struct hx_options *o = &eo->o;
+    memset(eo, 0, sizeof *eo);
+    hx_options_defaults(o);
+    lg_strlcpy(o->command, "exec", sizeof o->command);
+    o->sessions = 0; /* as many as CMD runs, unless --sessions says how many to expect */
+    eo->lg_sample = HX_EXEC_DEFAULT_LG_SAMPLE;
+    eo->prof = true;
+    *help = false;
+    int i = 1;
+    while (i < argc) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) {
+            i++;
+            break;
+        }
+        if (a[0] != '-') break; /* CMD starts here */
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            exec_usage(stdout);
+            *help = true;
+            return LG_OK;
+        }
+        if (run_only(a))
+            return lg_fail(LG_EINVAL,
+                           "%s does not apply to exec: it describes the built-in trainer (see "
+                           "leakgate exec --help)",
+                           a);
+        int n = parse_own(eo, argc, argv, i);
+        if (n == 0) n = hx_parse_common(o, argc, argv, i);
+        if (n < 0) return lg_errcode() ? lg_errcode() : LG_EINVAL;
+        if (n == 0) return lg_fail(LG_EINVAL, "unknown option '%s' (see leakgate exec --help)", a);
+        i += n;
+    }
+    if (i >= argc)
+        return lg_fail(LG_EINVAL, "no command to run: leakgate exec [options] -- CMD [ARGS...]");
+    eo->argv = argv + i;
+    /* The device is CMD's, not an option: --require may name device channels. The shared check
+     * resolves budgets and the minimum sessions; --require is resolved here. */
+    bool req_set = o->required_set;
+    char req[sizeof o->require_arg];
+    lg_strlcpy(req, o->require_arg, sizeof req);
+    o->required_set = false;
+    int rc = hx_check_options(o);
+    if (rc == LG_OK && req_set) {
+        rc = rpt_parse_required(req, true, &o->required);
+        o->required_set = true;
+    }
+    return rc;
+}
+
+int hx_cmd_exec(int argc, char **argv)
+{
+    struct hx_exec_options eo;
+    bool help;
+    int rc = parse(&eo, argc, argv, &help);
+    if (rc != LG_OK) {
+        fprintf(stderr, "leakgate exec: %s\n", lg_errmsg());
+        return 2;
+    }
+    if (help) return 0;
+    hx_install_signal_handlers();
+    struct rpt_verdict v;
+    bool cmd_failed = false;
+    rc = hx_exec_run(&eo, &v, &cmd_failed);
+    if (rc != LG_OK) {
+        fprintf(stderr, "leakgate exec: %s\n", lg_errmsg());
+        return lg_exit_code(rc);
+    }
+    return cmd_failed ? 4 : v.exit_code;
+}

@@ -1,0 +1,171 @@
+/* exec_impl.h — `leakgate exec` (the parent side) and the heap-profile attribution it shares
+ * with `leakgate run`; private to harness/.
+ *
+ *   exec_cli.c    options and usage
+ *   exec_spawn.c  finding CMD and checking it can carry the agent (ELF, static, setuid), the
+ *                 agent's environment, fork and exec
+ *   exec.c        the run: messages from the agent, sessions, the verdict, the reports
+ *   exec_msg.c    a SESSION message into a struct rpt_session
+ *   exec_sym.c    symbolising another process's addresses (its maps, ELF headers, addr2line)
+ *   exec_prof.c   jemalloc heap profiles: loading, diffing by stack, the estimate and its
+ *                 uncertainty, when to arm; in-process for `run` as well
+ */
+#ifndef LG_HX_EXEC_IMPL_H
+#define LG_HX_EXEC_IMPL_H
+
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "hx_impl.h"
+#include "lga_wire.h"
+
+/* ---- options (exec_cli.c) ---------------------------------------------------------------- */
+
+#define HX_EXEC_DEFAULT_LG_SAMPLE 17 /* heap profile sampling: one sample per 128 KiB on average   \
+                                      */
+
+struct hx_exec_options {
+    struct hx_options o; /* the options shared with run (--warmup, --out, --budgets, ...) */
+    char marker[1024];   /* --session-marker REGEX ("" : sessions from the API) */
+    int lg_sample;       /* --prof-sample LG: mean bytes between samples is 2^LG */
+    bool tcache;         /* --tcache: keep jemalloc's thread caches (faster, less exact) */
+    bool prof;           /* heap profiling available (off with --no-prof) */
+    char agent[1024];    /* the agent library (found next to leakgate, or --agent PATH) */
+    char **argv;         /* CMD ARGS..., NULL-terminated (main's argv) */
+};
+
+/* ---- spawning (exec_spawn.c) ------------------------------------------------------------- */
+
+struct hx_child {
+    pid_t pid;
+    int fd;          /* the parent's end of the socket */
+    char path[4096]; /* CMD resolved on PATH */
+};
+/* Finds CMD, checks it can run the agent, finds the agent; LG_EINVAL (exit 2) with a message
+ * naming what is wrong: not found, not executable, statically linked, setuid/setgid. */
+int hx_exec_check(struct hx_exec_options *eo, struct hx_child *ch);
+/* Forks and execs CMD with the agent preloaded and its socket; LG_EINVAL/LG_EIO with a message
+ * when the exec itself failed. */
+int hx_exec_spawn(const struct hx_exec_options *eo, struct hx_child *ch);
+/* "exited with status 3", "was killed by signal 11 (Segmentation fault)" into buf. */
+void hx_exec_describe_status(int status, char *buf, size_t size);
+/* The MALLOC_CONF the child gets: the agent's options, then the user's own (which win). */
+void hx_exec_malloc_conf(const struct hx_exec_options *eo, const char *user, char *buf,
+                         size_t size);
+
+/* ---- messages (exec_msg.c) ---------------------------------------------------------------- */
+
+/* What a SESSION message carries besides the channels. */
+struct hx_exec_msg {
+    int agent_index;  /* the agent's count of sessions in its process image */
+    uint32_t used;    /* LGA_USED_* */
+    char dump[600];   /* the heap profile it wrote ("" none) */
+    char marker[512]; /* the output line that ended it ("" for the API) */
+    bool has_begin;   /* begin[] holds the channels at the session's begin */
+    int64_t begin[RPT_NCHANNELS];
+};
+/* Decodes a SESSION payload into s (index, warm-up and the deltas are the caller's), reading
+ * the stacks' addresses through maps (the child's /proc/PID/maps text; NULL leaves them raw).
+ * LG_EFORMAT on a malformed message. s is finished with rpt_session_fini either way. */
+int hx_exec_decode_session(const unsigned char *p, size_t n, const char *maps,
+                           struct rpt_session *s, struct hx_exec_msg *m);
+
+/* ---- symbols (exec_sym.c) ----------------------------------------------------------------- */
+
+struct hx_module {
+    uintptr_t start, end, offset;
+    char *path; /* borrowed from the maps text copy */
+};
+struct hx_maps {
+    char *text;          /* owned copy */
+    struct hx_module *v; /* executable mappings with a file */
+    size_t n;
+};
+/* Parses /proc/PID/maps text (or a heap profile's MAPPED_LIBRARIES); finished with
+ * hx_maps_fini. */
+int hx_maps_parse(struct hx_maps *m, const char *text);
+void hx_maps_fini(struct hx_maps *m);
+/* Reads /proc/PID/maps into a new string (the caller frees it); NULL when it cannot. */
+char *hx_read_maps(pid_t pid);
+
+/* One symbolised frame. */
+struct hx_frame {
+    char text[600];   /* "leak_256k (leaky.c:14)", "fn (libx.so+0x1234)", "0x7f... (?)" */
+    char module[256]; /* the file's base name ("leaky", "libjemalloc.so.2") */
+    bool is_main;     /* the program's main: nothing above it is worth showing */
+};
+/* The frames of one address: the function it is in and, when that was inlined, its callers
+ * up to the real function (addr2line -i order). */
+struct hx_frames {
+    struct hx_frame *v;
+    int n, cap;
+};
+/* Symbolises pcs[0..n) into (*out)[i] for each address; freed with hx_frames_free(*out, n). */
+int hx_symbolize_each(const struct hx_maps *m, const uintptr_t *pcs, int n, struct hx_frames **out);
+void hx_frames_free(struct hx_frames *per, int n);
+/* Symbolises return addresses pcs[0..n) (each looked up at pc - 1) through maps, inlined
+ * functions expanded (so *out may hold more frames than n); *out is freed with free(). One
+ * addr2line call per module. LG_ENOMEM only: what cannot be named is shown as an address. */
+int hx_symbolize(const struct hx_maps *m, const uintptr_t *pcs, int n, struct hx_frame **out,
+                 int *n_out);
+/* The text form of a stack: frames one a line, innermost first, leading frames in the
+ * allocator (jemalloc, the agent, libstdc++'s operator new) dropped, nothing above main.
+ * A new string (the caller frees it), NULL on ENOMEM. */
+char *hx_frames_text(const struct hx_frame *f, int n);
+/* A raw tracker stack ("0x...\n" lines) symbolised through maps: a new string or NULL. */
+char *hx_symbolize_text(const struct hx_maps *m, const char *raw);
+
+/* ---- heap profiles (exec_prof.c) ----------------------------------------------------------- */
+
+/* Attribution state of a run: which dump is the base of the diffs. Holds no heap memory
+ * between sessions (in `run` the process measuring is the process measured). */
+struct hx_prof {
+    bool available;   /* jemalloc has heap profiling (opt.prof) */
+    bool armed;       /* prof.active: samples are taken */
+    bool always;      /* --stacks: armed from the start */
+    int64_t sample;   /* mean bytes between samples */
+    char dir[600];    /* where dumps go */
+    char base[700];   /* the base dump ("" none yet) */
+    int base_index;   /* its session */
+    char top[5][400]; /* the last attribution's first lines, for the verdict's print */
+    int n_top;
+};
+/* Whether jemalloc in this process has heap profiling, and its sample interval. */
+bool hx_prof_local_available(int64_t *sample);
+/* Turns sampling on or off in this process; LG_OK or LG_EUNAVAIL. */
+int hx_prof_local_activate(bool on);
+/* Dumps this process's heap profile to path. */
+int hx_prof_local_dump(const char *path);
+
+/* Sets p up for a run whose dumps go to dir (created). */
+int hx_prof_init(struct hx_prof *p, bool available, int64_t sample, bool always, const char *dir);
+/* Whether the sessions so far show growth worth attributing: a statistical host channel whose
+ * verdict is not pass, with its latest delta above its floor. */
+bool hx_prof_flagged(const struct rpt_series *ser, const struct rpt_budget *b);
+/* Takes the session's dump (path, written after its snapshot): the first becomes the base;
+ * later ones are diffed against it into s->alloc_stacks (top growth first, symbolised with
+ * the dump's own MAPPED_LIBRARIES). Warm-up dumps replace the base. */
+int hx_prof_session(struct hx_prof *p, const char *dump, struct rpt_session *s);
+/* Prints the attribution of the latest profiled session (nothing when none). */
+void hx_prof_print(const struct hx_prof *p, FILE *f);
+
+/* `leakgate run` wires these three around its sessions (in-process, jemalloc linked):
+ *   hx_prof_start(&prof, o);                          // before the first session; --stacks arms
+ *   ... after rpt_series_add(&ser, &s), before rpt_writer_session(w, &s):
+ *   hx_prof_after_session(&prof, &ser, o->budgets, &s); // dump, attribute into s, arm if flagged
+ *   ... after the verdict: hx_prof_print(&prof, stdout); hx_prof_stop(&prof);
+ * Dumps go to OUT/heap/session-N.heap. */
+int hx_prof_start(struct hx_prof *p, const struct hx_options *o);
+int hx_prof_after_session(struct hx_prof *p, const struct rpt_series *ser,
+                          const struct rpt_budget *b, struct rpt_session *s);
+void hx_prof_stop(struct hx_prof *p);
+
+/* ---- the command (exec.c, exec_cli.c) ------------------------------------------------------- */
+
+/* `leakgate exec [options] -- CMD [ARGS...]`: the process exit code. */
+int hx_cmd_exec(int argc, char **argv);
+/* Runs CMD under the agent and judges its sessions; LG_OK when it ran (the verdict says
+ * pass/leak/inconclusive, *cmd_failed whether CMD failed: exit 4), else a status. */
+int hx_exec_run(struct hx_exec_options *eo, struct rpt_verdict *v, bool *cmd_failed);
+
+#endif

@@ -1,0 +1,175 @@
+/* exec_msg.c — a SESSION message from the agent (agent/lga_session.c writes it) into the
+ * struct rpt_session that `run` would have made: the channels from the snapshot by the same
+ * function `run` uses (hx_channels_from_snapshot), the generation's leak groups and unbalanced
+ * references with their stacks symbolised through the child's memory map, the tag classes.
+ *
+ * A channel the program never used is not measured (RPT_NONE), never zero: tagged host bytes
+ * without a tag scope, references without a tracked object, device channels without a device
+ * allocation through the interposed calls.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec_impl.h"
+
+#define MAX_ITEMS 100000 /* groups, stacks, refs or retains in one message: more is malformed */
+
+static void get_snapshot(struct lga_dec *d, struct trk_snapshot *s)
+{
+    memset(s, 0, sizeof *s);
+    s->t = lga_get_f64(d);
+    s->generation = lga_get_u32(d);
+    int64_t *const dst[] = {&s->tagged_host,     &s->tagged_host_count,
+                            &s->tagged_device,   &s->tagged_device_count,
+                            &s->je_allocated,    &s->je_active,
+                            &s->je_resident,     &s->je_mapped,
+                            &s->je_retained,     &s->je_metadata,
+                            &s->arena_allocated, &s->arena_active,
+                            &s->arena_dirty,     &s->rss,
+                            &s->rss_anon,        &s->rss_file,
+                            &s->lazyfree,        &s->dev_used,
+                            &s->dev_total,       &s->dev_process,
+                            &s->tracker_overhead};
+    uint32_t n = lga_get_u32(d);
+    if (n != LG_ARRAY_LEN(dst)) {
+        d->bad = true;
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        *dst[i] = lga_get_i64(d);
+}
+
+/* A raw stack made readable, or a copy of it when there is no map. */
+static char *stack_text(const struct hx_maps *maps, const char *raw)
+{
+    if (!raw || !raw[0]) return NULL;
+    if (maps) {
+        char *t = hx_symbolize_text(maps, raw);
+        if (t) return t;
+    }
+    return strdup(raw);
+}
+
+static void class_add(struct rpt_session *s, const char *tag, int64_t bytes)
+{
+    char cls[32];
+    trk_tag_class(tag, cls, sizeof cls);
+    for (int i = 0; i < s->n_classes; i++)
+        if (!strcmp(s->classes[i].cls, cls)) {
+            s->classes[i].bytes += bytes;
+            return;
+        }
+    lg_strlcpy(s->classes[s->n_classes].cls, cls, sizeof s->classes[0].cls);
+    s->classes[s->n_classes++].bytes = bytes;
+}
+
+static int cmp_class(const void *a, const void *b)
+{
+    const struct rpt_class_bytes *x = a, *y = b;
+    return (x->bytes < y->bytes) - (x->bytes > y->bytes);
+}
+
+static int get_groups(struct lga_dec *d, const struct hx_maps *maps, struct rpt_session *s)
+{
+    uint32_t n = lga_get_u32(d);
+    if (d->bad || n > MAX_ITEMS) return LG_EFORMAT;
+    s->groups = calloc(n ? n : 1, sizeof *s->groups);
+    s->classes = calloc(n ? n : 1, sizeof *s->classes);
+    if (!s->groups || !s->classes) return LG_ENOMEM;
+    for (uint32_t i = 0; i < n && !d->bad; i++) {
+        struct rpt_leak_group *g = &s->groups[s->n_groups++];
+        lga_get_str(d, g->tag, sizeof g->tag);
+        lg_strlcpy(g->space, lga_get_u32(d) == TRK_DEVICE ? "device" : "host", sizeof g->space);
+        g->bytes = lga_get_i64(d);
+        g->count = lga_get_i64(d);
+        uint32_t ns = lga_get_u32(d);
+        if (d->bad || ns > MAX_ITEMS) return LG_EFORMAT;
+        if (ns && !(g->stacks = calloc(ns, sizeof *g->stacks))) return LG_ENOMEM;
+        for (uint32_t k = 0; k < ns && !d->bad; k++) {
+            struct rpt_stack *st = &g->stacks[g->n_stacks++];
+            st->count = lga_get_i64(d);
+            char *raw = lga_get_strdup(d);
+            st->frames = stack_text(maps, raw);
+            free(raw);
+        }
+        if (!d->bad) class_add(s, g->tag, g->bytes);
+    }
+    qsort(s->classes, (size_t)s->n_classes, sizeof *s->classes, cmp_class);
+    return d->bad ? LG_EFORMAT : LG_OK;
+}
+
+static int get_refs(struct lga_dec *d, const struct hx_maps *maps, struct rpt_session *s)
+{
+    uint32_t n = lga_get_u32(d);
+    if (d->bad || n > MAX_ITEMS) return LG_EFORMAT;
+    s->refs = calloc(n ? n : 1, sizeof *s->refs);
+    if (!s->refs) return LG_ENOMEM;
+    for (uint32_t i = 0; i < n && !d->bad; i++) {
+        struct rpt_ref_leak *r = &s->refs[s->n_refs++];
+        lga_get_str(d, r->kind, sizeof r->kind);
+        lga_get_str(d, r->name, sizeof r->name);
+        r->refs = (int)lga_get_u32(d);
+        uint32_t nr = lga_get_u32(d);
+        if (d->bad || nr > MAX_ITEMS) return LG_EFORMAT;
+        if (nr && !(r->retains = calloc(nr, sizeof *r->retains))) return LG_ENOMEM;
+        for (uint32_t k = 0; k < nr && !d->bad; k++) {
+            struct rpt_retain *rt = &r->retains[r->n_retains++];
+            lga_get_str(d, rt->site, sizeof rt->site);
+            rt->generation = lga_get_u32(d);
+            char *raw = lga_get_strdup(d);
+            rt->stack = stack_text(maps, raw);
+            free(raw);
+        }
+    }
+    return d->bad ? LG_EFORMAT : LG_OK;
+}
+
+/* The exec meaning of each channel: not measured where the program never used it. */
+static void channels(const struct trk_snapshot *snap, uint32_t used, int64_t n_refs, int64_t *abs)
+{
+    hx_channels_from_snapshot(snap, abs);
+    if (!(used & LGA_USED_TAGS)) abs[RPT_CH_TAGGED_HOST] = RPT_NONE;
+    if (!(used & LGA_USED_DEVICE_TAGS)) abs[RPT_CH_TAGGED_DEVICE] = RPT_NONE;
+    abs[RPT_CH_REFS] = used & LGA_USED_REFS ? n_refs : RPT_NONE;
+}
+
+int hx_exec_decode_session(const unsigned char *p, size_t n, const char *maps_text,
+                           struct rpt_session *s, struct hx_exec_msg *m)
+{
+    struct lga_dec d = {.p = p, .n = n};
+    struct hx_maps maps;
+    bool have_maps = maps_text && hx_maps_parse(&maps, maps_text) == LG_OK;
+    struct trk_snapshot snap;
+    memset(m, 0, sizeof *m);
+    lg_strlcpy(s->mode, "exec", sizeof s->mode);
+    s->train_loss = s->val_loss = s->quant_val_loss = NAN;
+    for (int c = 0; c < RPT_NCHANNELS; c++)
+        s->absolute[c] = s->delta[c] = m->begin[c] = RPT_NONE;
+    m->agent_index = (int)lga_get_u32(&d);
+    s->duration_s = lga_get_f64(&d);
+    m->used = lga_get_u32(&d);
+    get_snapshot(&d, &snap);
+    s->peak_tagged_host = lga_get_i64(&d);
+    s->peak_tagged_device = lga_get_i64(&d);
+    s->leaked_host_bytes = lga_get_i64(&d);
+    s->leaked_device_bytes = lga_get_i64(&d);
+    int rc = d.bad ? LG_EFORMAT : get_groups(&d, have_maps ? &maps : NULL, s);
+    if (rc == LG_OK) rc = get_refs(&d, have_maps ? &maps : NULL, s);
+    if (rc == LG_OK) {
+        lga_get_str(&d, m->dump, sizeof m->dump);
+        lga_get_str(&d, m->marker, sizeof m->marker);
+        m->has_begin = lga_get_u32(&d) != 0;
+        if (m->has_begin) {
+            struct trk_snapshot begin;
+            get_snapshot(&d, &begin);
+            channels(&begin, m->used, 0, m->begin);
+        }
+        if (d.bad) rc = LG_EFORMAT;
+    }
+    if (rc == LG_OK) channels(&snap, m->used, s->n_refs, s->absolute);
+    if (have_maps) hx_maps_fini(&maps);
+    if (rc == LG_EFORMAT) return lg_fail(rc, "a malformed session message from the agent");
+    if (rc == LG_ENOMEM) return lg_fail(rc, "out of memory reading a session message");
+    return rc;
+}
