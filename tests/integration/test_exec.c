@@ -1,0 +1,364 @@
+/* test_exec.c — `leakgate exec` end to end on programs leakgate did not build (tests/exec/):
+ * an untagged leak named by the function that allocated it, its clean twin passing, exact
+ * tag and reference leaks through the C API, sessions found in the output of C stdio, write,
+ * Python and Rust, device memory through a test double of the CUDA runtime, many threads, a
+ * program that forks, one that crashes or exits non-zero, and the programs exec refuses.
+ * Every check is on the exit status and on what the results file holds. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lg_test.h"
+#include "results.h"
+
+TestSuite(exec, .init = lg_test_setup, .fini = lg_test_teardown, .timeout = 300);
+
+/* Runs `leakgate exec OPTS -- PROG ARGS` with results in the scratch directory. */
+static struct lg_out exec_run(const char *opts, const char *prog, const char *args)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "exec --out '%s/out' %s -- '%s' %s", lg_test_tmpdir(), opts, prog,
+             args);
+    return lg_run(LEAKGATE_BIN, cmd);
+}
+
+static struct rpt_results *results(void)
+{
+    struct rpt_results *r = NULL;
+    char path[600];
+    snprintf(path, sizeof path, "%s/out/results.jsonl", lg_test_tmpdir());
+    cr_assert_eq(rpt_results_load(&r, path), LG_OK, "%s", lg_errmsg());
+    return r;
+}
+
+/* The verdict table's line for a channel ("" when absent). */
+static const char *line_of(const char *text, const char *channel, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    size_t cl = strlen(channel);
+    for (const char *p = text; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (len > cl && !strncmp(p, channel, cl) && p[cl] == ' ') {
+            snprintf(buf, size, "%.*s", (int)len, p);
+            break;
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+    return buf;
+}
+
+static void expect_channel(const char *text, const char *channel, const char *status)
+{
+    char line[1024], want[64];
+    line_of(text, channel, line, sizeof line);
+    snprintf(want, sizeof want, " %s ", status);
+    cr_expect(strstr(line, want) != NULL, "channel %s should be %s:\n%s", channel, status, text);
+}
+
+/* The first frame of the run's attribution: the latest measured session's top growth stack. */
+static const char *top_frame(const struct rpt_results *r, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    for (int i = r->n_sessions - 1; i >= 0; i--) {
+        const struct rpt_session *s = &r->sessions[i];
+        if (s->warmup || s->alloc_sessions <= 0 || !s->n_alloc_stacks) continue;
+        snprintf(buf, size, "%.*s", (int)strcspn(s->alloc_stacks[0].frames, "\n"),
+                 s->alloc_stacks[0].frames);
+        break;
+    }
+    return buf;
+}
+
+Test(exec, an_untagged_leak_is_named_by_the_function_that_allocated_it)
+{
+    struct lg_out o = exec_run("--no-reports", EXEC_LEAKY, "10");
+    cr_expect_eq(o.status, 1, "exit %d, expected 1 (leak):\n%s", o.status, o.text);
+    expect_channel(o.text, "je_allocated", "leak");
+    expect_channel(o.text, "tagged_host", "pass");
+    expect_channel(o.text, "refs", "pass");
+    const char *attr = strstr(o.text, "untagged growth by allocation stack");
+    cr_expect(attr && strstr(attr, "leak_256k (leaky.c:"), "the verdict names leak_256k:\n%s",
+              o.text);
+    free(o.text);
+    struct rpt_results *r = results();
+    char top[600];
+    cr_expect_eq(strncmp(top_frame(r, top, sizeof top), "leak_256k (leaky.c:", 19), 0,
+                 "the top stack starts in leak_256k: '%s'", top);
+    cr_expect_str_eq(r->run.command, "exec");
+    cr_expect(strstr(r->run.cmd, "exec_leaky") != NULL, "the run line has the command: %s",
+              r->run.cmd);
+    cr_expect_eq(r->run.prof_sample, 128 << 10);
+    /* about 256 KiB per session, within the sampling's uncertainty */
+    const struct rpt_session *s = NULL;
+    for (int i = 0; i < r->n_sessions; i++)
+        if (r->sessions[i].alloc_sessions > 0) s = &r->sessions[i];
+    cr_assert_not_null(s);
+    double per = (double)s->alloc_stacks[0].bytes / s->alloc_sessions;
+    double half =
+        rpt_alloc_uncertainty(&s->alloc_stacks[0], r->run.prof_sample) / s->alloc_sessions;
+    cr_expect(half > 0 && fabs(per - 262144.0) <= half + 32768.0,
+              "%.0f ± %.0f B/session against 262144", per, half);
+    cr_expect(r->has_verdict && r->verdict.exit_code == 1);
+    rpt_results_free(r);
+}
+
+Test(exec, the_clean_twin_passes)
+{
+    struct lg_out o = exec_run("--no-reports", EXEC_CLEAN, "10");
+    cr_expect_eq(o.status, 0, "exit %d, expected 0:\n%s", o.status, o.text);
+    cr_expect(strstr(o.text, "PASS") != NULL, "%s", o.text);
+    for (const char *const *c = (const char *const[]){"tagged_host", "refs", "je_allocated",
+                                                      "je_active", "je_resident", "rss", NULL};
+         *c; c++)
+        expect_channel(o.text, *c, "pass");
+    expect_channel(o.text, "dev_process", "unavailable"); /* no device use: never a zero */
+    cr_expect(strstr(o.text, "untagged growth by allocation stack") == NULL,
+              "nothing to attribute:\n%s", o.text);
+    free(o.text);
+    struct rpt_results *r = results();
+    cr_expect_eq(r->n_sessions, 10);
+    cr_expect(r->sessions[0].warmup && !r->sessions[1].warmup);
+    cr_expect_eq(r->sessions[3].absolute[RPT_CH_DEV_PROCESS], RPT_NONE);
+    cr_expect_neq(r->sessions[3].absolute[RPT_CH_TAGGED_HOST], RPT_NONE,
+                  "the program tags: measured");
+    rpt_results_free(r);
+}
+
+Test(exec, tag_scopes_and_the_reference_ledger_are_exact)
+{
+    struct lg_out o = exec_run("--no-reports --stacks", EXEC_CLEAN, "6 tag-leak ref-leak");
+    char line[1024];
+    cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
+    expect_channel(o.text, "tagged_host", "leak");
+    cr_expect(strstr(line_of(o.text, "tagged_host", line, sizeof line), "model/weights"), "%s",
+              line);
+    expect_channel(o.text, "refs", "leak");
+    cr_expect(strstr(line_of(o.text, "refs", line, sizeof line), "retained at main (leaky.c:"),
+              "%s", line);
+    free(o.text);
+    struct rpt_results *r = results();
+    const struct rpt_session *s = &r->sessions[2];
+    cr_assert(s->n_groups >= 1, "session 2 lists what it left");
+    cr_expect_str_eq(s->groups[0].tag, "model/weights");
+    cr_expect_eq(s->groups[0].bytes, (1 << 16) * 4);
+    cr_assert(s->groups[0].n_stacks >= 1, "--stacks: the allocation's stack");
+    cr_expect(strncmp(s->groups[0].stacks[0].frames, "main (leaky.c:", 14) == 0, "stack: %s",
+              s->groups[0].stacks[0].frames);
+    rpt_results_free(r);
+}
+
+static void marker_case(const char *how, const char *stream)
+{
+    char args[128];
+    snprintf(args, sizeof args, "8 leak %s %s", how, stream);
+    struct lg_out o =
+        exec_run("--no-reports --session-marker '^epoch [0-9]+ done'", EXEC_MARKER, args);
+    cr_expect_eq(o.status, 1, "%s to %s: exit %d, expected 1:\n%s", how, stream, o.status, o.text);
+    cr_expect(strstr(o.text, "keep_history (marker.c:") != NULL, "%s: names keep_history:\n%s", how,
+              o.text);
+    expect_channel(o.text, "tagged_host", "unavailable"); /* no API: not measured */
+    free(o.text);
+    struct rpt_results *r = results();
+    cr_expect_eq(r->n_sessions, 8, "%s to %s: one session per marker line", how, stream);
+    rpt_results_free(r);
+}
+
+Test(exec, marker_lines_from_c_stdio_and_write_end_sessions)
+{
+    marker_case("printf", "stdout");
+    marker_case("fprintf", "stderr");
+    marker_case("puts", "stdout");
+    marker_case("write", "stdout");
+    marker_case("write", "stderr");
+    struct lg_out o =
+        exec_run("--no-reports --session-marker '^epoch [0-9]+ done'", EXEC_MARKER, "8");
+    cr_expect_eq(o.status, 0, "the clean run passes: exit %d\n%s", o.status, o.text);
+    free(o.text);
+}
+
+Test(exec, marker_lines_from_python)
+{
+    char args[600];
+    snprintf(args, sizeof args, "'%s' 8 leak", EXEC_MARKER_PY);
+    struct lg_out o =
+        exec_run("--no-reports --session-marker '^epoch [0-9]+ done'", "python3", args);
+    cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
+    expect_channel(o.text, "je_allocated", "leak");
+    free(o.text);
+    struct rpt_results *r = results();
+    cr_expect_eq(r->n_sessions, 8);
+    rpt_results_free(r);
+}
+
+Test(exec, marker_lines_from_rust)
+{
+    if (!EXEC_RUST[0]) {
+        printf("SKIP: no rustc at configure time\n");
+        cr_skip_test("no rustc");
+    }
+    struct lg_out o =
+        exec_run("--no-reports --session-marker '^epoch [0-9]+ done'", EXEC_RUST, "8");
+    cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
+    cr_expect(strstr(o.text, "marker::keep_history (marker.rs:") != NULL,
+              "Rust names demangled:\n%s", o.text);
+    free(o.text);
+}
+
+Test(exec, a_crash_is_exit_4_naming_the_signal_and_keeps_the_sessions)
+{
+    struct lg_out o = exec_run("--no-reports", EXEC_CRASHER, "4 segv");
+    cr_expect_eq(o.status, 4, "exit %d:\n%s", o.status, o.text);
+    cr_expect(strstr(o.text, "signal 11 (Segmentation fault)") != NULL, "%s", o.text);
+    free(o.text);
+    struct rpt_results *r = results();
+    cr_expect_eq(r->n_sessions, 4, "the 4 sessions before the crash are on disk");
+    cr_expect(r->has_verdict && r->verdict.partial, "judged as a partial run");
+    cr_expect_eq(r->verdict.exit_code, 4);
+    rpt_results_free(r);
+
+    o = exec_run("--no-reports", EXEC_CRASHER, "3 exit3");
+    cr_expect_eq(o.status, 4, "exit %d:\n%s", o.status, o.text);
+    cr_expect(strstr(o.text, "exited with status 3") != NULL, "%s", o.text);
+    cr_expect(strstr(o.text, "session begun and never ended") != NULL, "%s", o.text);
+    free(o.text);
+}
+
+Test(exec, forked_children_and_grandchildren_stay_inert)
+{
+    struct lg_out o = exec_run("--no-reports", EXEC_FORKER, "6");
+    cr_expect_eq(o.status, 0, "exit %d (30: a child saw itself measured):\n%s", o.status, o.text);
+    free(o.text);
+    struct rpt_results *r = results();
+    cr_expect_eq(r->n_sessions, 6, "only the parent's sessions");
+    rpt_results_free(r);
+}
+
+Test(exec, many_threads_allocating_at_once)
+{
+    struct lg_out o = exec_run("--no-reports", EXEC_THREADS, "6 12");
+    cr_expect_eq(o.status, 0, "exit %d:\n%s", o.status, o.text);
+    expect_channel(o.text, "tagged_host", "pass");
+    free(o.text);
+    o = exec_run("--no-reports", EXEC_THREADS, "6 12 leak");
+    char line[1024];
+    cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
+    cr_expect(strstr(line_of(o.text, "tagged_host", line, sizeof line), "worker/3, 64.00 KiB"),
+              "%s", o.text);
+    free(o.text);
+    struct rpt_results *r = results();
+    for (int i = 0; i < r->n_sessions; i++)
+        cr_expect_eq(r->sessions[i].leaked_host_bytes, 64 << 10,
+                     "session %d: exactly worker 3's 64 KiB", i);
+    rpt_results_free(r);
+}
+
+Test(exec, device_memory_through_the_cuda_calls)
+{
+    struct lg_out o = exec_run("--no-reports", EXEC_DEVICE, "8 clean");
+    cr_expect_eq(o.status, 0, "exit %d:\n%s", o.status, o.text);
+    expect_channel(o.text, "dev_process", "pass");
+    expect_channel(o.text, "dev_driver", "pass");
+    free(o.text);
+    o = exec_run("--no-reports", EXEC_DEVICE, "8 leak");
+    cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
+    expect_channel(o.text, "dev_process", "leak");
+    expect_channel(o.text, "tagged_device", "unavailable");
+    free(o.text);
+    struct rpt_results *r = results();
+    cr_expect_eq(r->sessions[5].delta[RPT_CH_DEV_PROCESS], 5 * (4 << 20),
+                 "4 MiB a session, by pointer");
+    rpt_results_free(r);
+    o = exec_run("--no-reports", EXEC_DEVICE, "8 tag-leak");
+    char line[1024];
+    cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
+    expect_channel(o.text, "tagged_device", "leak");
+    cr_expect(strstr(line_of(o.text, "tagged_device", line, sizeof line), "act/device.scratch"),
+              "%s", line);
+    free(o.text);
+}
+
+Test(exec, reports_draw_the_stacks_as_a_flame_graph)
+{
+    struct lg_out o = exec_run("", EXEC_LEAKY, "8");
+    cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
+    free(o.text);
+    char path[700], cmd[1500];
+    snprintf(path, sizeof path, "%s/out/stacks.folded", lg_test_tmpdir());
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "stacks.folded written");
+    char line[4096] = "";
+    cr_expect_not_null(fgets(line, sizeof line, f));
+    fclose(f);
+    cr_expect(strstr(line, "main;leak_256k ") != NULL, "folded: root first, leaf last: %s", line);
+    snprintf(cmd, sizeof cmd, "xmllint --noout '%s/out/flame.svg'", lg_test_tmpdir());
+    cr_expect_eq(system(cmd), 0, "flame.svg is well-formed XML");
+    snprintf(cmd, sizeof cmd,
+             "grep -q 'id=\"alloc-stacks\"' '%s/out/report.html' && grep -q '<svg class=\"flame\"' "
+             "'%s/out/report.html' && grep -q 'leak_256k' '%s/out/report.html'",
+             lg_test_tmpdir(), lg_test_tmpdir(), lg_test_tmpdir());
+    cr_expect_eq(system(cmd), 0, "report.html has the stack table and the flame graph inline");
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 %s/tests/data/results/validate_jsonl.py %s/docs/results.schema.json "
+             "'%s/out/results.jsonl'",
+             LG_SOURCE_DIR, LG_SOURCE_DIR, lg_test_tmpdir());
+    cr_expect_eq(system(cmd), 0, "exec's results validate against docs/results.schema.json");
+}
+
+Test(exec, the_api_outside_exec_is_a_no_op)
+{
+    struct lg_out o = lg_run(EXEC_LEAKY, "3 tag-leak ref-leak");
+    cr_expect_eq(o.status, 0, "runs unchanged: exit %d\n%s", o.status, o.text);
+    cr_expect(strstr(o.text, "session 2 done (0)") != NULL, "leakgate_active() is 0: %s", o.text);
+    free(o.text);
+}
+
+Test(exec, programs_that_cannot_carry_the_agent_are_refused)
+{
+    struct lg_out o = exec_run("", "no-such-program-here", "");
+    cr_expect_eq(o.status, 2, "%s", o.text);
+    cr_expect(strstr(o.text, "command not found") != NULL, "%s", o.text);
+    free(o.text);
+    o = exec_run("", EXEC_STATIC, "");
+    cr_expect_eq(o.status, 2, "%s", o.text);
+    cr_expect(strstr(o.text, "statically linked") != NULL, "%s", o.text);
+    free(o.text);
+    const char *copy = lg_test_tmpfile("not-executable");
+    FILE *f = fopen(copy, "w");
+    fputs("#!/bin/sh\n", f);
+    fclose(f);
+    o = exec_run("", copy, "");
+    cr_expect_eq(o.status, 2, "%s", o.text);
+    cr_expect(strstr(o.text, "not executable") != NULL, "%s", o.text);
+    free(o.text);
+    o = lg_run(LEAKGATE_BIN, "exec --preset tiny -- true");
+    cr_expect_eq(o.status, 2, "%s", o.text);
+    cr_expect(strstr(o.text, "does not apply to exec") != NULL, "%s", o.text);
+    free(o.text);
+    o = lg_run(LEAKGATE_BIN, "exec --session-marker '(' -- true");
+    cr_expect_eq(o.status, 2, "a bad regex is a usage error: %s", o.text);
+    cr_expect(strstr(o.text, "--session-marker") != NULL, "%s", o.text);
+    free(o.text);
+}
+
+Test(exec, a_setuid_program_is_refused)
+{
+    if (geteuid() != 0) {
+        printf("SKIP: making a set-user-ID file of another owner needs root\n");
+        cr_skip_test("not root");
+    }
+    char cmd[1200];
+    const char *copy = lg_test_tmpfile("setuid-copy");
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && chown 65534 '%s' && chmod 4755 '%s'", EXEC_CLEAN,
+             copy, copy, copy);
+    cr_assert_eq(system(cmd), 0);
+    struct lg_out o = exec_run("", copy, "2");
+    cr_expect_eq(o.status, 2, "%s", o.text);
+    cr_expect(strstr(o.text, "set-user-ID") != NULL && strstr(o.text, "LD_PRELOAD") != NULL, "%s",
+              o.text);
+    free(o.text);
+}
