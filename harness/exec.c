@@ -361,7 +361,9 @@ int hx_exec_run(struct hx_exec_options *eo, struct rpt_verdict *v, bool *cmd_fai
     }
     close(r.ch.fd);
     hx_progress_end(r.o);
-    *cmd_failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    /* a stop asked of leakgate (SIGINT, SIGTERM) ends CMD too: that is a stopped run, not a
+     * failed program */
+    *cmd_failed = (!WIFEXITED(status) || WEXITSTATUS(status) != 0) && !hx_stop_requested;
     char what[160];
     hx_exec_describe_status(status, what, sizeof what);
     if (rc == LG_OK && r.hellos == 0) {

@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "lg_test.h"
@@ -361,4 +364,34 @@ Test(exec, a_setuid_program_is_refused)
     cr_expect(strstr(o.text, "set-user-ID") != NULL && strstr(o.text, "LD_PRELOAD") != NULL, "%s",
               o.text);
     free(o.text);
+}
+
+Test(exec, sigterm_stops_cmd_and_the_run_is_inconclusive)
+{
+    char out[600];
+    snprintf(out, sizeof out, "%s/out", lg_test_tmpdir());
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(LEAKGATE_BIN, LEAKGATE_BIN, "exec", "--no-reports", "--out", out, "--session-marker",
+              "^epoch", "--", "python3", "-c",
+              "import time\nfor e in range(10000):\n    print(f'epoch {e} done')\n    "
+              "time.sleep(0.05)\n",
+              (char *)NULL);
+        _exit(127);
+    }
+    sleep(3);
+    kill(pid, SIGTERM);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 3, "a stopped clean run exits 3 (status 0x%x)",
+              st);
+    struct rpt_results *r = results();
+    cr_expect(r->has_verdict && r->verdict.partial, "the verdict says partial");
+    cr_expect_str_eq(r->verdict.stopped, "SIGTERM");
+    cr_expect_gt(r->n_sessions, 3, "the sessions before the stop are kept (%d)", r->n_sessions);
+    rpt_results_free(r);
 }
