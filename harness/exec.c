@@ -115,7 +115,8 @@ static int on_session(struct exec_run *r, const unsigned char *p, size_t n)
     struct rpt_session s;
     struct hx_exec_msg m;
     memset(&s, 0, sizeof s);
-    char *maps = hx_read_maps(r->ch.pid); /* CMD waits for our answer: its map holds still */
+    /* stacks are addresses in CMD, which waits for our answer: its map holds still */
+    char *maps = r->o->stacks ? hx_read_maps(r->ch.pid) : NULL;
     s.index = r->n;
     s.warmup = r->n < r->o->warmup;
     int rc = hx_exec_decode_session(p, n, maps, &s, &m);
@@ -126,7 +127,7 @@ static int on_session(struct exec_run *r, const unsigned char *p, size_t n)
         int prc = hx_prof_session(&r->prof, m.dump, &s);
         if (prc != LG_OK && !r->o->quiet)
             fprintf(stderr, "leakgate exec: heap profile: %s\n", lg_errmsg());
-        r->ser.device = (r->used & LGA_USED_DEVICE_TAGS) != 0;
+        r->ser.device = (r->used & (LGA_USED_DEVICE | LGA_USED_DEVICE_TAGS)) != 0;
         rpt_series_add(&r->ser, &s);
         rc = rpt_writer_session(r->w, &s);
         hx_progress_session(r->o, &s, r->n, LG_MAX(r->n + 1, r->o->sessions + r->o->warmup));
@@ -340,7 +341,7 @@ int hx_exec_run(struct hx_exec_options *eo, struct rpt_verdict *v, bool *cmd_fai
     if (rc == LG_OK)
         rc = hx_prof_init(&r.prof, eo->prof, (int64_t)1 << eo->lg_sample, r.o->stacks, dir);
     if (rc == LG_OK)
-        rc = rpt_series_init(&r.ser, r.o->sessions > 0 ? r.o->sessions + r.o->warmup : 65536);
+        rc = rpt_series_init(&r.ser, r.o->sessions + r.o->warmup + HX_EXEC_MAX_SESSIONS);
     if (rc != LG_OK) goto out;
     fill_run_line(&r, &run);
     snprintf(path, sizeof path, "%s/results.jsonl", r.o->out_dir);

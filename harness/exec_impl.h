@@ -21,8 +21,10 @@
 
 /* ---- options (exec_cli.c) ---------------------------------------------------------------- */
 
-#define HX_EXEC_DEFAULT_LG_SAMPLE 17 /* heap profile sampling: one sample per 128 KiB on average   \
-                                      */
+/* heap profile sampling: one sample per 2^17 = 128 KiB allocated, on average */
+#define HX_EXEC_DEFAULT_LG_SAMPLE 17
+/* sessions judged beyond --sessions; later ones are recorded only */
+#define HX_EXEC_MAX_SESSIONS 65536
 
 struct hx_exec_options {
     struct hx_options o; /* the options shared with run (--warmup, --out, --budgets, ...) */
