@@ -6,9 +6,9 @@
  * scale = 1 / (1 - exp(-(bytes/objects) / R)), R the mean sampling interval, gives unbiased
  * estimates of the live objects and bytes. That is what this file does per stack, for the base
  * and for the current profile; their difference is the growth since the base. The uncertainty
- * (docs/exec.md) rests on the sampled objects gained: each live object of size s is in a
- * profile with probability p = 1 - exp(-s/R), so k sampled objects estimate k/p objects with a
- * relative standard error of about sqrt((1 - p) / k).
+ * (rpt_alloc_interval, docs/exec.md) rests on the sampled objects gained: each live object of
+ * size s is in a profile with probability p = 1 - exp(-s/R), so k sampled objects estimate k/p
+ * objects, with a binomial (Wilson score) interval around them.
  *
  * `run` uses this in-process (leakgate itself links jemalloc and starts with heap profiling
  * available: the malloc_conf of harness/main.c); there every buffer here is freed before the next
@@ -342,18 +342,20 @@ static void remember_top(struct hx_prof *p, const struct rpt_session *s)
     p->n_top = 0;
     for (int i = 0; i < s->n_alloc_stacks && p->n_top < (int)LG_ARRAY_LEN(p->top); i++) {
         const struct rpt_alloc_stack *a = &s->alloc_stacks[i];
-        double per = (double)a->bytes / s->alloc_sessions,
-               half = rpt_alloc_uncertainty(a, p->sample);
-        char b1[32], b2[32];
+        double per = (double)a->bytes / s->alloc_sessions, lo, hi;
+        rpt_alloc_interval(a, p->sample, &lo, &hi);
+        char b1[32], b2[32], b3[32], range[80];
+        snprintf(range, sizeof range, "(95%%: %s-%s)",
+                 lg_fmt_bytes(b2, sizeof b2, lo / s->alloc_sessions),
+                 lg_fmt_bytes(b3, sizeof b3, hi / s->alloc_sessions));
         const char *nl = strchr(a->frames, '\n');
         int len = nl ? (int)(nl - a->frames) : (int)strlen(a->frames);
         const char *second = nl ? nl + 1 : "";
         const char *nl2 = strchr(second, '\n');
         int len2 = nl2 ? (int)(nl2 - second) : (int)strlen(second);
-        snprintf(p->top[p->n_top++], sizeof p->top[0], "%10s/session ± %-10s %.*s%s%.*s",
-                 lg_fmt_bytes(b1, sizeof b1, per),
-                 lg_fmt_bytes(b2, sizeof b2, half / s->alloc_sessions), len, a->frames,
-                 len2 ? "  <-  " : "", len2, second);
+        snprintf(p->top[p->n_top++], sizeof p->top[0], "%10s/session %-28s %.*s%s%.*s",
+                 lg_fmt_bytes(b1, sizeof b1, per), range, len, a->frames, len2 ? "  <-  " : "",
+                 len2, second);
     }
 }
 

@@ -24,25 +24,29 @@ void rpt_html_alloc_stacks(const struct rpt_results *r, FILE *f)
         fputs("<p>No stack grew.</p>\n</section>\n", f);
         return;
     }
-    fputs(
-        "<table>\n<tr><th>bytes/session</th><th>± 95%</th><th>objects/session</th><th>samples</th>"
-        "<th>allocated at</th></tr>\n",
-        f);
+    fputs("<table>\n<tr><th>bytes/session</th><th>95% "
+          "interval</th><th>objects/session</th><th>samples</th>"
+          "<th>allocated at</th></tr>\n",
+          f);
     for (int i = 0; i < s->n_alloc_stacks && i < MAX_ROWS; i++) {
         const struct rpt_alloc_stack *a = &s->alloc_stacks[i];
         double per = (double)a->bytes / s->alloc_sessions;
-        double half = rpt_alloc_uncertainty(a, R) / s->alloc_sessions;
+        double lo, hi;
+        rpt_alloc_interval(a, R, &lo, &hi);
+        char b4[32];
         const char *nl = strchr(a->frames, '\n');
         char top[600];
         size_t len = nl ? (size_t)(nl - a->frames) : strlen(a->frames);
         if (len >= sizeof top) len = sizeof top - 1;
         memcpy(top, a->frames, len);
         top[len] = '\0';
-        fprintf(f,
-                "<tr><td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num\">%.1f</td>"
-                "<td class=\"num\">%lld</td><td><details><summary><code>",
-                lg_fmt_bytes(b2, sizeof b2, per), lg_fmt_bytes(b3, sizeof b3, half),
-                (double)a->objects / s->alloc_sessions, (long long)a->samples);
+        fprintf(
+            f,
+            "<tr><td class=\"num\">%s</td><td class=\"num\">%s – %s</td><td class=\"num\">%.1f</td>"
+            "<td class=\"num\">%lld</td><td><details><summary><code>",
+            lg_fmt_bytes(b2, sizeof b2, per), lg_fmt_bytes(b3, sizeof b3, lo / s->alloc_sessions),
+            lg_fmt_bytes(b4, sizeof b4, hi / s->alloc_sessions),
+            (double)a->objects / s->alloc_sessions, (long long)a->samples);
         rpt_put_xml(f, top);
         fputs("</code></summary><pre>", f);
         rpt_put_xml(f, a->frames);

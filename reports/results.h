@@ -143,8 +143,9 @@ struct rpt_alloc_stack {
     int64_t samples;               /* sampled objects gained: the estimate's evidence */
     char *frames;                  /* symbolised, innermost first, one a line */
 };
-/* The half-width of the 95% interval of a->bytes, from its samples and the run's prof_sample. */
-double rpt_alloc_uncertainty(const struct rpt_alloc_stack *a, int64_t prof_sample);
+/* The 95% interval [*lo, *hi] of a->bytes, from its samples and the run's prof_sample (a
+ * Wilson score interval of the binomial sampling: asymmetric, and right with few samples). */
+void rpt_alloc_interval(const struct rpt_alloc_stack *a, int64_t prof_sample, double *lo, double *hi);
 
 struct rpt_class_bytes {           /* leaked bytes of one tag class ("varmap") */
     char cls[32];

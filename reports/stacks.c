@@ -6,16 +6,29 @@
 
 #include "rpt_stacks.h"
 
-double rpt_alloc_uncertainty(const struct rpt_alloc_stack *a, int64_t prof_sample)
+void rpt_alloc_interval(const struct rpt_alloc_stack *a, int64_t prof_sample, double *lo,
+                        double *hi)
 {
-    /* An object of size s is sampled with p = 1 - exp(-s/R); k sampled objects estimate k/p of
-     * them, with a relative standard error of sqrt((1 - p) / k) (binomial). The mean object size
-     * stands in for s. */
-    if (a->bytes <= 0 || prof_sample <= 0) return 0;
+    /* An object of size s is in a profile with p = 1 - exp(-s/R): of n objects, k ~ Binomial(n, p)
+     * are sampled, and n is estimated as k/p (the mean object size stands in for s). The n for
+     * which k is within z standard deviations, (k - n p)^2 = z^2 n p (1 - p), are the roots of
+     * p^2 n^2 - (2 k p + z^2 p (1 - p)) n + k^2 = 0; the bytes scale with n. */
+    const double z = 1.96;
+    *lo = *hi = (double)a->bytes;
+    if (a->bytes <= 0 || prof_sample <= 0) return;
     double mean = a->objects > 0 ? (double)a->bytes / (double)a->objects : (double)a->bytes;
     double p = 1.0 - exp(-mean / (double)prof_sample);
-    double k = a->samples > 0 ? (double)a->samples : 1.0;
-    return 1.96 * (double)a->bytes * sqrt((1.0 - p) / k);
+    if (p <= 0 || p >= 1) return; /* objects far larger than R are all sampled: exact */
+    if (a->samples <= 0) {
+        *lo = 0;
+        *hi = 2.0 * (double)a->bytes;
+        return;
+    }
+    double k = (double)a->samples, b = 2 * k * p + z * z * p * (1 - p);
+    double disc = sqrt(fmax(b * b - 4 * p * p * k * k, 0));
+    double n_est = k / p, n_lo = (b - disc) / (2 * p * p), n_hi = (b + disc) / (2 * p * p);
+    *lo = (double)a->bytes * n_lo / n_est;
+    *hi = (double)a->bytes * n_hi / n_est;
 }
 
 const struct rpt_session *rpt_alloc_latest(const struct rpt_results *r)
