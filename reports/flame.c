@@ -150,7 +150,8 @@ static void draw(FILE *f, struct tree *t, int id, double x, int depth, int max_d
     }
 }
 
-/* The SVG; `standalone` adds the namespace a file needs (HTML knows SVG without it). */
+/* The SVG; `standalone` adds the namespace a file needs (HTML knows SVG without it, and there
+ * the graph shrinks to the page's width). */
 static int flame(const struct rpt_results *r, FILE *f, bool standalone)
 {
     const struct rpt_session *s = rpt_alloc_latest(r);
@@ -183,8 +184,9 @@ static int flame(const struct rpt_results *r, FILE *f, bool standalone)
                 "<svg class=\"flame\"%s width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
                 "role=\"img\" aria-label=\"flame graph of untagged growth: %s per session\" "
                 "font-family=\"DejaVu Sans Mono,monospace\" font-size=\"11\">\n",
-                standalone ? " xmlns=\"http://www.w3.org/2000/svg\"" : "", FLAME_W, height, FLAME_W,
-                height, lg_fmt_bytes(b1, sizeof b1, t.v[0].value));
+                standalone ? " xmlns=\"http://www.w3.org/2000/svg\""
+                           : " style=\"max-width:100%;height:auto\"",
+                FLAME_W, height, FLAME_W, height, lg_fmt_bytes(b1, sizeof b1, t.v[0].value));
         draw(f, &t, 0, 0, 0, max_depth, FLAME_W / t.v[0].value, t.v[0].value);
         fputs("</svg>\n", f);
         if (ferror(f)) rc = lg_fail(LG_EIO, "writing the flame graph failed");
