@@ -31,8 +31,10 @@ static inline size_t nonzero(size_t n)
     return n ? n : 1;
 }
 
-/* A tagged allocation (the caller checked there is a tag); NULL with errno on failure. */
-static void *tagged_alloc(size_t n, size_t align, const char *tag, bool zero)
+/* A tagged allocation (the caller checked there is a tag); NULL with errno on failure. It and
+ * every wrapper above it are in the tracker's text section (TRK_WRAPPER): a captured stack
+ * starts at the program's call. */
+TRK_WRAPPER static void *tagged_alloc(size_t n, size_t align, const char *tag, bool zero)
 {
     lga_tl.in_agent++;
     void *p = align > 64 ? trk_alloc_aligned(lga.trk, n, align, tag) : trk_alloc(lga.trk, n, tag);
@@ -127,7 +129,7 @@ EXPORT TRK_WRAPPER void *realloc(void *p, size_t n)
     return q;
 }
 
-static void *aligned(size_t align, size_t n)
+TRK_WRAPPER static void *aligned(size_t align, size_t n)
 {
     const char *tag = lga_current_tag();
     if (__builtin_expect(tag != NULL, 0)) return tagged_alloc(n, align, tag, false);

@@ -123,7 +123,7 @@ static bool grow_locked(void)
     return true;
 }
 
-static void record(void *p, size_t size)
+TRK_WRAPPER static void record(void *p, size_t size)
 {
     if (!p || !lga_on()) return;
     const char *tag = lga_current_tag();
@@ -180,7 +180,7 @@ typedef cuda_err (*free_fn)(void *);
 typedef cuda_err (*malloc_async_fn)(void **, size_t, cuda_stream);
 typedef cuda_err (*free_async_fn)(void *, cuda_stream);
 
-EXPORT cuda_err cudaMalloc(void **p, size_t size)
+EXPORT TRK_WRAPPER cuda_err cudaMalloc(void **p, size_t size)
 {
     REAL(real, "cudaMalloc", "cudart", malloc_fn);
     if (!f_real) return CUDA_ERR_INIT;
@@ -198,7 +198,7 @@ EXPORT cuda_err cudaFree(void *p)
     return f_real(p);
 }
 
-EXPORT cuda_err cudaMallocAsync(void **p, size_t size, cuda_stream s)
+EXPORT TRK_WRAPPER cuda_err cudaMallocAsync(void **p, size_t size, cuda_stream s)
 {
     REAL(real, "cudaMallocAsync", "cudart", malloc_async_fn);
     if (!f_real) return CUDA_ERR_INIT;
@@ -222,7 +222,7 @@ EXPORT cuda_err cudaFreeAsync(void *p, cuda_stream s)
 typedef cu_result (*cu_alloc_fn)(cu_ptr *, size_t);
 typedef cu_result (*cu_free_fn)(cu_ptr);
 
-EXPORT cu_result cuMemAlloc_v2(cu_ptr *p, size_t size)
+EXPORT TRK_WRAPPER cu_result cuMemAlloc_v2(cu_ptr *p, size_t size)
 {
     REAL(real, "cuMemAlloc_v2", "libcuda", cu_alloc_fn);
     if (!f_real) return CU_ERR_NOT_INIT;

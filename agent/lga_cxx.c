@@ -35,52 +35,52 @@ static void *next(const char *name)
     return f;
 }
 
-static void *new_aligned(size_t n, size_t align)
+TRK_WRAPPER static void *new_aligned(size_t n, size_t align)
 {
     void *p = NULL;
     return posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, n) == 0 ? p : NULL;
 }
 
 /* operator new(size_t), new[](size_t) */
-EXPORT void *_Znwm(size_t n)
+EXPORT TRK_WRAPPER void *_Znwm(size_t n)
 {
     void *p = malloc(n);
     return p ? p : ((new_fn)next("_Znwm"))(n);
 }
-EXPORT void *_Znam(size_t n)
+EXPORT TRK_WRAPPER void *_Znam(size_t n)
 {
     void *p = malloc(n);
     return p ? p : ((new_fn)next("_Znam"))(n);
 }
 /* operator new(size_t, const std::nothrow_t &) and new[] */
-EXPORT void *_ZnwmRKSt9nothrow_t(size_t n, const void *tag)
+EXPORT TRK_WRAPPER void *_ZnwmRKSt9nothrow_t(size_t n, const void *tag)
 {
     (void)tag;
     return malloc(n);
 }
-EXPORT void *_ZnamRKSt9nothrow_t(size_t n, const void *tag)
+EXPORT TRK_WRAPPER void *_ZnamRKSt9nothrow_t(size_t n, const void *tag)
 {
     (void)tag;
     return malloc(n);
 }
 /* operator new(size_t, std::align_val_t) and new[] */
-EXPORT void *_ZnwmSt11align_val_t(size_t n, size_t align)
+EXPORT TRK_WRAPPER void *_ZnwmSt11align_val_t(size_t n, size_t align)
 {
     void *p = new_aligned(n, align);
     return p ? p : ((new_aligned_fn)next("_ZnwmSt11align_val_t"))(n, align);
 }
-EXPORT void *_ZnamSt11align_val_t(size_t n, size_t align)
+EXPORT TRK_WRAPPER void *_ZnamSt11align_val_t(size_t n, size_t align)
 {
     void *p = new_aligned(n, align);
     return p ? p : ((new_aligned_fn)next("_ZnamSt11align_val_t"))(n, align);
 }
 /* operator new(size_t, std::align_val_t, const std::nothrow_t &) and new[] */
-EXPORT void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t align, const void *tag)
+EXPORT TRK_WRAPPER void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t align, const void *tag)
 {
     (void)tag;
     return new_aligned(n, align);
 }
-EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t align, const void *tag)
+EXPORT TRK_WRAPPER void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t align, const void *tag)
 {
     (void)tag;
     return new_aligned(n, align);
