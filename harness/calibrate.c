@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <spawn.h>
@@ -78,8 +79,20 @@ static int one_run(const struct calib *c, int r, char *dir, size_t size)
     argv[k++] = (char *)"--no-reports";
     argv[k++] = (char *)"--out";
     argv[k++] = dir;
+    /* what the run prints goes to DIR/run.log, beside its results */
+    char log[700];
+    posix_spawn_file_actions_t fa;
+    snprintf(log, sizeof log, "%s/run.log", dir);
+    if (lg_mkdirs(dir) != LG_OK) {
+        free(argv);
+        return 2;
+    }
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
     pid_t pid;
-    int st = 0, err = posix_spawn(&pid, self, NULL, NULL, argv, environ);
+    int st = 0, err = posix_spawn(&pid, self, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
     free(argv);
     if (err) return 4;
     while (waitpid(pid, &st, 0) < 0)
@@ -289,7 +302,8 @@ int hx_cmd_calibrate(int argc, char **argv)
         }
         int st = one_run(&c, r, dir, sizeof dir);
         if (st != 0) {
-            fprintf(stderr, "leakgate calibrate: run %d failed (exit %d); see %s\n", r, st, dir);
+            fprintf(stderr, "leakgate calibrate: run %d failed (exit %d); see %s/run.log\n", r, st,
+                    dir);
             code = st == 2 ? 2 : 4;
             goto done;
         }

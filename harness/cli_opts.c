@@ -229,6 +229,12 @@ static int resolve_required(struct hx_options *o)
     bool cuda = o->device == TN_CUDA;
     if (!o->required_set) {
         o->required = rpt_default_required(cuda);
+        /* a sanitizer build has no allocator channels, and under AddressSanitizer no RSS worth
+         * the name: the default asks for what this build can measure (a property of the binary,
+         * not of a run; --require can still demand them, and is then inconclusive) */
+        if (!trk_build_has_allocator_stats())
+            o->required &= ~(RPT_BIT(RPT_CH_JE_ALLOCATED) | RPT_BIT(RPT_CH_JE_ACTIVE) | RPT_BIT(RPT_CH_JE_RESIDENT));
+        if (!trk_build_has_rss()) o->required &= ~RPT_BIT(RPT_CH_RSS);
         return LG_OK;
     }
     int rc = rpt_parse_required(o->require_arg, cuda, &o->required);

@@ -37,8 +37,8 @@ int hx_env_init(struct hx_env *env, const struct hx_options *o);
 void hx_env_fini(struct hx_env *env);
 int hx_mode_at(int modes, int index);
 /* The baseline of a run without warm-up: every channel of the process as it is now, quiesced
- * (before its first session). */
-void hx_baseline_now(struct hx_env *env, int64_t *baseline);
+ * (before its first session). The quiesce's status: a device fault fails the run. */
+int hx_baseline_now(struct hx_env *env, int64_t *baseline);
 /* Makes v the error verdict of a failed run (status error, exit code from rc, the message). */
 void hx_verdict_error(struct rpt_verdict *v, int rc);
 /* Ends a run: closes the results file (w may be NULL: never opened), turns a failure that came

@@ -57,7 +57,8 @@ static int dispatch(int argc, char **argv)
     if (!strcmp(cmd, "compare")) return rpt_cmd_compare(sub_argc, sub_argv);
     if (!strcmp(cmd, "debug-state")) return hx_cmd_debug_state(sub_argc, sub_argv);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
-        printf("leakgate %s\n", LG_VERSION);
+        printf("leakgate %s (%s%s)\n", LG_VERSION, trk_allocator_name(),
+               trk_build_has_rss() ? "" : "; RSS not measured under AddressSanitizer");
         return 0;
     }
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {

@@ -196,9 +196,9 @@ static int check_output(const struct merge *m)
         if (slash && slash != in) *slash = '\0';
         size_t l = strlen(in);
         if (!strcmp(out, in) || (!strncmp(out, in, l) && out[l] == '/'))
-            return lg_fail(LG_EINVAL, "-o %s is %s the directory of the input %s: merging there would overwrite what "
+            return lg_fail(LG_EINVAL, "-o %s is %sthe directory of the input %s: merging there would overwrite what "
                                       "is merged; choose another output directory",
-                           m->out, strcmp(out, in) ? "inside" : "", m->in[k].path);
+                           m->out, strcmp(out, in) ? "inside " : "", m->in[k].path);
     }
     return LG_OK;
 }

@@ -150,12 +150,13 @@ int hx_close_results(const struct hx_options *o, struct rpt_writer *w, const cha
     return rc;
 }
 
-void hx_baseline_now(struct hx_env *env, int64_t *baseline)
+int hx_baseline_now(struct hx_env *env, int64_t *baseline)
 {
     struct trk_snapshot snap;
-    trk_quiesce(env->trk);
+    int rc = trk_quiesce(env->trk);
     trk_snapshot(env->trk, &snap);
     hx_channels_from_snapshot(&snap, baseline);
+    return rc;
 }
 
 int hx_run(const struct hx_options *o, struct rpt_verdict *v)
@@ -183,7 +184,7 @@ int hx_run(const struct hx_options *o, struct rpt_verdict *v)
 
     int64_t baseline[RPT_NCHANNELS];
     for (int c = 0; c < RPT_NCHANNELS; c++) baseline[c] = RPT_NONE;
-    if (warm_total == 0) hx_baseline_now(&env, baseline);
+    if (warm_total == 0 && (rc = hx_baseline_now(&env, baseline)) != LG_OK) goto out;
     int done = 0, measured = 0;
     for (int idx = 0; idx < total && !hx_stop_requested; idx++) {
         int mode = hx_mode_at(o->modes, idx);

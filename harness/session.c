@@ -19,7 +19,7 @@ void hx_channels_from_snapshot(const struct trk_snapshot *s, int64_t *abs)
     abs[RPT_CH_JE_ALLOCATED] = s->je_allocated < 0 ? RPT_NONE : s->je_allocated - s->tracker_overhead;
     abs[RPT_CH_JE_ACTIVE] = s->je_active < 0 ? RPT_NONE : s->je_active - s->tracker_overhead;
     abs[RPT_CH_JE_RESIDENT] = V(s->je_resident);
-    abs[RPT_CH_RSS] = V(s->rss);
+    abs[RPT_CH_RSS] = trk_build_has_rss() ? V(s->rss) : RPT_NONE; /* not under AddressSanitizer */
     abs[RPT_CH_DEV_DRIVER] = V(s->dev_used);
     abs[RPT_CH_DEV_PROCESS] = V(s->dev_process);
 #undef V
@@ -29,7 +29,7 @@ void hx_sample(struct hx_env *env, const char *phase, int step)
 {
     if (env->n_samples >= env->max_samples) return;
     struct trk_snapshot s;
-    trk_snapshot(env->trk, &s);
+    trk_snapshot_light(env->trk, &s); /* every step: no device sync, no driver query */
     struct rpt_sample *p = &env->samples[env->n_samples++];
     memset(p, 0, sizeof *p);
     p->step = step;
@@ -207,8 +207,13 @@ int hx_session_run(struct hx_env *env, int index, int mode, bool warmup, struct 
     struct trk_leaks *lk = NULL;
     int end = trk_session_end(env->trk, &lk);
 
-    /* measure before the harness allocates anything for the report */
-    trk_quiesce(env->trk);
+    /* measure before the harness allocates anything for the report; a device fault the wait
+     * finds belongs to this session's work */
+    int q = trk_quiesce(env->trk);
+    if (q != LG_OK && rc == LG_OK) {
+        rc = q;
+        lg_strlcpy(out->error, lg_errmsg(), sizeof out->error);
+    }
     struct trk_snapshot snap;
     trk_snapshot(env->trk, &snap);
     hx_channels_from_snapshot(&snap, out->absolute);

@@ -154,7 +154,8 @@ static int one_session(struct soak_state *st, const struct hx_soak_options *so, 
     st->env.data = st->data[pi];
     int64_t *base = st->baseline[pi];
     if (!warm && !st->have_baseline[pi]) { /* no warm-up: the process before its first session */
-        hx_baseline_now(&st->env, base);
+        int brc = hx_baseline_now(&st->env, base);
+        if (brc != LG_OK) return brc;
         st->have_baseline[pi] = true;
     }
     int src = hx_session_run(&st->env, index, mode, warm, &s);

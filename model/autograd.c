@@ -378,19 +378,39 @@ int ag_backward(struct ag_ctx *ctx, struct tn_tensor *loss)
 
 /* ---- gradient clipping ---------------------------------------------------------------------------- */
 
-double ag_clip_grad_norm(struct tn_tensor **params, int n, double max_norm)
+/* The global norm's Σ g² over every gradient: runs of gradients on one device go to that
+ * device's sumsq_many in chunks (one device read-back per chunk, not per gradient). */
+#define AG_NORM_CHUNK 512
+static double grad_sumsq(struct tn_tensor **params, int n)
 {
+    const float *x[AG_NORM_CHUNK];
+    int64_t len[AG_NORM_CHUNK];
+    const struct kn_backend *run = NULL;
+    int k = 0;
     double total = 0.0;
-    for (int i = 0; i < n; i++) {
-        struct tn_tensor *g = params[i] ? params[i]->grad : NULL;
-        if (!g) continue;
-        const struct kn_backend *kb = kn_backend_for(g->device);
-        if (!kb) {
+    for (int i = 0; i <= n; i++) {
+        struct tn_tensor *g = i < n && params[i] ? params[i]->grad : NULL;
+        if (i < n && !g) continue;
+        const struct kn_backend *kb = g ? kn_backend_for(g->device) : NULL;
+        if (g && !kb) {
             lg_fail(LG_EUNAVAIL, "ag_clip_grad_norm: no kernels for the device of %s", g->name);
             return NAN;
         }
-        total += kb->sumsq(tn_f32(g), tn_numel(g));
+        if (k && (!g || kb != run || k == AG_NORM_CHUNK)) { /* the run ends: sum it */
+            total += run->sumsq_many(x, len, k);
+            k = 0;
+        }
+        if (!g) break;
+        run = kb;
+        x[k] = tn_f32(g);
+        len[k++] = tn_numel(g);
     }
+    return total;
+}
+
+double ag_clip_grad_norm(struct tn_tensor **params, int n, double max_norm)
+{
+    double total = grad_sumsq(params, n);
     if (!isfinite(total)) return NAN;
     double norm = sqrt(total);
     if (norm > max_norm) {

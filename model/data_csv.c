@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "data_impl.h"
 
@@ -427,6 +428,12 @@ static int read_file(struct trk_tracker *trk, const char *path, char **buf, size
     if (!f) return lg_fail(LG_EIO, "%s: cannot open: %s", path, strerror(errno));
     int rc = LG_OK;
     long size = -1;
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        rc = lg_fail(LG_EIO, "%s: not a regular file (a %s): give the CSV file itself", path,
+                     S_ISDIR(st.st_mode) ? "directory" : "device, FIFO or socket");
+        goto cleanup;
+    }
     if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
     if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
         rc = lg_fail(LG_EIO, "%s: cannot read: %s", path, strerror(errno));

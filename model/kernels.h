@@ -118,6 +118,10 @@ struct kn_backend {
                       int64_t outer, int64_t n, int64_t inner, float alpha);
     /* Σ x² in double */
     double (*sumsq)(const float *x /* [n] */, int64_t n);
+    /* Σ_i Σ x_i² in double over `count` arrays (x[i] holds n[i] floats; n[i] may be 0): the
+     * global gradient norm with one device read-back for the list, not one per tensor */
+    double (*sumsq_many)(const float *const *x /* [count][n[i]] */, const int64_t *n /* [count] */,
+                         int count);
 
     /* ---- embedding ---- */
     void (*embedding)(float *y /* [n_idx, h] */, const float *w /* [card, h] */,

@@ -402,6 +402,14 @@ static double cpu_sumsq(const float *x, int64_t n)
     return acc;
 }
 
+static double cpu_sumsq_many(const float *const *x, const int64_t *n, int count)
+{
+    double acc = 0.0;
+    for (int i = 0; i < count; i++)
+        acc += n[i] > 0 ? cpu_sumsq(x[i], n[i]) : 0.0;
+    return acc;
+}
+
 /* ---- embedding ------------------------------------------------------------------------------ */
 
 static void cpu_embedding(float *y, const float *w, const int32_t *idx, int64_t n_idx, int64_t h)
@@ -467,6 +475,7 @@ const struct kn_backend kn_cpu = {
     .sum_axis = cpu_sum_axis,
     .dsum_axis = cpu_dsum_axis,
     .sumsq = cpu_sumsq,
+    .sumsq_many = cpu_sumsq_many,
     .embedding = cpu_embedding,
     .dembedding = cpu_dembedding,
     .lstm_cell = kn_cpu_lstm_cell,

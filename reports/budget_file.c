@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "verdict.h"
@@ -172,7 +173,13 @@ int rpt_budgets_load(const char *path, struct rpt_budget *b, unsigned *present,
     *present = 0;
     memset(info, 0, sizeof *info);
     FILE *f = fopen(path, "re");
+    struct stat st;
     if (!f) return lg_fail(LG_EIO, "%s: cannot open the budgets file: %s", path, strerror(errno));
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
+        fclose(f);
+        return lg_fail(LG_EFORMAT, "%s: not a budgets file (%s)", path,
+                       S_ISREG(st.st_mode) ? "larger than 1 MiB" : "not a regular file");
+    }
     json_t *o = json_loadf(f, JSON_REJECT_DUPLICATES, &err);
     fclose(f);
     if (!o)

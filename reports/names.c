@@ -15,7 +15,7 @@ static const struct {
     [RPT_CH_JE_ACTIVE] = {"je_active", "jemalloc active", false},
     [RPT_CH_JE_RESIDENT] = {"je_resident", "jemalloc resident", false},
     [RPT_CH_RSS] = {"rss", "process RSS", false},
-    [RPT_CH_DEV_DRIVER] = {"dev_driver", "device used (driver view)", false},
+    [RPT_CH_DEV_DRIVER] = {"dev_driver", "whole GPU used, every process (driver view)", false},
     [RPT_CH_DEV_PROCESS] = {"dev_process", "device used by this process", false},
 };
 

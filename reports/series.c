@@ -104,7 +104,8 @@ void rpt_judge_series(const struct rpt_series *s, const struct rpt_budget *b, st
     v->n_channels = 0;
     for (int c = 0; c < RPT_NCHANNELS; c++) {
         struct rpt_channel_verdict *cv = &v->channels[v->n_channels++];
-        if (c == RPT_CH_TAGGED_DEVICE && !s->device) {
+        bool device = c == RPT_CH_TAGGED_DEVICE || c == RPT_CH_DEV_DRIVER || c == RPT_CH_DEV_PROCESS;
+        if (device && !s->device) {
             rpt_channel_unavailable(cv, c, "no device in this run (--device cpu)");
         } else if (rpt_channel_exact((enum rpt_channel)c)) {
             int k = c == RPT_CH_TAGGED_HOST ? 0 : c == RPT_CH_TAGGED_DEVICE ? 1 : 2;

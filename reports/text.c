@@ -173,7 +173,9 @@ int rpt_close_out(FILE *f, const char *path)
     if (!err && rename(tmp, path) != 0) err = errno;
     if (err) {
         unlink(tmp);
-        return lg_fail(LG_EIO, "writing %s failed: %s", path, strerror(err));
+        bool space = err == EIO || err == ENOSPC || err == EFBIG || err == EDQUOT;
+        return lg_fail(LG_EIO, "writing %s failed: %s%s", path, strerror(err),
+                       space ? " (is the disk full, or the file over a size limit?)" : "");
     }
     return LG_OK;
 }

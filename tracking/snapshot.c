@@ -128,6 +128,32 @@ int trk_quiesce(struct trk_tracker *trk)
     return rc;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define LG_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LG_UNDER_ASAN 1
+#endif
+#endif
+
+bool trk_build_has_allocator_stats(void)
+{
+#ifdef LG_HAVE_JEMALLOC
+    return true;
+#else
+    return false;
+#endif
+}
+
+bool trk_build_has_rss(void)
+{
+#ifdef LG_UNDER_ASAN
+    return false; /* AddressSanitizer's quarantine holds freed memory: RSS says nothing of leaks */
+#else
+    return true;
+#endif
+}
+
 const char *trk_allocator_name(void)
 {
 #ifdef LG_HAVE_JEMALLOC

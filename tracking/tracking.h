@@ -252,6 +252,12 @@ struct trk_snapshot {
 void trk_snapshot(struct trk_tracker *trk, struct trk_snapshot *out);
 /* "jemalloc 5.3.0-0-g54eaed1d8b56..." or "system malloc (no jemalloc in this build)". */
 const char *trk_allocator_name(void);
+/* What this build can measure at all: jemalloc's statistics (not in the sanitizer builds,
+ * where the sanitizer owns malloc; snapshots report them as -1), and a process RSS that means
+ * something about leaks (not under AddressSanitizer, whose quarantine holds freed memory: the
+ * snapshot still reads it, a verdict should not rest on it). */
+bool trk_build_has_allocator_stats(void);
+bool trk_build_has_rss(void);
 /* The cheap snapshot for timeline samples inside a session (every training step): the ledger,
  * jemalloc and smaps_rollup as trk_snapshot reads them, and nothing of the device's driver
  * view — no device synchronise, no cudaMemGetInfo, no NVML query (dev_used, dev_total and

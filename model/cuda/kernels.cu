@@ -719,6 +719,7 @@ extern "C" const struct kn_backend kn_cuda = {
     .sum_axis = cu_sum_axis,
     .dsum_axis = cu_dsum_axis,
     .sumsq = cu_sumsq,
+    .sumsq_many = kn_cuda_sumsq_many,
     .embedding = cu_embedding,
     .dembedding = cu_dembedding,
     .lstm_cell = kn_cuda_lstm_cell,

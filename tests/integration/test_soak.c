@@ -263,6 +263,61 @@ Test(soak, a_slow_leak_starting_at_session_40_is_caught_by_the_trend_test)
     free(o.text);
 }
 
+/* Runs a 200-session soak with one fault; returns its exit status, *text what it printed. */
+static int soak_200(const char *inject, const char *name, char **text)
+{
+    char args[600];
+    snprintf(args, sizeof args, "soak --sessions 200 --quiet --no-reports --inject %s --out '%s/%s'", inject,
+             lg_test_tmpdir(), name);
+    struct lg_out o = run(args);
+    *text = o.text;
+    return o.status;
+}
+
+Test(soak, leaks_that_come_in_steps_are_caught_over_200_sessions)
+{
+    /* a checkpoint of 1 MiB kept every 40th session, and of 512 KiB every 25th: the measured
+     * sessions start at index 2 (one warm-up per mode) */
+    static const char *const faults[] = {"raw-malloc:1MiB@2/40", "raw-malloc:512KiB@2/25"};
+    for (size_t k = 0; k < 2; k++) {
+        char *text, line[1024], name[16];
+        snprintf(name, sizeof name, "steps%zu", k);
+        int st = soak_200(faults[k], name, &text);
+        cr_expect_eq(st, 1, "%s: exit %d, expected 1 (leak):\n%s", faults[k], st, text);
+        line_of(text, "je_allocated", line, sizeof line);
+        cr_expect(strstr(line, " leak ") && strstr(line, "steps alarm"), "%s: je_allocated should name the steps:\n%s",
+                  faults[k], line);
+        free(text);
+    }
+}
+
+Test(soak, noise_raises_no_alarm_over_200_sessions)
+{
+    char *text, line[1024];
+    int st = soak_200("raw-noise:48KiB", "noise", &text);
+    cr_expect_eq(st, 0, "noise is not a leak: exit %d\n%s", st, text);
+    static const char *const ch[] = {"je_allocated", "je_active", "je_resident", "rss"};
+    for (int c = 0; c < 4; c++)
+        cr_expect(strstr(line_of(text, ch[c], line, sizeof line), " leak ") == NULL && !strstr(line, "alarm"),
+                  "%s: %s", ch[c], line);
+    cr_expect(strstr(text, "ALARM") == NULL, "%s", text);
+    free(text);
+}
+
+Test(soak, two_one_off_steps_in_a_40_session_gate_are_reported_not_called_a_leak)
+{
+    char args[600], line[1024];
+    snprintf(args, sizeof args,
+             "run --quiet --no-reports --inject raw-mmap:2MiB@10/1000 --inject raw-mmap:2MiB@25/1000 --out '%s/oneoff'",
+             lg_test_tmpdir());
+    struct lg_out o = run(args);
+    cr_expect_neq(o.status, 1, "not a leak: exit %d\n%s", o.status, o.text);
+    line_of(o.text, "rss", line, sizeof line);
+    cr_expect(strstr(line, "2 one-off step(s)") && strstr(line, "not called a leak"), "the steps are reported: %s",
+              line);
+    free(o.text);
+}
+
 Test(soak, sigterm_finishes_the_session_writes_the_verdict_and_metrics_are_replaced_atomically)
 {
     char out[512], results[600], metrics[600], log[600], tmp[620];

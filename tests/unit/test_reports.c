@@ -282,7 +282,7 @@ Test(reports, device_run_plots_the_device_channels)
     check_junit(dir);
     char *svg = slurp(dir, "deltas.svg");
     cr_assert(strstr(svg, "tagged device bytes — LEAK") &&
-              strstr(svg, "device used (driver view) — LEAK"));
+              strstr(svg, "whole GPU used, every process (driver view) — LEAK"));
     cr_assert(strstr(svg, "tagged host bytes — PASS") && strstr(svg, "budget ±2.00 MiB"));
     free(svg);
     char *md = slurp(dir, "summary.md");

@@ -1,0 +1,236 @@
+/* test_hostile.c — the leakgate binary against what a hostile or unlucky user gives it: evidence
+ * that is missing (no measured session, a stop, too few sessions), faults that cannot be made,
+ * two runs in one directory, outputs that are FIFOs or symlinks, a full disk, a full stdout,
+ * paths of 100 KB, malformed and endless input, contradicting options. Every case names the
+ * command, the exit status it must give and the words its message must hold; none may crash,
+ * hang, leak (the tracker's exit check; LeakSanitizer and UBSan in ci/sanitize's build) or
+ * lose what finished. Each case runs in a directory of its own, with $L the binary. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lg_test.h"
+
+TestSuite(hostile, .init = lg_test_setup, .fini = lg_test_teardown, .timeout = 600);
+
+struct hcase {
+    const char *name;
+    const char *cmd;    /* shell: run in a fresh directory, $L is leakgate */
+    int status;         /* the exit status it must give */
+    const char *needle; /* what its output must say ("" for anything) */
+    const char *after;  /* shell that must then exit 0 (NULL: none) */
+    int needs;          /* NEEDS_STATS: judged on jemalloc's and RSS's channels, which the
+                           sanitizer builds do not have; NEEDS_NO_ASAN: ulimit -v, which
+                           AddressSanitizer's shadow memory cannot live with */
+};
+enum { NEEDS_STATS = 1, NEEDS_NO_ASAN = 2 };
+
+/* A 40-session clean run in ./clean and one with a 256 KiB/session untagged leak in ./leak. */
+#define TWO_RUNS                                                                                   \
+    "$L run --quiet --no-reports --out clean >/dev/null; "                                         \
+    "$L run --quiet --no-reports --inject raw-malloc:256KiB --out leak >/dev/null; "
+
+static const struct hcase cases[] = {
+    /* ---- no pass without evidence ---- */
+    {"sigterm during warm-up is inconclusive",
+     "$L run --preset electricity --sessions 4 --quiet --no-reports --out w & p=$!; sleep 1; kill "
+     "-TERM $p; wait $p",
+     3, "stopped (SIGTERM) with no measured session", "grep -q '\"partial\":true' w/results.jsonl",
+     0},
+    {"a results file of only its run line is inconclusive in report",
+     "$L run --quiet --no-reports --out r >/dev/null; head -n 1 r/results.jsonl > only.jsonl; "
+     "$L report only.jsonl -o rep --no-plots",
+     3, "no measured session, so no evidence",
+     "grep -q INCONCLUSIVE rep/summary.md && ! grep -q 'PASS' rep/summary.md && grep -q '<failure' "
+     "rep/junit.xml",
+     0},
+    {"compare with no measured session in HEAD is inconclusive",
+     "$L run --quiet --no-reports --out r >/dev/null; head -n 1 r/results.jsonl > only.jsonl; "
+     "$L compare r/results.jsonl only.jsonl",
+     3, "HEAD has no measured session", NULL, 0},
+    {"merge with a shard holding only its run line is inconclusive",
+     "for i in 0 1; do $L soak --sessions 8 --shard $i/2 --quiet --no-reports --out S >/dev/null; "
+     "done; "
+     "head -n 1 S/shard-1-of-2/results.jsonl > t && mv t S/shard-1-of-2/results.jsonl; $L merge S "
+     "-o M --no-reports",
+     3, "INCONCLUSIVE", NULL, 0},
+    {"one session is refused up front: too few to see the budget",
+     "$L run --sessions 1 --warmup 0 --modes fp32 --inject raw-mmap:100MiB --out o", 2,
+     "needs at least 4 measured sessions", NULL, NEEDS_STATS},
+    {"without warm-up the baseline is the process before the first session",
+     "$L run --sessions 4 --warmup 0 --modes fp32 --inject raw-mmap:100MiB --quiet --no-reports "
+     "--out o",
+     1, "LEAK: rss", NULL, NEEDS_STATS},
+    {"a fault larger than the machine is refused up front",
+     "$L run --inject raw-mmap:900GiB --out o", 2, "more than this machine's memory and swap", NULL,
+     0},
+    {"a fault that cannot be made fails the run",
+     "ulimit -v 3000000; $L run --sessions 4 --quiet --no-reports --inject raw-malloc:8GiB --out o",
+     4, "fault raw-malloc could not be injected", NULL, NEEDS_NO_ASAN},
+    {"a required device channel without a device is a usage error",
+     "$L run --require dev_process --out o", 2, "need --device cuda", NULL, 0},
+    {"gross growth over two sessions is a leak",
+     "$L reproduce raw-malloc:64MiB --preset tiny --sessions 2 --quiet", 1, "gross growth", NULL,
+     NEEDS_STATS},
+    {"compare judges per-session growth against the slope budget as run does",
+     TWO_RUNS "$L compare clean/results.jsonl leak/results.jsonl", 1, "HEAD REGRESSED", NULL,
+     NEEDS_STATS},
+    {"two clean runs compare clean", TWO_RUNS "$L compare clean/results.jsonl clean/results.jsonl",
+     0, "No regression beyond the budgets", NULL, 0},
+    /* ---- defects found when it was tried as an attacker would ---- */
+    {"a second run in the same --out is refused and the first is unaffected",
+     "$L run --quiet --no-reports --sessions 200 --out same & p=$!; sleep 0.5; $L run --quiet "
+     "--out same; s=$?; "
+     "wait $p; echo first=$?; exit $s",
+     2, "in use by another leakgate", "grep -q '\"type\":\"verdict\"' same/results.jsonl", 0},
+    {"merge into a directory of its input is refused",
+     "for i in 0 1 2; do $L soak --sessions 12 --shard $i/3 --quiet --no-reports --out S "
+     ">/dev/null; done; "
+     "$L merge S -o S/shard-0-of-3",
+     2, "the directory of the input", NULL, 0},
+    {"merge with fewer shards than --shards is refused",
+     "for i in 0 1 2; do $L soak --sessions 12 --shard $i/3 --quiet --no-reports --out S "
+     ">/dev/null; done; "
+     "$L merge S/shard-0-of-3 S/shard-1-of-3 --shards 3 -o M",
+     2, "1 shard(s) of 3 missing: 2/3", NULL, 0},
+    {"an empty --out is refused", "$L run --out ''", 2, "--out: the path is empty", NULL, 0},
+    {"an empty soak --out is refused", "$L soak --out ''", 2, "--out: the path is empty", NULL, 0},
+    {"a directory as --csv is refused",
+     "printf '{}' > c.json; $L run --csv /tmp --csv-config c.json --out o", 2,
+     "not a regular file (a directory)", NULL, 0},
+    {"debug-state: a seed that is not a number", "$L debug-state --seed abc -o x", 2,
+     "--seed: 'abc'", NULL, 0},
+    {"debug-state: a negative batch", "$L debug-state --batch -5 -o x", 2, "--batch: '-5'", NULL,
+     0},
+    {"debug-state: a batch that is not a number", "$L debug-state --batch abc -o x", 2,
+     "--batch: 'abc'", NULL, 0},
+    {"debug-state: a batch that would wrap", "$L debug-state --batch 99999999999 -o x", 2,
+     "--batch: '99999999999'", NULL, 0},
+    {"report: an output directory that cannot be made is exit 2",
+     "$L run --quiet --no-reports --out r >/dev/null; $L report r/results.jsonl -o /proc/no/such",
+     2, "cannot create /proc/no", NULL, 0},
+    {"a bad TMPDIR costs no document",
+     "$L run --quiet --no-reports --out r >/dev/null; TMPDIR=/nonexistent $L report "
+     "r/results.jsonl -o rep",
+     0, "report.html",
+     "test -s rep/junit.xml && test -s rep/summary.md && test -s rep/report.html && test -s "
+     "rep/deltas.svg",
+     0},
+    {"a bad TMPDIR costs run no document",
+     "TMPDIR=/nonexistent $L run --quiet --sessions 4 --out r", 0, "",
+     "test -s r/junit.xml && test -s r/summary.md && test -s r/report.html", 0},
+    {"leaked bytes at INT64_MAX do not overflow",
+     "$L run --quiet --no-reports --sessions 4 --out r >/dev/null; head -n -1 r/results.jsonl | "
+     "sed 's/\"leaked_host_bytes\":0/\"leaked_host_bytes\":9223372036854775807/' > big.jsonl; "
+     "$L report big.jsonl -o rep --no-plots",
+     1, "LEAK: tagged_host", NULL, 0},
+    {"an endless line is refused, not read into memory", "$L report /dev/zero -o rep", 2,
+     "a line longer than 64 MiB", NULL, 0},
+    {"--csv-config without --csv", "$L run --csv-config x.json", 2, "--csv-config needs --csv",
+     NULL, 0},
+    {"--preset with --csv", "$L run --preset tiny --csv a.csv --csv-config b.json", 2,
+     "--preset and --csv exclude each other", NULL, 0},
+    {"reproduce --fixed with --inject", "$L reproduce varmap-dup-ref --fixed --inject adam-state",
+     2, "--fixed runs without any injection", NULL, 0},
+    {"reproduce honours @FIRST",
+     "$L reproduce raw-malloc:64MiB@3 --preset tiny --sessions 5 --quiet --out r >/dev/null; "
+     "grep -c '\"type\":\"session\"' r/results.jsonl",
+     0, "5", "grep -q 'raw-malloc:64MiB@3' r/results.jsonl", 0},
+    {"a negative seed", "$L run --seed -1", 2, "--seed: '-1' is not a non-negative integer", NULL,
+     0},
+    {"a full stdout is an error",
+     TWO_RUNS "$L compare clean/results.jsonl clean/results.jsonl > /dev/full", 2,
+     "cannot write standard output", NULL, 0},
+    {"a 100 KB path keeps the reason",
+     "p=$(printf 'a%.0s' $(seq 1 100000)); $L report \"$p\" -o rep", 2, "File name too long", NULL,
+     0},
+    {"a full disk on the results file names the session line",
+     "trap '' XFSZ; ulimit -f 1000; $L run --quiet --no-reports --sessions 400 --out r", 2,
+     "results.jsonl: writing the session", NULL, 0},
+    {"a full disk on the plots says so and keeps the documents",
+     "$L run --quiet --no-reports --sessions 40 --out r >/dev/null; (trap '' XFSZ; ulimit -f 40; "
+     "$L report r/results.jsonl -o rep)",
+     2, "is the disk full", "test -s rep/summary.md", 0},
+    {"a FIFO at results.jsonl is refused, not blocked on",
+     "mkdir fo && mkfifo fo/results.jsonl && timeout 20 $L run --quiet --out fo", 2, "FIFO", NULL,
+     0},
+    {"a symlink at results.jsonl is not followed",
+     "mkdir sl && echo keep > target && ln -s ../target sl/results.jsonl && $L run --quiet "
+     "--no-reports --out sl",
+     2, "symbolic link", "grep -qx keep target", 0},
+    {"a symlink at a report's name is replaced, not written through",
+     "$L run --quiet --no-reports --sessions 4 --out r >/dev/null; mkdir rep && echo keep > target "
+     "&& "
+     "ln -s ../target rep/summary.md && $L report r/results.jsonl -o rep --no-plots",
+     0, "", "grep -qx keep target && grep -q leakgate rep/summary.md", 0},
+};
+
+static char *bin_dir_cmd(const struct hcase *c, int k, const char *suffix)
+{
+    char *cmd = NULL;
+    if (asprintf(&cmd, "mkdir -p '%s/c%d' && cd '%s/c%d' && L='%s'; %s", lg_test_tmpdir(), k,
+                 lg_test_tmpdir(), k, LEAKGATE_BIN, suffix ? suffix : c->cmd) < 0)
+        return NULL;
+    return cmd;
+}
+
+Test(hostile, every_case_gives_its_status_and_message)
+{
+    int failed = 0, skipped = 0;
+    struct lg_out v = lg_run(LEAKGATE_BIN, "version");
+    bool stats = strstr(v.text, "jemalloc") != NULL,
+         asan = strstr(v.text, "AddressSanitizer") != NULL;
+    free(v.text);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const struct hcase *c = &cases[k];
+        if (((c->needs & NEEDS_STATS) && !(stats && !asan)) ||
+            ((c->needs & NEEDS_NO_ASAN) && asan)) {
+            printf("SKIP in this build (%s): %s\n", asan ? "AddressSanitizer" : "no jemalloc",
+                   c->name);
+            skipped++;
+            continue;
+        }
+        char *cmd = bin_dir_cmd(c, (int)k, NULL);
+        cr_assert_not_null(cmd);
+        char *quoted = NULL;
+        /* one shell per case: sh -c '...' with the single quotes of cmd escaped */
+        size_t n = strlen(cmd), q = 0;
+        quoted = malloc(4 * n + 3);
+        cr_assert_not_null(quoted);
+        quoted[q++] = '\'';
+        for (size_t i = 0; i < n; i++) {
+            if (cmd[i] == '\'') {
+                memcpy(quoted + q, "'\\''", 4);
+                q += 4;
+            } else {
+                quoted[q++] = cmd[i];
+            }
+        }
+        quoted[q++] = '\'';
+        quoted[q] = '\0';
+        char *args = NULL;
+        cr_assert_geq(asprintf(&args, "-c %s", quoted), 0);
+        struct lg_out o = lg_run("/bin/sh", args);
+        bool ok = o.status == c->status && strstr(o.text, c->needle) != NULL &&
+                  !strstr(o.text, "still live at exit") && !strstr(o.text, "runtime error") &&
+                  !strstr(o.text, "LeakSanitizer") && !strstr(o.text, "AddressSanitizer");
+        cr_expect(ok, "case '%s': exit %d (expected %d), should say '%s':\n%s", c->name, o.status,
+                  c->status, c->needle, o.text);
+        if (ok && c->after) {
+            char *check = bin_dir_cmd(c, (int)k, c->after);
+            cr_assert_not_null(check);
+            int st = system(check);
+            cr_expect_eq(st, 0, "case '%s': after-check failed: %s", c->name, c->after);
+            ok = st == 0;
+            free(check);
+        }
+        failed += !ok;
+        free(o.text);
+        free(args);
+        free(quoted);
+        free(cmd);
+    }
+    cr_expect_eq(failed, 0, "%d of %zu hostile cases failed (%d skipped in this build)", failed,
+                 sizeof cases / sizeof cases[0], skipped);
+}
