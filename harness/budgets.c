@@ -14,13 +14,15 @@
 #include "harness.h"
 #include "verdict.h"
 
-/* The host defaults: `leakgate calibrate --runs 20` on the CI machine kind (2 CPUs, Debian 12,
- * jemalloc 5.3.0), which showed no noise at all on any host channel (every delta 0, with the
- * other core busy too: ci/detection 50, docs/detection.md), so the budgets sit at each
- * channel's resolution (rpt_budget_resolution). */
-static const char host_source[] = "measured: leakgate calibrate --runs 20 on the CI machine kind "
-                                  "(2 CPUs, Debian 12), 2026-12-01: "
-                                  "no noise, budgets at resolution";
+/* The host defaults: `leakgate calibrate --runs 20 --load` on the CI machine kind (2 CPUs,
+ * 23.5 GiB, Linux 6.18, Debian 12's jemalloc 5.3.0; the file is ci/budgets/cpu-2core.json),
+ * which showed no noise at all on any host channel over 800 measured sessions with the other
+ * core busy (every delta 0), so the budgets sit at each channel's resolution
+ * (rpt_budget_resolution). A machine that is noisier measures its own with calibrate. */
+static const char host_source[] =
+    "measured: leakgate calibrate --runs 20 --load, CI machine kind (2 CPUs, "
+    "Debian 12), 2026-12-01: no noise, budgets at resolution "
+    "(ci/budgets/cpu-2core.json)";
 static const char device_source[] =
     "unmeasured: never calibrated on a device (run leakgate calibrate --device cuda)";
 

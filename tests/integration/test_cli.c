@@ -256,3 +256,44 @@ Test(cli, sigterm_leaves_a_partial_run_with_a_verdict)
     cr_expect(verdict && partial, "a verdict line marked partial closes the file");
     cr_expect_eq(WEXITSTATUS(st), 3, "a stopped run proves no leak and earns no pass: exit %d", WEXITSTATUS(st));
 }
+
+Test(cli, calibrate_writes_budgets_that_run_uses_and_records)
+{
+    char args[1024], path[600];
+    snprintf(path, sizeof path, "%s/budgets.json", lg_test_tmpdir());
+    snprintf(args, sizeof args, "calibrate --runs 3 --sessions 8 --out '%s'", path);
+    struct lg_out o = run(args);
+    cr_assert_eq(o.status, 0, "%s", o.text);
+    cr_expect(strstr(o.text, "je_allocated") && strstr(o.text, "min n"), "the noise table is printed: %s", o.text);
+    free(o.text);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "the budgets file is written");
+    char buf[8192];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    static const char *const members[] = {"\"schema\": \"leakgate.budgets/1\"", "\"machine\"", "\"device\": \"cpu\"",
+                                          "\"build\": \"leakgate ", "\"command\": \"leakgate calibrate",
+                                          "\"date\"", "\"observed\"", "\"rss\""};
+    for (size_t k = 0; k < sizeof members / sizeof members[0]; k++)
+        cr_expect(strstr(buf, members[k]), "the file names %s:\n%s", members[k], buf);
+    snprintf(args, sizeof args, "run --sessions 8 --quiet --no-reports --budgets '%s' --out '%s/r'", path,
+             lg_test_tmpdir());
+    o = run(args);
+    cr_expect_eq(o.status, 0, "%s", o.text);
+    free(o.text);
+    snprintf(args, sizeof args, "grep -q 'budgets.json: measured on' '%s/r/results.jsonl'", lg_test_tmpdir());
+    cr_expect_eq(system(args), 0, "the results record the budgets' real source");
+    /* bad input */
+    o = run("calibrate --runs 1");
+    cr_expect_eq(o.status, 2, "%s", o.text);
+    cr_expect(strstr(o.text, "--runs: '1' is not an integer in 2..10000"), "%s", o.text);
+    free(o.text);
+    o = run("run --budgets /nonexistent.json");
+    cr_expect_eq(o.status, 2, "%s", o.text);
+    cr_expect(strstr(o.text, "/nonexistent.json: cannot open the budgets file"), "%s", o.text);
+    free(o.text);
+    o = run("calibrate --inject adam-state");
+    cr_expect_eq(o.status, 2, "calibration runs clean workloads only: %s", o.text);
+    free(o.text);
+}

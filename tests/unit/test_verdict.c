@@ -6,6 +6,7 @@
 
 #include "harness.h"
 #include "lg_test.h"
+#include "budget_file.h"
 #include "verdict.h"
 
 TestSuite(verdict, .init = lg_test_setup, .fini = lg_test_teardown);
@@ -215,4 +216,243 @@ Test(verdict, faults_start_at_the_first_measured_session_by_default)
     cr_assert(f.adam_state && !f.raw_mmap);
     hx_inject_faults(&o, 5, &f);
     cr_assert(f.adam_state && f.raw_mmap == 1 << 20);
+}
+
+/* ---- the evidence rules ------------------------------------------------------------------- */
+
+/* A verdict of n channels, all pass, required as given. */
+static struct rpt_verdict all_pass(unsigned required, int measured)
+{
+    struct rpt_verdict v = {0};
+    v.required = required;
+    v.sessions_measured = measured;
+    v.n_channels = RPT_NCHANNELS;
+    for (int c = 0; c < RPT_NCHANNELS; c++) {
+        v.channels[c].channel = (enum rpt_channel)c;
+        v.channels[c].status = RPT_PASS;
+    }
+    return v;
+}
+
+Test(verdict, a_pass_needs_every_required_channel_decided)
+{
+    unsigned req = rpt_default_required(false);
+    struct rpt_verdict v = all_pass(req, 40);
+    rpt_conclude(&v, NULL);
+    cr_assert_eq(v.status, RPT_PASS, "%s", v.summary);
+    cr_assert(strstr(v.summary, "required: tagged_host, refs, je_allocated, je_active, je_resident, rss"), "%s",
+              v.summary);
+    /* a required channel unavailable: inconclusive, naming it */
+    v = all_pass(req, 40);
+    v.channels[RPT_CH_RSS].status = RPT_UNAVAILABLE;
+    rpt_conclude(&v, NULL);
+    cr_assert_eq(v.status, RPT_INCONCLUSIVE, "%s", v.summary);
+    cr_assert_eq(v.exit_code, 3);
+    cr_assert(strstr(v.summary, "rss (unavailable)"), "%s", v.summary);
+    /* an optional one unavailable: listed, and the run still passes */
+    v = all_pass(req, 40);
+    v.channels[RPT_CH_DEV_DRIVER].status = RPT_UNAVAILABLE;
+    rpt_conclude(&v, NULL);
+    cr_assert_eq(v.status, RPT_PASS, "%s", v.summary);
+    cr_assert(strstr(v.summary, "optional, not decided: dev_driver"), "%s", v.summary);
+    /* an optional channel that leaks is still a leak */
+    v = all_pass(RPT_BIT(RPT_CH_TAGGED_HOST), 40);
+    v.channels[RPT_CH_RSS].status = RPT_LEAK;
+    rpt_conclude(&v, NULL);
+    cr_assert_eq(v.status, RPT_LEAK, "%s", v.summary);
+    /* no measured session: never a pass, even with every channel passing */
+    v = all_pass(req, 0);
+    rpt_conclude(&v, NULL);
+    cr_assert_eq(v.status, RPT_INCONCLUSIVE, "%s", v.summary);
+    cr_assert(strstr(v.summary, "no measured session"), "%s", v.summary);
+    /* a stopped run: inconclusive unless a leak was proven */
+    v = all_pass(req, 18);
+    v.sessions_planned = 40;
+    v.partial = true;
+    strcpy(v.stopped, "SIGTERM");
+    rpt_conclude(&v, NULL);
+    cr_assert_eq(v.status, RPT_INCONCLUSIVE, "%s", v.summary);
+    cr_assert(strstr(v.summary, "stopped (SIGTERM) after 18 of 40 measured session(s)"), "%s", v.summary);
+    v.channels[RPT_CH_TAGGED_HOST].status = RPT_LEAK;
+    rpt_conclude(&v, NULL);
+    cr_assert_eq(v.status, RPT_LEAK, "%s", v.summary);
+    cr_assert_eq(v.exit_code, 1);
+    /* a budget never measured is named in the verdict that uses it */
+    struct rpt_budget b[RPT_NCHANNELS];
+    hx_default_budgets(b, TN_CUDA);
+    v = all_pass(rpt_default_required(true), 40);
+    rpt_conclude(&v, b);
+    cr_assert_eq(v.status, RPT_PASS, "%s", v.summary);
+    cr_assert(strstr(v.summary, "budgets never measured (see leakgate calibrate): dev_process"), "%s", v.summary);
+    cr_assert(!b[RPT_CH_DEV_PROCESS].measured && strstr(b[RPT_CH_DEV_PROCESS].source, "unmeasured"));
+}
+
+Test(verdict, required_channels_parse_and_print)
+{
+    unsigned m;
+    cr_assert_eq(rpt_parse_required("tagged_host,rss", false, &m), LG_OK);
+    cr_assert_eq(m, RPT_BIT(RPT_CH_TAGGED_HOST) | RPT_BIT(RPT_CH_RSS));
+    cr_assert_eq(rpt_parse_required("exact", true, &m), LG_OK);
+    cr_assert_eq(m, RPT_BIT(RPT_CH_TAGGED_HOST) | RPT_BIT(RPT_CH_TAGGED_DEVICE) | RPT_BIT(RPT_CH_REFS));
+    cr_assert_eq(rpt_parse_required("none", false, &m), LG_OK);
+    cr_assert_eq(m, 0u);
+    cr_assert_eq(rpt_parse_required("rss,bogus", false, &m), LG_EINVAL);
+    cr_assert(strstr(lg_errmsg(), "unknown channel 'bogus'"), "%s", lg_errmsg());
+    cr_assert_eq(rpt_parse_required("", false, &m), LG_EINVAL);
+    char buf[200];
+    rpt_required_string(rpt_default_required(true), buf, sizeof buf);
+    cr_assert_str_eq(buf, "tagged_host, tagged_device, refs, je_allocated, je_active, je_resident, rss, dev_process");
+    rpt_required_string(0, buf, sizeof buf);
+    cr_assert_str_eq(buf, "none");
+}
+
+/* A Gaussian from the xorshift noise (Box–Muller). */
+static double gauss(uint64_t *s)
+{
+    double u = 0.5 * (noise(s) + 1.0) + 1e-12, w = 0.5 * (noise(s) + 1.0);
+    return sqrt(-2 * log(u)) * cos(6.283185307179586 * w);
+}
+
+Test(verdict, the_minimum_sessions_see_twice_the_budget_and_raise_no_false_alarm)
+{
+    /* at the minimum the formula gives, a steady leak of twice the slope budget in Gaussian
+     * noise of the budget's sigma is a leak in at least 90% of trials, and noise alone in at
+     * most 5% */
+    static const double sigmas[] = {0, 2000, 8192, 16384, 32768};
+    for (size_t k = 0; k < LG_ARRAY_LEN(sigmas); k++) {
+        struct rpt_budget b = {.band = 1e6, .slope = 8192, .floor = 32768, .noise = sigmas[k]};
+        int n = rpt_min_sessions(&b), caught = 0, false_alarms = 0, trials = 300;
+        cr_assert(n >= RPT_MIN_TREND && n <= 400, "sigma %g: n %d", sigmas[k], n);
+        double *y = malloc((size_t)n * sizeof *y);
+        uint64_t s = 12345 + k;
+        for (int t = 0; t < trials; t++) {
+            struct rpt_channel_verdict v;
+            for (int i = 0; i < n; i++) y[i] = 2 * b.slope * (i + 1) + b.noise * gauss(&s);
+            rpt_judge_statistical(RPT_CH_JE_ALLOCATED, y, n, &b, &v);
+            caught += v.status == RPT_LEAK;
+            for (int i = 0; i < n; i++) y[i] = b.noise * gauss(&s);
+            rpt_judge_statistical(RPT_CH_JE_ALLOCATED, y, n, &b, &v);
+            false_alarms += v.status == RPT_LEAK;
+        }
+        free(y);
+        cr_expect_geq(caught, trials * 90 / 100, "sigma %g, n %d: caught %d of %d", sigmas[k], n, caught, trials);
+        cr_expect_leq(false_alarms, trials * 5 / 100, "sigma %g, n %d: %d false alarms of %d", sigmas[k], n,
+                      false_alarms, trials);
+        /* and one session fewer is refused as too few */
+        if (n > RPT_MIN_TREND) {
+            struct rpt_channel_verdict v;
+            double z[400] = {0};
+            rpt_judge_statistical(RPT_CH_JE_ALLOCATED, z, n - 1, &b, &v);
+            cr_expect_eq(v.status, RPT_INCONCLUSIVE, "%s", v.why);
+        }
+    }
+}
+
+Test(verdict, recurring_steps_leak_and_one_off_steps_do_not)
+{
+    struct rpt_budget b = {.band = 4 << 20, .slope = 65536, .floor = 262144};
+    struct rpt_channel_verdict v;
+    double y[60];
+    /* 1 MiB every 12 sessions, never freed */
+    for (int i = 0; i < 60; i++) y[i] = (double)(i / 12 + 1) * (1 << 20);
+    rpt_judge_statistical(RPT_CH_RSS, y, 60, &b, &v);
+    cr_expect_eq(v.status, RPT_LEAK, "%s", v.why);
+    /* two 2 MiB steps that stay, flat otherwise: reported, not a leak */
+    for (int i = 0; i < 40; i++) y[i] = (i >= 8 ? 2 << 20 : 0) + (i >= 23 ? 2 << 20 : 0);
+    rpt_judge_statistical(RPT_CH_RSS, y, 40, &b, &v);
+    cr_expect_neq(v.status, RPT_LEAK, "%s", v.why);
+    cr_expect(strstr(v.why, "2 one-off step(s)"), "%s", v.why);
+    /* a spike that comes back is no step at all */
+    for (int i = 0; i < 40; i++) y[i] = i == 20 ? 8 << 20 : 0;
+    struct rpt_steps st;
+    rpt_find_steps(y, 40, &b, &st);
+    cr_expect_eq(st.n, 0, "a spike that returns is not a step");
+}
+
+Test(verdict, refs_count_objects_not_retains)
+{
+    struct rpt_retain r2[2] = {{.site = "tr_new (trainer.c:53)"}, {.site = "ckpt (trainer.c:90)"}};
+    struct rpt_ref_leak obj = {.kind = "varmap", .name = "tiny", .refs = 2, .n_retains = 2, .retains = r2};
+    struct rpt_session s = {.n_refs = 1, .refs = &obj};
+    for (int c = 0; c < RPT_NCHANNELS; c++) s.absolute[c] = s.delta[c] = 0;
+    int64_t v;
+    cr_assert(rpt_session_value(&s, RPT_CH_REFS, &v));
+    cr_assert_eq(v, 1, "one object held twice is one leak");
+}
+
+/* ---- budgets measured where the gate runs --------------------------------------------------- */
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+Test(verdict, budgets_from_noise_and_the_budgets_file)
+{
+    /* clean runs with a little noise: budgets rise above the resolution, never below it */
+    struct rpt_noise nz = {0};
+    double y[40];
+    uint64_t s = 7;
+    for (int r = 0; r < 5; r++) {
+        for (int i = 0; i < 40; i++) y[i] = 20000 * gauss(&s);
+        rpt_noise_add_run(&nz, y, 40);
+    }
+    cr_assert_eq(nz.runs, 5);
+    cr_assert(nz.jitter > 10000 && nz.jitter < 30000, "jitter %g", nz.jitter);
+    struct rpt_budget res, b[RPT_NCHANNELS];
+    rpt_budget_resolution(RPT_CH_JE_ALLOCATED, &res);
+    rpt_budget_from_noise(RPT_CH_JE_ALLOCATED, &nz, &b[RPT_CH_JE_ALLOCATED]);
+    struct rpt_budget *a = &b[RPT_CH_JE_ALLOCATED];
+    cr_assert(a->measured && a->noise == nz.jitter);
+    cr_assert(a->band >= 2 * nz.max_abs && a->band >= res.band);
+    cr_assert(a->floor >= 4 * nz.jitter && a->slope >= res.slope);
+    cr_assert_gt(rpt_min_sessions(a), RPT_MIN_TREND, "noise asks for more sessions");
+    /* written and read back */
+    struct rpt_noise all[RPT_NCHANNELS] = {0};
+    all[RPT_CH_JE_ALLOCATED] = nz;
+    struct rpt_budgets_info info = {.machine = "testhost: 2 CPUs", .device = "cpu", .build = "leakgate test",
+                                    .command = "leakgate calibrate --runs 5", .date = "2026-12-01T00:00:00Z",
+                                    .workload = "tiny"};
+    const char *path = lg_test_tmpfile("budgets.json");
+    cr_assert_eq(rpt_budgets_write(path, b, all, RPT_BIT(RPT_CH_JE_ALLOCATED), &info), LG_OK, "%s", lg_errmsg());
+    struct rpt_budget back[RPT_NCHANNELS];
+    hx_default_budgets(back, TN_CPU);
+    cr_assert_eq(hx_load_budgets(back, path, TN_CPU), LG_OK, "%s", lg_errmsg());
+    cr_assert_float_eq(back[RPT_CH_JE_ALLOCATED].band, a->band, 1e-6);
+    cr_assert_float_eq(back[RPT_CH_JE_ALLOCATED].noise, a->noise, 1e-6);
+    cr_assert(strstr(back[RPT_CH_JE_ALLOCATED].source, "measured on testhost: 2 CPUs, 2026-12-01"), "%s",
+              back[RPT_CH_JE_ALLOCATED].source);
+    cr_assert(strstr(back[RPT_CH_RSS].source, "calibrate") != NULL, "channels the file does not name keep the defaults");
+    /* malformed files: a message naming the file and the member */
+    static const struct {
+        const char *text, *needle;
+    } bad[] = {
+        {"{", "not JSON"},
+        {"[]", "not a budgets file"},
+        {"{\"schema\":\"leakgate.budgets/9\"}", "is not \"leakgate.budgets/1\""},
+        {"{\"schema\":\"leakgate.budgets/1\",\"machine\":\"m\",\"device\":\"cpu\",\"build\":\"b\",\"command\":\"c\","
+         "\"date\":\"d\",\"workload\":\"w\",\"channels\":{\"refs\":{}}}",
+         "channels.refs: not a statistical channel"},
+        {"{\"schema\":\"leakgate.budgets/1\",\"machine\":\"m\",\"device\":\"cpu\",\"build\":\"b\",\"command\":\"c\","
+         "\"date\":\"d\",\"workload\":\"w\",\"channels\":{\"rss\":{\"band\":-1,\"slope\":1,\"floor\":1,\"noise\":0}}}",
+         "channels.rss.band: expected a non-negative number"},
+        {"{\"schema\":\"leakgate.budgets/1\",\"machine\":\"m\",\"device\":\"cpu\",\"build\":\"b\",\"command\":\"c\","
+         "\"date\":\"d\",\"workload\":\"w\",\"channels\":{\"dev_driver\":{\"band\":1,\"slope\":1,\"floor\":1,\"noise\":0}}}",
+         "device budgets in a file measured on \"cpu\""},
+        {"{\"schema\":\"leakgate.budgets/1\",\"machine\":\"m\",\"device\":\"cpu\",\"build\":\"b\",\"command\":\"c\","
+         "\"date\":\"d\",\"workload\":\"w\",\"channels\":{}}",
+         "names no channel"},
+    };
+    for (size_t k = 0; k < LG_ARRAY_LEN(bad); k++) {
+        write_text(path, bad[k].text);
+        hx_default_budgets(back, TN_CPU);
+        cr_expect_neq(hx_load_budgets(back, path, TN_CPU), LG_OK, "accepted: %s", bad[k].text);
+        cr_expect(strstr(lg_errmsg(), bad[k].needle) && strstr(lg_errmsg(), "budgets.json"), "%s: %s", bad[k].text,
+                  lg_errmsg());
+    }
+    cr_expect_neq(hx_load_budgets(back, lg_test_tmpdir(), TN_CPU), LG_OK, "a directory is not a budgets file");
+    cr_expect_neq(hx_load_budgets(back, "/nonexistent.json", TN_CPU), LG_OK);
 }
