@@ -330,8 +330,10 @@ bool hx_prof_flagged(const struct rpt_series *ser, const struct rpt_budget *b)
         for (int k = 0; k < v.n_channels; k++)
             if (v.channels[k].channel == c) cv = &v.channels[k];
         if (!cv || !ser->avail[c]) continue;
-        bool unsettled = cv->status == RPT_LEAK || cv->status == RPT_INCONCLUSIVE;
-        if (unsettled && ser->y[c][ser->n_measured - 1] > b[c].floor) return true;
+        /* only a proven leak: profiling adds jemalloc metadata to the measured process
+         * (resident, and never given back), so arming it on a clean run's early noise could
+         * turn that run's rss or je_resident inconclusive; --stacks arms from the start */
+        if (cv->status == RPT_LEAK && ser->y[c][ser->n_measured - 1] > b[c].floor) return true;
     }
     return false;
 }

@@ -162,7 +162,7 @@ Test(exec, tag_scopes_and_the_reference_ledger_are_exact)
 static void marker_case(const char *how, const char *stream)
 {
     char args[128];
-    snprintf(args, sizeof args, "8 leak %s %s", how, stream);
+    snprintf(args, sizeof args, "12 leak %s %s", how, stream);
     struct lg_out o =
         exec_run("--no-reports --session-marker '^epoch [0-9]+ done'", EXEC_MARKER, args);
     cr_expect_eq(o.status, 1, "%s to %s: exit %d, expected 1:\n%s", how, stream, o.status, o.text);
@@ -171,7 +171,7 @@ static void marker_case(const char *how, const char *stream)
     expect_channel(o.text, "tagged_host", "unavailable"); /* no API: not measured */
     free(o.text);
     struct rpt_results *r = results();
-    cr_expect_eq(r->n_sessions, 8, "%s to %s: one session per marker line", how, stream);
+    cr_expect_eq(r->n_sessions, 12, "%s to %s: one session per marker line", how, stream);
     rpt_results_free(r);
 }
 
@@ -191,14 +191,14 @@ Test(exec, marker_lines_from_c_stdio_and_write_end_sessions)
 Test(exec, marker_lines_from_python)
 {
     char args[600];
-    snprintf(args, sizeof args, "'%s' 8 leak", EXEC_MARKER_PY);
+    snprintf(args, sizeof args, "'%s' 12 leak", EXEC_MARKER_PY);
     struct lg_out o =
         exec_run("--no-reports --session-marker '^epoch [0-9]+ done'", "python3", args);
     cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
     expect_channel(o.text, "je_allocated", "leak");
     free(o.text);
     struct rpt_results *r = results();
-    cr_expect_eq(r->n_sessions, 8);
+    cr_expect_eq(r->n_sessions, 12);
     rpt_results_free(r);
 }
 
@@ -209,7 +209,7 @@ Test(exec, marker_lines_from_rust)
         cr_skip_test("no rustc");
     }
     struct lg_out o =
-        exec_run("--no-reports --session-marker '^epoch [0-9]+ done'", EXEC_RUST, "8");
+        exec_run("--no-reports --session-marker '^epoch [0-9]+ done'", EXEC_RUST, "12");
     cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
     cr_expect(strstr(o.text, "marker::keep_history (marker.rs:") != NULL,
               "Rust names demangled:\n%s", o.text);
@@ -291,7 +291,7 @@ Test(exec, device_memory_through_the_cuda_calls)
 
 Test(exec, reports_draw_the_stacks_as_a_flame_graph)
 {
-    struct lg_out o = exec_run("", EXEC_LEAKY, "8");
+    struct lg_out o = exec_run("", EXEC_LEAKY, "14");
     cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
     free(o.text);
     char path[700], cmd[1500];
