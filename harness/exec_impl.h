@@ -151,11 +151,13 @@ int hx_prof_session(struct hx_prof *p, const char *dump, struct rpt_session *s);
 /* Prints the attribution of the latest profiled session (nothing when none). */
 void hx_prof_print(const struct hx_prof *p, FILE *f);
 
-/* `leakgate run` wires these three around its sessions (in-process, jemalloc linked):
+/* `leakgate run` wires these around its sessions (in-process, jemalloc linked, started with
+ * "prof:true,prof_active:false,lg_prof_sample:17" in harness/main.c's malloc_conf):
  *   hx_prof_start(&prof, o);                          // before the first session; --stacks arms
+ *   run.prof_sample = prof.available ? prof.sample : 0; // after hx_fill_run_line
  *   ... after rpt_series_add(&ser, &s), before rpt_writer_session(w, &s):
- *   hx_prof_after_session(&prof, &ser, o->budgets, &s); // dump, attribute into s, arm if flagged
- *   ... after the verdict: hx_prof_print(&prof, stdout); hx_prof_stop(&prof);
+ *   hx_prof_after_session(&prof, &ser, o->budgets, &s); // dump, attribute into s, arm on a leak
+ *   ... after the verdict: hx_prof_print(&prof, stdout); and on every exit: hx_prof_stop(&prof);
  * Dumps go to OUT/heap/session-N.heap. */
 int hx_prof_start(struct hx_prof *p, const struct hx_options *o);
 int hx_prof_after_session(struct hx_prof *p, const struct rpt_series *ser,
