@@ -41,8 +41,9 @@ static struct {
     regex_t re;
     struct line_buf lines[3]; /* by descriptor: 1 stdout, 2 stderr */
     FILE *out, *err;          /* the cookie streams */
-} mk = {.lines = {
-            {PTHREAD_MUTEX_INITIALIZER}, {PTHREAD_MUTEX_INITIALIZER}, {PTHREAD_MUTEX_INITIALIZER}}};
+} mk = {.lines = {{.mu = PTHREAD_MUTEX_INITIALIZER},
+                  {.mu = PTHREAD_MUTEX_INITIALIZER},
+                  {.mu = PTHREAD_MUTEX_INITIALIZER}}};
 
 typedef ssize_t (*write_fn)(int, const void *, size_t);
 typedef ssize_t (*writev_fn)(int, const struct iovec *, int);
