@@ -399,3 +399,32 @@ Test(exec, sigterm_stops_cmd_and_the_run_is_inconclusive)
     cr_expect_gt(r->n_sessions, 3, "the sessions before the stop are kept (%d)", r->n_sessions);
     rpt_results_free(r);
 }
+
+Test(exec, options_shared_with_run_and_the_users_malloc_conf)
+{
+    /* --require: a channel the program cannot give makes the run inconclusive, said so */
+    struct lg_out o = exec_run("--no-reports --require tagged_host,rss --session-marker '^epoch'",
+                               EXEC_MARKER, "8");
+    cr_expect_eq(o.status, 3, "exit %d:\n%s", o.status, o.text);
+    char line[1024];
+    cr_expect(strstr(line_of(o.text, "tagged_host", line, sizeof line), "yes unavailable"), "%s",
+              o.text);
+    free(o.text);
+    /* the user's MALLOC_CONF comes last and wins: prof:false turns attribution off, not counters */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "MALLOC_CONF=prof:false '%s' exec --no-reports --out '%s/out' -- '%s' 12",
+             LEAKGATE_BIN, lg_test_tmpdir(), EXEC_LEAKY);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, p);
+    text[n] = '\0';
+    int st = pclose(p);
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 1, "the leak is still caught: status 0x%x\n%s",
+              st, text);
+    struct rpt_results *r = results();
+    for (int i = 0; i < r->n_sessions; i++)
+        cr_expect_eq(r->sessions[i].alloc_sessions, 0, "no heap profile with prof:false");
+    rpt_results_free(r);
+}
