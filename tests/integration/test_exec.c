@@ -413,7 +413,7 @@ Test(exec, options_shared_with_run_and_the_users_malloc_conf)
     /* the user's MALLOC_CONF comes last and wins: prof:false turns attribution off, not counters */
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
-             "MALLOC_CONF=prof:false '%s' exec --no-reports --out '%s/out' -- '%s' 12",
+             "MALLOC_CONF=prof:false '%s' exec --no-reports --out '%s/out' -- '%s' 12 2>&1",
              LEAKGATE_BIN, lg_test_tmpdir(), EXEC_LEAKY);
     FILE *p = popen(cmd, "r");
     cr_assert_not_null(p);
@@ -423,6 +423,8 @@ Test(exec, options_shared_with_run_and_the_users_malloc_conf)
     int st = pclose(p);
     cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 1, "the leak is still caught: status 0x%x\n%s",
               st, text);
+    cr_expect(strstr(text, "has no heap profiling") != NULL, "exec says why nothing is named:\n%s",
+              text);
     struct rpt_results *r = results();
     for (int i = 0; i < r->n_sessions; i++)
         cr_expect_eq(r->sessions[i].alloc_sessions, 0, "no heap profile with prof:false");
