@@ -123,13 +123,6 @@ int hx_cmd_debug_state(int argc, char **argv);
 int hx_cmd_merge(int argc, char **argv);
 int hx_cmd_calibrate(int argc, char **argv);
 
-/* Writes the debug state of `preset` at `seed` (batch 0: the preset's) to path. */
-int hx_debug_state(struct trk_tracker *trk, const char *preset, uint64_t seed, int batch,
-                   const char *path);
-/* The same, computed on device `dev` (the tracker needs its backend: hx_device_attach). */
-int hx_debug_state_on(struct trk_tracker *trk, const char *preset, uint64_t seed, int batch,
-                      enum tn_device dev, const char *path);
-
 /* Parses an integer option strictly ("12"; not "12x", "", "-", out of range); LG_EINVAL naming
  * the flag. */
 int hx_parse_int(const char *flag, const char *s, int lo, int hi, int *out);

@@ -11,12 +11,6 @@
 #define LG_VERSION "0.0.0"
 #endif
 
-/* ---- devices (device.c) ----------------------------------------------------------------- */
-
-int hx_device_attach(struct trk_tracker *trk, enum tn_device dev);
-void hx_device_detach(struct trk_tracker *trk);
-void hx_device_description(enum tn_device dev, char *buf, size_t size);
-
 /* ---- output (progress.c) ---------------------------------------------------------------- */
 
 void hx_progress_begin(const struct hx_options *o, const struct rpt_run *run, int total);

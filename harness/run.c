@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "hx_impl.h"
+#include "tn_device.h"
 #include "reports.h"
 #include "verdict.h"
 
@@ -51,7 +52,7 @@ void hx_fill_run_line(const struct hx_options *o, const struct tft_config *cfg, 
     gethostname(run->hostname, sizeof run->hostname - 1);
     run->cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
     run->mem_bytes = (int64_t)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
-    hx_device_description(o->device, run->device, sizeof run->device);
+    tn_device_describe(o->device, run->device, sizeof run->device);
     lg_strlcpy(run->preset, cfg->preset, sizeof run->preset);
     run->modes[0] = '\0';
     for (int m = 1; m <= HX_MODE_QAT; m <<= 1)
@@ -93,7 +94,7 @@ int hx_env_init(struct hx_env *env, const struct hx_options *o)
     env->o = o;
     int rc = trk_tracker_new(&env->trk, &(struct trk_options){.stacks = o->stacks});
     if (rc) return rc;
-    if ((rc = hx_device_attach(env->trk, o->device))) return rc;
+    if ((rc = tn_device_init(env->trk, o->device))) return rc;
     if ((rc = hx_make_data(o, env->trk, &env->cfg, &env->data))) return rc;
     env->max_samples = 3 * (o->steps > 0 ? o->steps : 20) + 64;
     env->samples = calloc((size_t)env->max_samples, sizeof *env->samples);
@@ -107,7 +108,7 @@ void hx_env_fini(struct hx_env *env)
     data_free(env->data);
     free(env->samples);
     if (env->trk) {
-        hx_device_detach(env->trk);
+        tn_device_fini(env->trk);
         size_t left = trk_tracker_free(env->trk);
         if (left && !env->o->n_inject)
             fprintf(stderr, "leakgate: %zu tracked allocation(s) were still live at exit\n", left);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "session.h"
+#include "tn_device.h"
 
 void hx_channels_from_snapshot(const struct trk_snapshot *s, int64_t *abs)
 {
@@ -227,6 +228,7 @@ int hx_session_run(struct hx_env *env, int index, int mode, bool warmup, struct 
         rc = end;
     }
     trk_leaks_free(lk);
+    if (rc == LG_ECUDA) tn_device_clear_error(); /* this session's fault is not the next one's */
     if (env->n_samples) {
         out->samples = malloc((size_t)env->n_samples * sizeof *out->samples);
         if (out->samples) {

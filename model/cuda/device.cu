@@ -222,3 +222,39 @@ extern "C" bool tn_device_available(void)
 {
     return trk_cuda_available();
 }
+
+/* ---- set-up for a tracker (tn_device.h) ------------------------------------------------------ */
+
+extern "C" int tn_device_init(struct trk_tracker *trk, enum tn_device dev)
+{
+    if (dev == TN_CPU) return LG_OK;
+    /* the backend, then the cuBLAS handle and its tagged workspace: both before any session,
+     * so that they belong to none */
+    int rc = trk_cuda_attach(trk);
+    if (rc == LG_OK && (rc = kn_cuda_init(trk, NULL)) != LG_OK) trk_cuda_detach(trk);
+    return rc;
+}
+
+extern "C" void tn_device_fini(struct trk_tracker *trk)
+{
+    if (!trk_has_device(trk)) return;
+    struct trk_cuda_untagged u;
+    if (trk_cuda_untagged(trk, &u) == LG_OK && u.active) /* LG_CUPTI=1: what the ledger missed */
+        trk_cuda_untagged_print(&u, stderr);
+    trk_cuda_untagged_fini(&u);
+    kn_cuda_fini();
+    trk_cuda_detach(trk);
+}
+
+extern "C" void tn_device_describe(enum tn_device dev, char *buf, size_t size)
+{
+    if (dev == TN_CPU) {
+        snprintf(buf, size, "cpu");
+        return;
+    }
+    char name[80] = "unknown GPU";
+    trk_cuda_device_name(name, sizeof name);
+    snprintf(buf, size, "cuda: %s", name);
+}
+
+extern "C" void tn_device_clear_error(void) { kn_cuda_clear_error(); }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "debug_state.h"
 #include "lg_test.h"
 #include "safetensors.h"
 #include "tft.h"
@@ -286,7 +286,7 @@ Test(tft, debug_state_export)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/tiny.debug.safetensors", lg_test_tmpdir());
-    cr_assert_eq(hx_debug_state(T, "tiny", 1, 0, path), LG_OK, "%s", lg_errmsg());
+    cr_assert_eq(tr_debug_state(T, "tiny", 1, 0, TN_CPU, path), LG_OK, "%s", lg_errmsg());
     struct st_file *f = NULL;
     cr_assert_eq(st_open(&f, T, path), LG_OK, "%s", lg_errmsg());
     static const char *names[] = {"out.weight", "grad.out.weight", "grad.emb.cat.series.weight",

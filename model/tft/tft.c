@@ -166,16 +166,6 @@ int tft_to_device(struct tft_model *m, enum tn_device dev)
     return rc ? lg_fail_ctx(rc, "moving model %s to the %s: ", m->cfg.preset, where) : LG_OK;
 }
 
-int tft_batch_to_device(struct tft_batch *b, enum tn_device dev)
-{
-    for (int v = 0; v < TFT_MAX_VARS; v++)
-        if (b->x[v] && tn_move(b->x[v], dev) != LG_OK)
-            return lg_fail_ctx(lg_errcode(), "moving a batch to the %s: ", dev == TN_CPU ? "host" : "device");
-    if (b->y && tn_move(b->y, dev) != LG_OK)
-        return lg_fail_ctx(lg_errcode(), "moving a batch to the %s: ", dev == TN_CPU ? "host" : "device");
-    return LG_OK;
-}
-
 /* ---- forward ------------------------------------------------------------------------------- */
 
 /* ξ for variable i: [B, H] for statics, [B, steps, H] for time-varying inputs. A real

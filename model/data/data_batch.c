@@ -4,13 +4,6 @@
 
 #include "data_impl.h"
 
-void tft_batch_fini(struct tft_batch *b)
-{
-    if (!b) return;
-    for (int v = 0; v < TFT_MAX_VARS; v++) tn_release(b->x[v]);
-    tn_release(b->y);
-    memset(b, 0, sizeof *b);
-}
 
 void data_cursor_init(struct data_cursor *cur, uint64_t seed)
 {

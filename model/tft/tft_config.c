@@ -349,3 +349,24 @@ out:
     json_decref(o);
     return rc;
 }
+
+/* ---- a batch ----------------------------------------------------------------------------- */
+
+void tft_batch_fini(struct tft_batch *b)
+{
+    if (!b) return;
+    for (int v = 0; v < TFT_MAX_VARS; v++) tn_release(b->x[v]);
+    tn_release(b->y);
+    memset(b, 0, sizeof *b);
+}
+
+int tft_batch_to_device(struct tft_batch *b, enum tn_device dev)
+{
+    for (int v = 0; v < TFT_MAX_VARS; v++)
+        if (b->x[v] && tn_move(b->x[v], dev) != LG_OK)
+            return lg_fail_ctx(lg_errcode(), "moving a batch to the %s: ", dev == TN_CPU ? "host" : "device");
+    if (b->y && tn_move(b->y, dev) != LG_OK)
+        return lg_fail_ctx(lg_errcode(), "moving a batch to the %s: ", dev == TN_CPU ? "host" : "device");
+    return LG_OK;
+}
+

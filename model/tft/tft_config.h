@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "lg_base.h"
+#include "tensor.h"
 
 #define TFT_MAX_VARS 32
 #define TFT_MAX_QUANTILES 9
@@ -77,5 +78,23 @@ int64_t tft_config_param_count(const struct tft_config *cfg);
 char *tft_config_to_json(const struct tft_config *cfg);
 /* Parses JSON text; `where` names the source in messages. LG_EFORMAT on bad input. */
 int tft_config_from_json(struct tft_config *cfg, const char *json, const char *where);
+
+/* ---- a batch ----------------------------------------------------------------------------- */
+
+/* One batch of inputs, tensors tagged "data/<var>"; layout as spec/TFT.md's debug state:
+ *   static variable      x[v] [B]          (I32 categorical, F32 real)
+ *   observed variable    x[v] [B, T_enc]   (F32)
+ *   known variable       x[v] [B, T]       (I32 categorical, F32 real), T = T_enc + T_dec
+ *   y                    [B, T_dec]        target over the decoder steps (F32)
+ * x is indexed like cfg->vars. */
+struct tft_batch {
+    int B;
+    struct tn_tensor *x[TFT_MAX_VARS];
+    struct tn_tensor *y;
+};
+/* Releases every tensor of the batch and zeroes it. */
+void tft_batch_fini(struct tft_batch *b);
+/* Moves every tensor of the batch to dev in place (tn_move); the batch stays whole on error. */
+int tft_batch_to_device(struct tft_batch *b, enum tn_device dev);
 
 #endif

@@ -96,7 +96,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tft.h"
+#include "tft_config.h"
 
 struct data_set;
 

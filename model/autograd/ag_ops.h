@@ -1,18 +1,17 @@
-/* ag_impl.h — autograd internals shared by autograd.c and the ops_*.c files: the context,
- * the tape node, and the helpers every op uses.
+/* ag_ops.h — what an op needs to be written outside autograd/ (int8/'s quantised ops do):
+ * the tape node and the helpers every op uses. The context's insides stay private
+ * (ag_impl.h). Semi-public: for ops, not for callers of ops (they use autograd.h).
  *
  * An op reads in four steps (ops_elementwise.c has the simplest):
  *
  *   if (!ag_inputs_ok(ctx, "ag_tanh", 1, &x)) return NULL;     // NULL input or sticky error
  *   const struct kn_backend *kb = ag_kernels(ctx, "ag_tanh", 1, &x);
  *   if (!kb || !ag_check_f32(ctx, "ag_tanh", "x", x)) return NULL;
- *   struct tn_tensor *y = ag_out(ctx, "tanh", TN_F32, x->device, x->ndim, x->ne);   // act/<scope>.tanh
- *   if (!y) return NULL;
- *   kb->tanh(tn_f32(y), tn_f32(x), n);                        // kernels.h
- *   if (ag_wants_grad(ctx, 1, &x)) {
- *       struct ag_node *nd = ag_record(ctx, "ag_tanh", tanh_backward, kb, 1, &x, 1, &y, 0);
- *       if (!nd) return NULL;
- *       ag_save(nd, 0, y);                                     // what backward reads
+ *   struct tn_tensor *y = ag_out(ctx, "tanh", TN_F32, x->device, x->ndim, x->ne);   //
+ * act/<scope>.tanh if (!y) return NULL; kb->tanh(tn_f32(y), tn_f32(x), n); // kernels.h if
+ * (ag_wants_grad(ctx, 1, &x)) { struct ag_node *nd = ag_record(ctx, "ag_tanh", tanh_backward, kb,
+ * 1, &x, 1, &y, 0); if (!nd) return NULL; ag_save(nd, 0, y);                                     //
+ * what backward reads
  *   }
  *   return y;
  *
@@ -20,14 +19,13 @@
  * calls the d-kernels, which accumulate; or, where a writing kernel fits (a copy, a GEMM with
  * beta 0), with ag_grad_w, which skips the zeroing of a gradient's first contribution.
  */
-#ifndef LG_AG_IMPL_H
-#define LG_AG_IMPL_H
+#ifndef LG_AG_OPS_H
+#define LG_AG_OPS_H
 
 #include "autograd.h"
 #include "kernels.h"
 
-#define AG_MAX_SCOPE_DEPTH 32
-#define AG_MAX_OUT 8 /* ag_split makes up to this many outputs in one node */
+#define AG_MAX_OUT   8 /* ag_split makes up to this many outputs in one node */
 #define AG_MAX_SAVED 6
 
 struct ag_node;
@@ -36,9 +34,9 @@ struct ag_node;
 typedef int (*ag_backward_fn)(struct ag_ctx *ctx, struct ag_node *n);
 
 struct ag_node {
-    const char *op;                        /* "ag_matmul", for messages */
+    const char *op; /* "ag_matmul", for messages */
     ag_backward_fn backward;
-    const struct kn_backend *kb;           /* kernels of the inputs' device */
+    const struct kn_backend *kb; /* kernels of the inputs' device */
     int nout;
     struct tn_tensor *out[AG_MAX_OUT];     /* borrowed: the context owns its outputs */
     struct tn_tensor *saved[AG_MAX_SAVED]; /* retained: what backward reads besides inputs */
@@ -46,23 +44,7 @@ struct ag_node {
     float fa[4];                           /* float arguments (scale, p) */
     void *extra;                           /* op-specific bytes after in[] (NULL when none) */
     int nin;
-    struct tn_tensor *in[];                /* retained inputs (entries may be NULL) */
-};
-
-struct ag_ctx {
-    struct trk_tracker *trk;
-    struct ag_options opt;
-    bool grad_enabled;
-    struct tn_rng rng;
-    char scope[LG_MAX_NAME];               /* "enc_vsn.var_grn.dow" */
-    int scope_len[AG_MAX_SCOPE_DEPTH];     /* strlen(scope) before each push */
-    int scope_depth;
-    int err;                               /* sticky: the first failure since reset */
-    char errmsg[512];
-    struct tn_tensor **temps;              /* owned: released at reset */
-    size_t ntemps, temps_cap;
-    struct ag_node **tape;                 /* owned, in execution order */
-    size_t ntape, tape_cap;
+    struct tn_tensor *in[]; /* retained inputs (entries may be NULL) */
 };
 
 /* False when the context holds an error (a NULL input usually comes from it) or an input is
@@ -77,8 +59,8 @@ bool ag_check_f32(struct ag_ctx *ctx, const char *op, const char *what, const st
 /* "act/<scope>.<name>" into buf. */
 void ag_act_name(const struct ag_ctx *ctx, const char *name, char *buf, size_t size);
 /* A new output tensor "act/<scope>.<name>", owned by the context (a temporary). */
-struct tn_tensor *ag_out(struct ag_ctx *ctx, const char *name, enum tn_dtype dt,
-                         enum tn_device dev, int ndim, const int64_t *shape);
+struct tn_tensor *ag_out(struct ag_ctx *ctx, const char *name, enum tn_dtype dt, enum tn_device dev,
+                         int ndim, const int64_t *shape);
 /* Registers an existing tensor (a view) as a temporary; returns it, or NULL (released) on
  * failure. */
 struct tn_tensor *ag_own(struct ag_ctx *ctx, struct tn_tensor *t);
@@ -109,8 +91,7 @@ struct tn_tensor *ag_scratch(struct ag_ctx *ctx, const struct tn_tensor *owner, 
 /* Broadcasting (ops_elementwise.c): the numpy result shape of a and b (false when they do
  * not broadcast); the kernel geometry of an output of shape ne[nd] reading a (and b, may be
  * NULL) broadcast to it; the same from explicit strides (0 = broadcast). */
-bool ag_broadcast_shape(const struct tn_tensor *a, const struct tn_tensor *b, int *nd,
-                        int64_t *ne);
+bool ag_broadcast_shape(const struct tn_tensor *a, const struct tn_tensor *b, int *nd, int64_t *ne);
 void ag_geom_of(struct kn_geom *g, int nd, const int64_t *ne, const struct tn_tensor *a,
                 const struct tn_tensor *b);
 void ag_geom_init(struct kn_geom *g, int nd, const int64_t *ne, const int64_t *sa,

@@ -10,7 +10,7 @@
  */
 #include <math.h>
 
-#include "ag_impl.h"
+#include "ag_ops.h"
 #include "int8_impl.h"
 
 /* ---- the activation fake-quantisation op -------------------------------------------------- */

@@ -18,4 +18,16 @@ int tn_device_copy(void *dst, enum tn_device ddev, const void *src, enum tn_devi
 /* True when this binary has CUDA and a device is present. */
 bool tn_device_available(void);
 
+/* Sets up device `dev` for tracker trk before any session: the tracker's device backend, then
+ * the cuBLAS handle and its tagged workspace, so that they belong to no session. TN_CPU does
+ * nothing; TN_CUDA in a build without CUDA is LG_EUNAVAIL with a message saying so. Undone by
+ * tn_device_fini (which does nothing for a tracker without a device). */
+int tn_device_init(struct trk_tracker *trk, enum tn_device dev);
+void tn_device_fini(struct trk_tracker *trk);
+/* "cpu", or "cuda: NVIDIA H200" (what the results' run line records), into buf. */
+void tn_device_describe(enum tn_device dev, char *buf, size_t size);
+/* After a session's device error that left the device usable: clears the kernel table's
+ * sticky error so that the next session is not failed by this one's fault. */
+void tn_device_clear_error(void);
+
 #endif

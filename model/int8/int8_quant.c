@@ -13,7 +13,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "ag_impl.h"
+#include "ag_ops.h"
 #include "int8_impl.h"
 #include "safetensors.h"
 

@@ -25,22 +25,6 @@
 #include "tft_config.h"
 #include "varmap.h"
 
-/* One batch of inputs, tensors tagged "data/<var>"; layout as spec/TFT.md's debug state:
- *   static variable      x[v] [B]          (I32 categorical, F32 real)
- *   observed variable    x[v] [B, T_enc]   (F32)
- *   known variable       x[v] [B, T]       (I32 categorical, F32 real), T = T_enc + T_dec
- *   y                    [B, T_dec]        target over the decoder steps (F32)
- * x is indexed like cfg->vars. */
-struct tft_batch {
-    int B;
-    struct tn_tensor *x[TFT_MAX_VARS];
-    struct tn_tensor *y;
-};
-/* Releases every tensor of the batch and zeroes it. */
-void tft_batch_fini(struct tft_batch *b);
-/* Moves every tensor of the batch to dev in place (tn_move); the batch stays whole on error. */
-int tft_batch_to_device(struct tft_batch *b, enum tn_device dev);
-
 /* Optional quantised execution: a hook the INT8 path installs so that every linear layer
  * of the forward pass goes through it (returns NULL to fall back to f32). */
 struct tft_linear_hook {
