@@ -137,7 +137,7 @@ static int on_session(struct exec_run *r, const unsigned char *p, size_t n)
             r->prof.armed = true;
             if (!r->o->quiet)
                 fprintf(stderr,
-                        "leakgate exec: growth seen; heap profiling armed from session %d on\n",
+                        "leakgate exec: a channel leaks; heap profiling armed from session %d on\n",
                         r->n);
         }
     }
@@ -309,7 +309,7 @@ static void say_begin(const struct exec_run *r)
         r->eo->marker, r->eo->marker[0] ? "'" : "", r->o->warmup,
         !r->eo->prof   ? "off (--no-prof)"
         : r->o->stacks ? "armed from the start (--stacks)"
-                       : "armed when growth shows",
+                       : "armed once a channel leaks",
         lg_fmt_bytes(b1, sizeof b1, (double)((int64_t)1 << r->eo->lg_sample)));
 }
 

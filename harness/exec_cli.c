@@ -16,7 +16,7 @@ static void exec_usage(FILE *f)
         "built-in trainer's: same channels, verdicts, results.jsonl, reports and exit statuses.\n"
         "Sessions end at leakgate_session_end() (include/leakgate.h), or with --session-marker\n"
         "at output lines. Untagged growth is named by allocation stack (jemalloc heap profiles,\n"
-        "armed once a channel shows growth). Exit: 0 pass, 1 leak, 2 usage error or a CMD that\n"
+        "armed once a channel leaks). Exit: 0 pass, 1 leak, 2 usage error or a CMD that\n"
         "cannot carry the agent (not found, statically linked, setuid), 3 inconclusive, 4 CMD\n"
         "failed (non-zero exit or a signal, named; its sessions are kept) or internal error.\n\n"
         "  --session-marker RE a line CMD writes to stdout or stderr that matches the POSIX\n"
