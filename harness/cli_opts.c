@@ -271,16 +271,8 @@ int hx_check_sessions(const struct hx_options *o, int n, const char *what)
 
 int hx_check_options(struct hx_options *o)
 {
-    bool cuda = o->device == TN_CUDA;
-    for (int i = 0; i < o->n_inject; i++) {
-        const char *n = o->inject[i].name;
-        if (!strcmp(n, "device-tensor") && !cuda)
-            return lg_fail(LG_EINVAL, "--inject device-tensor needs --device cuda");
-        if (!strcmp(n, "int8-calibration") && !(o->modes & HX_MODE_INT8))
-            return lg_fail(LG_EINVAL, "--inject int8-calibration needs int8 in --modes");
-        if (!strcmp(n, "qat-observer") && !(o->modes & HX_MODE_QAT))
-            return lg_fail(LG_EINVAL, "--inject qat-observer needs qat in --modes");
-    }
+    for (int i = 0; i < o->n_inject; i++)
+        if (hx_inject_check(&o->inject[i], o->device == TN_CUDA, o->modes) != LG_OK) return lg_errcode();
     if (o->csv[0] && !o->csv_config[0])
         return lg_fail(LG_EINVAL, "--csv needs --csv-config (the JSON column roles)");
     if (o->csv_config[0] && !o->csv[0])

@@ -84,7 +84,9 @@ int hx_load_budgets(struct rpt_budget *b, const char *path, enum tn_device dev);
  * message for unknown names, bad sizes, or a size no machine could give (larger than this
  * one's memory and swap). */
 int hx_inject_parse(const char *spec, struct hx_inject *inj);
-const char *const *hx_inject_names(void);
+/* Whether a parsed fault can apply to a run on that device with those modes (device-tensor
+ * needs CUDA, int8-calibration int8, qat-observer qat); LG_EINVAL saying what it needs. */
+int hx_inject_check(const struct hx_inject *in, bool cuda, int modes);
 /* Whether a fault applies in session `index` (over the whole run, warm-up included): from its
  * FIRST session (default: the first measured one), every EVERY-th session. */
 bool hx_inject_applies(const struct hx_options *o, const struct hx_inject *in, int index);

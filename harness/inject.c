@@ -16,23 +16,48 @@
 
 #include "harness.h"
 
-static const char *const names[] = {
-    "varmap-dup-ref",   /* the original bug: the trainer's own VarMap reference */
-    "adam-state",       /* optimizer state outlives the trainer */
-    "grad-retained",    /* gradients kept for a norm report */
-    "tape-retained",    /* the last step's tape kept for debugging */
-    "ckpt-buffer",      /* checkpoint verification staging buffer */
-    "int8-calibration", /* PTQ calibration statistics */
-    "qat-observer",     /* QAT observers */
-    "device-tensor",    /* a device buffer outliving its session (CUDA) */
-    "raw-malloc",       /* untagged malloc: only jemalloc's allocated sees it */
-    "raw-mmap",         /* anonymous mmap outside the allocator: only RSS sees it */
-    "raw-noise",        /* not a leak: a random amount held for one session, freed in the next */
-    NULL};
+/* Every fault: the trainer's (TR_FAULTS, trainer.h) and the harness's own raw-noise. */
+enum needs { NONE, CUDA, INT8, QAT };
+static const struct fault {
+    const char *name;
+    bool sized;
+    enum needs needs;
+    const char *what;
+} faults[] = {
+#define X(n_, f_, k_, r_, w_) {n_, TR_FAULT_SIZED_##k_, r_, w_},
+#define TR_FAULT_SIZED_FLAG   false
+#define TR_FAULT_SIZED_SIZE   true
+    TR_FAULTS(X)
+#undef X
+        {"raw-noise", true, NONE,
+         "not a leak: a random amount held for one session, freed in the next"},
+};
 
-static bool sized(const char *name) { return !strncmp(name, "raw-", 4); }
+static const struct fault *fault_named(const char *name)
+{
+    for (size_t i = 0; i < LG_ARRAY_LEN(faults); i++)
+        if (!strcmp(faults[i].name, name)) return &faults[i];
+    return NULL;
+}
 
-const char *const *hx_inject_names(void) { return names; }
+static bool sized(const char *name)
+{
+    const struct fault *f = fault_named(name);
+    return f && f->sized;
+}
+
+int hx_inject_check(const struct hx_inject *in, bool cuda, int modes)
+{
+    const struct fault *f = fault_named(in->name);
+    LG_ASSERT(f && "a parsed fault has a known name");
+    if (f->needs == CUDA && !cuda)
+        return lg_fail(LG_EINVAL, "--inject %s needs --device cuda", in->name);
+    if (f->needs == INT8 && !(modes & HX_MODE_INT8))
+        return lg_fail(LG_EINVAL, "--inject %s needs int8 in --modes", in->name);
+    if (f->needs == QAT && !(modes & HX_MODE_QAT))
+        return lg_fail(LG_EINVAL, "--inject %s needs qat in --modes", in->name);
+    return LG_OK;
+}
 
 int hx_parse_size(const char *s, size_t *out)
 {
@@ -41,13 +66,15 @@ int hx_parse_size(const char *s, size_t *out)
     double v = strtod(s, &end);
     if (end == s || errno || !(v >= 0) || !isfinite(v))
         return lg_fail(LG_EINVAL, "'%s' is not a size (e.g. 4096, 256KiB, 1.5MiB)", s);
-    while (*end == ' ') end++;
+    while (*end == ' ')
+        end++;
     static const struct {
         const char *suffix;
         double mult;
-    } units[] = {{"", 1},         {"b", 1},           {"k", 1024},     {"kib", 1024},
-                 {"kb", 1000},    {"m", 1048576},     {"mib", 1048576}, {"mb", 1e6},
-                 {"g", 1073741824}, {"gib", 1073741824}, {"gb", 1e9}};
+    } units[] = {
+        {"", 1},        {"b", 1},         {"k", 1024}, {"kib", 1024},     {"kb", 1000},
+        {"m", 1048576}, {"mib", 1048576}, {"mb", 1e6}, {"g", 1073741824}, {"gib", 1073741824},
+        {"gb", 1e9}};
     for (size_t i = 0; i < LG_ARRAY_LEN(units); i++)
         if (strcasecmp(end, units[i].suffix) == 0) {
             double b = v * units[i].mult;
@@ -67,12 +94,14 @@ static int parse_when(const char *spec, char *at, struct hx_inject *inj)
     errno = 0;
     long f = strtol(at, &end, 10);
     if (end == at || *end || errno || f < 0 || f > 1000000)
-        return lg_fail(LG_EINVAL, "--inject %s: '@%s' is not a session number in 0..1000000", spec, at);
+        return lg_fail(LG_EINVAL, "--inject %s: '@%s' is not a session number in 0..1000000", spec,
+                       at);
     inj->first = (int)f;
     if (!slash) return LG_OK;
     long e = strtol(slash, &end, 10);
     if (end == slash || *end || errno || e < 1 || e > 1000000)
-        return lg_fail(LG_EINVAL, "--inject %s: '/%s' is not a period in 1..1000000 sessions", spec, slash);
+        return lg_fail(LG_EINVAL, "--inject %s: '/%s' is not a period in 1..1000000 sessions", spec,
+                       slash);
     inj->every = (int)e;
     return LG_OK;
 }
@@ -86,8 +115,10 @@ static int check_size(const char *spec, size_t bytes)
     double have = ((double)si.totalram + (double)si.totalswap) * si.mem_unit;
     char b1[32], b2[32];
     if ((double)bytes > have)
-        return lg_fail(LG_EINVAL, "--inject %s: %s per session is more than this machine's memory and swap (%s)", spec,
-                       lg_fmt_bytes(b1, sizeof b1, (double)bytes), lg_fmt_bytes(b2, sizeof b2, have));
+        return lg_fail(
+            LG_EINVAL,
+            "--inject %s: %s per session is more than this machine's memory and swap (%s)", spec,
+            lg_fmt_bytes(b1, sizeof b1, (double)bytes), lg_fmt_bytes(b2, sizeof b2, have));
     return LG_OK;
 }
 
@@ -103,26 +134,28 @@ int hx_inject_parse(const char *spec, struct hx_inject *inj)
     char *at = strchr(buf, '@'), *colon = strchr(buf, ':');
     if (at) {
         *at++ = '\0';
-        if (colon && colon > at) colon = NULL; /* a ':' after '@' is part of the session number: rejected there */
+        if (colon && colon > at)
+            colon = NULL; /* a ':' after '@' is part of the session number: rejected there */
         if (parse_when(spec, at, inj)) return lg_errcode();
     }
     if (colon) {
         *colon++ = '\0';
         if (hx_parse_size(colon, &inj->bytes)) return lg_fail_ctx(LG_EINVAL, "--inject %s: ", spec);
     }
-    for (const char *const *n = names; *n; n++)
-        if (strcmp(buf, *n) == 0) {
-            lg_strlcpy(inj->name, buf, sizeof inj->name);
-            if (colon && !sized(buf))
-                return lg_fail(LG_EINVAL, "--inject %s: only raw-malloc, raw-mmap and raw-noise take a size", spec);
-            if (sized(buf) && inj->bytes == 0)
-                return lg_fail(LG_EINVAL, "--inject %s: give a size above 0 bytes", spec);
-            return sized(buf) ? check_size(spec, inj->bytes) : LG_OK;
-        }
+    if (fault_named(buf)) {
+        lg_strlcpy(inj->name, buf, sizeof inj->name);
+        if (colon && !sized(buf))
+            return lg_fail(LG_EINVAL,
+                           "--inject %s: only raw-malloc, raw-mmap and raw-noise take a size",
+                           spec);
+        if (sized(buf) && inj->bytes == 0)
+            return lg_fail(LG_EINVAL, "--inject %s: give a size above 0 bytes", spec);
+        return sized(buf) ? check_size(spec, inj->bytes) : LG_OK;
+    }
     char list[400] = "";
-    for (const char *const *n = names; *n; n++) {
+    for (size_t i = 0; i < LG_ARRAY_LEN(faults); i++) {
         size_t l = strlen(list);
-        snprintf(list + l, sizeof list - l, "%s%s", l ? ", " : "", *n);
+        snprintf(list + l, sizeof list - l, "%s%s", l ? ", " : "", faults[i].name);
     }
     return lg_fail(LG_EINVAL, "--inject: unknown fault '%s' (known: %s)", buf, list);
 }
@@ -140,17 +173,12 @@ void hx_inject_faults(const struct hx_options *o, int index, struct tr_faults *f
     for (int i = 0; i < o->n_inject; i++) {
         const struct hx_inject *in = &o->inject[i];
         if (!hx_inject_applies(o, in, index)) continue;
-        const char *n = in->name;
-        if (!strcmp(n, "varmap-dup-ref")) f->varmap_dup_ref = true;
-        else if (!strcmp(n, "adam-state")) f->adam_state = true;
-        else if (!strcmp(n, "grad-retained")) f->grad_retained = true;
-        else if (!strcmp(n, "tape-retained")) f->tape_retained = true;
-        else if (!strcmp(n, "ckpt-buffer")) f->ckpt_buffer = true;
-        else if (!strcmp(n, "int8-calibration")) f->int8_calibration = true;
-        else if (!strcmp(n, "qat-observer")) f->qat_observer = true;
-        else if (!strcmp(n, "device-tensor")) f->device_tensor = true;
-        else if (!strcmp(n, "raw-malloc")) f->raw_malloc += in->bytes;
-        else if (!strcmp(n, "raw-mmap")) f->raw_mmap += in->bytes;
+#define TR_FAULT_SET_FLAG(field) f->field = true
+#define TR_FAULT_SET_SIZE(field) f->field += in->bytes
+#define X(n_, f_, k_, r_, w_)                                                                      \
+    if (!strcmp(in->name, n_)) TR_FAULT_SET_##k_(f_);
+        TR_FAULTS(X)
+#undef X
     }
 }
 

@@ -96,13 +96,9 @@ static int session_body(struct hx_env *env, int index, int mode, struct rpt_sess
     if (rc == LG_OK && mode == HX_MODE_INT8) rc = tr_finalize_int8_training(tr, &qs);
     if (rc == LG_OK && mode == HX_MODE_QAT) rc = tr_finalize_qat_training(tr, &qs);
     out->quant_val_loss = qs.quant_val_loss;
-    if (rc == LG_OK && topt.faults.device_tensor) {
-        /* fault: a device buffer that outlives its session */
-        if (!trk_dev_alloc(env->trk, 4 << 20, "act/device.scratch")) rc = lg_errcode();
-    }
     hx_sample(env, "free", -1);
     tr_free(tr);
-    if (m) m->vt->free(m);
+    if (m) tft_free(m);
     if (rc == LG_OK) rc = hold_noise(env, index);
     return rc;
 }

@@ -427,27 +427,12 @@ KN_DMAP(cu_delu, k_delu)
 
 /* ---- dropout: the CPU's counter-based hash, so a seed drops the same elements on both ------- */
 
-__device__ inline uint32_t kn_hash(uint32_t i, uint32_t s0, uint32_t s1)
-{
-    uint32_t h = i * 0x9E3779B1u + s0;
-    h ^= h >> 16;
-    h *= 0x85EBCA6Bu;
-    h ^= h >> 13;
-    h *= 0xC2B2AE35u;
-    h ^= h >> 16;
-    h ^= s1;
-    h *= 0x27D4EB2Fu;
-    h ^= h >> 15;
-    return h;
-}
-
 __global__ void k_dropout(float *y /* [n] */, int8_t *mask /* [n] */, const float *x /* [n] */,
                           float p, float scale, uint32_t s0, uint32_t s1, int64_t n)
 {
     KN_LOOP(i, n)
     {
-        float u = (float)(kn_hash((uint32_t)i, s0, s1) >> 8) * 0x1.0p-24f;
-        int8_t keep = u >= p;
+        int8_t keep = kn_dropout_keep(i, s0, s1, p); /* kn_math.h: the CPU's draw */
         mask[i] = keep;
         y[i] = keep ? x[i] * scale : 0.0f;
     }

@@ -446,15 +446,7 @@ __global__ void k_adamw(float *p /* [n] */, float *m /* [n] */, float *v /* [n] 
                         const float *g /* [n] */, int64_t n, float beta1, float beta2, float eps,
                         float decay, float step, float inv_sqrt_bc2)
 {
-    KN_LOOP(i, n)
-    {
-        float gi = g[i];
-        float mi = beta1 * m[i] + (1.0f - beta1) * gi;
-        float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        p[i] = p[i] * decay - step * mi / (sqrtf(vi) * inv_sqrt_bc2 + eps);
-    }
+    KN_LOOP(i, n) kn_adamw_elem(&p[i], &m[i], &v[i], g[i], beta1, beta2, eps, decay, step, inv_sqrt_bc2);
 }
 
 void kn_cuda_adamw(float *p, float *m, float *v, const float *g, int64_t n, float lr, float beta1,

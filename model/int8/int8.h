@@ -7,7 +7,7 @@
  *   struct q8_calib *cal = NULL;
  *   q8_calib_new(&cal, trk, model);        // one observer per linear layer: "int8/calib.<layer>"
  *   q8_calib_attach(cal, model);           // the model's linear hook now records input ranges
- *   ... run calibration batches through model->vt->forward (no grad) ...
+ *   ... run calibration batches through tft_forward (no grad) ...
  *   q8_calib_detach(cal, model);
  *   struct q8_model *q = NULL;
  *   q8_quantize(&q, model, cal);           // "int8/<layer>.weight" I8 [out, in], ".weight.scale"

@@ -242,29 +242,12 @@ static void cpu_delu(float *restrict dx, const float *restrict y, const float *r
     for (int64_t i = 0; i < n; i++) dx[i] += y[i] > 0.0f ? dy[i] : dy[i] * (y[i] + 1.0f);
 }
 
-/* A counter-based hash (murmur3's finaliser, twice, keyed by the seed): element i's draw does
- * not depend on the order or the device it is computed on. */
-static inline uint32_t kn_hash(uint32_t i, uint32_t s0, uint32_t s1)
-{
-    uint32_t h = i * 0x9E3779B1u + s0;
-    h ^= h >> 16;
-    h *= 0x85EBCA6Bu;
-    h ^= h >> 13;
-    h *= 0xC2B2AE35u;
-    h ^= h >> 16;
-    h ^= s1;
-    h *= 0x27D4EB2Fu;
-    h ^= h >> 15;
-    return h;
-}
-
 static void cpu_dropout(float *restrict y, int8_t *restrict mask, const float *restrict x, float p,
                         float scale, uint64_t seed, int64_t n)
 {
     uint32_t s0 = (uint32_t)seed, s1 = (uint32_t)(seed >> 32);
-    for (int64_t i = 0; i < n; i++) {
-        float u = (float)(kn_hash((uint32_t)i, s0, s1) >> 8) * 0x1.0p-24f;
-        int8_t keep = u >= p;
+    for (int64_t i = 0; i < n; i++) { /* the hash (kn_math.h): a draw depends on i, not the order */
+        int8_t keep = kn_dropout_keep(i, s0, s1, p);
         mask[i] = keep;
         y[i] = keep ? x[i] * scale : 0.0f;
     }
@@ -432,14 +415,7 @@ static void cpu_adamw(float *restrict p, float *restrict m, float *restrict v,
                       float eps, float wd, float bc1, float bc2)
 {
     float decay = 1.0f - lr * wd, step = lr / bc1, inv_sqrt_bc2 = 1.0f / sqrtf(bc2);
-    for (int64_t i = 0; i < n; i++) {
-        float gi = g[i];
-        float mi = beta1 * m[i] + (1.0f - beta1) * gi;
-        float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        p[i] = p[i] * decay - step * mi / (sqrtf(vi) * inv_sqrt_bc2 + eps);
-    }
+    for (int64_t i = 0; i < n; i++) kn_adamw_elem(&p[i], &m[i], &v[i], g[i], beta1, beta2, eps, decay, step, inv_sqrt_bc2);
 }
 
 /* ---- the table -------------------------------------------------------------------------------- */

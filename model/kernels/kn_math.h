@@ -7,6 +7,7 @@
 #ifndef LG_KN_MATH_H
 #define LG_KN_MATH_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -68,6 +69,43 @@ KN_HD static inline float kn_tanh(float x)
     float big = 1.0f - 2.0f / (kn_exp(2.0f * ax) + 1.0f);
     big = x < 0 ? -big : big;
     return ax < 0.2f ? poly : big;
+}
+
+/* ---- shared by the CPU and CUDA kernels, so a seed drops the same elements and a step makes
+ * the same update on both ----------------------------------------------------------------- */
+
+/* A counter-based hash of element i under the seed's two halves (murmur3's finaliser, twice). */
+KN_HD static inline uint32_t kn_hash(uint32_t i, uint32_t s0, uint32_t s1)
+{
+    uint32_t h = i * 0x9E3779B1u + s0;
+    h ^= h >> 16;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35u;
+    h ^= h >> 16;
+    h ^= s1;
+    h *= 0x27D4EB2Fu;
+    h ^= h >> 15;
+    return h;
+}
+
+/* Whether dropout keeps element i: u = the hash's top 24 bits in [0, 1), kept when u >= p. */
+KN_HD static inline int8_t kn_dropout_keep(int64_t i, uint32_t s0, uint32_t s1, float p)
+{
+    float u = (float)(kn_hash((uint32_t)i, s0, s1) >> 8) * 0x1.0p-24f;
+    return u >= p;
+}
+
+/* One element of PyTorch's AdamW: m, v updated, then p <- p*decay - step*m / (sqrt(v)/sqrt(bc2)
+ * + eps), with decay = 1 - lr*wd, step = lr/bc1 and inv_sqrt_bc2 = 1/sqrt(bc2) computed once. */
+KN_HD static inline void kn_adamw_elem(float *p, float *m, float *v, float g, float beta1, float beta2, float eps,
+                                       float decay, float step, float inv_sqrt_bc2)
+{
+    float mi = beta1 * *m + (1.0f - beta1) * g;
+    float vi = beta2 * *v + (1.0f - beta2) * g * g;
+    *m = mi;
+    *v = vi;
+    *p = *p * decay - step * mi / (sqrtf(vi) * inv_sqrt_bc2 + eps);
 }
 
 #endif

@@ -19,15 +19,20 @@
 
 static const struct tft_model_vt tft_vt;
 
-static struct tft_tft *as_tft(struct tft_model *m)
+static struct tft_net *as_tft(struct tft_model *m)
 {
     LG_ASSERT(m->vt == &tft_vt && "not a TemporalFusionTransformer");
-    return (struct tft_tft *)m;
+    return (struct tft_net *)m;
 }
+
+/* The four static covariate encoders, by what their context is for (spec/TFT.md): the VSNs' (cs),
+ * the enrichment's (ce), the LSTMs' cell (cc) and hidden (ch) states. Parameters and activations
+ * are named alike ("varmap/static_enc.cs.fc1.weight", "act/static_enc.cs.fc1"). */
+static const char *const static_enc_names[4] = {"static_enc.cs", "static_enc.ce", "static_enc.cc", "static_enc.ch"};
 
 /* ---- building ----------------------------------------------------------------------------- */
 
-static int embeddings_init(struct tft_tft *t, const struct tft_config *cfg)
+static int embeddings_init(struct tft_net *t, const struct tft_config *cfg)
 {
     char pn[LG_MAX_NAME];
     int H = cfg->hidden;
@@ -71,7 +76,7 @@ static int lstm_init(struct tft_lstm *l, struct vm_varmap *vm, const char *prefi
 }
 
 /* Additive causal mask [T_dec, T]: query i (absolute position T_enc + i) sees keys j <= T_enc + i. */
-static int mask_init(struct tft_tft *t, struct trk_tracker *trk, const struct tft_config *cfg)
+static int mask_init(struct tft_net *t, struct trk_tracker *trk, const struct tft_config *cfg)
 {
     int T = cfg->T_enc + cfg->T_dec;
     t->mask_cache = tn_new_f32(trk, "model/attn.mask", 2, (int64_t[]){cfg->T_dec, T});
@@ -82,35 +87,34 @@ static int mask_init(struct tft_tft *t, struct trk_tracker *trk, const struct tf
     return LG_OK;
 }
 
-static int build(struct tft_tft *t, struct trk_tracker *trk, const struct tft_config *cfg)
+static int build(struct tft_net *t, struct trk_tracker *trk, const struct tft_config *cfg)
 {
     int H = cfg->hidden, idx[TFT_MAX_VARS], n, rc;
-    static const char *enc_names[4] = {"static_enc.cs", "static_enc.ce", "static_enc.cc",
-                                       "static_enc.ch"};
+    const char *const *enc_names = static_enc_names;
     if ((rc = embeddings_init(t, cfg))) return rc;
     n = tft_static_vars(cfg, idx);
-    if ((rc = vsn_init(&t->static_vsn, t->vm, cfg, "static_vsn", n, idx, false))) return rc;
+    if ((rc = tft_vsn_init(&t->static_vsn, t->vm, cfg, "static_vsn", n, idx, false))) return rc;
     n = tft_encoder_vars(cfg, idx);
-    if ((rc = vsn_init(&t->enc_vsn, t->vm, cfg, "enc_vsn", n, idx, true))) return rc;
+    if ((rc = tft_vsn_init(&t->enc_vsn, t->vm, cfg, "enc_vsn", n, idx, true))) return rc;
     n = tft_decoder_vars(cfg, idx);
-    if ((rc = vsn_init(&t->dec_vsn, t->vm, cfg, "dec_vsn", n, idx, true))) return rc;
+    if ((rc = tft_vsn_init(&t->dec_vsn, t->vm, cfg, "dec_vsn", n, idx, true))) return rc;
     for (int i = 0; i < 4; i++)
-        if ((rc = grn_init(&t->static_enc[i], t->vm, enc_names[i], H, H, H, 0))) return rc;
+        if ((rc = tft_grn_init(&t->static_enc[i], t->vm, enc_names[i], H, H, H, 0))) return rc;
     if ((rc = lstm_init(&t->lstm_enc, t->vm, "lstm_enc", H, cfg->lstm_layers))) return rc;
     if ((rc = lstm_init(&t->lstm_dec, t->vm, "lstm_dec", H, cfg->lstm_layers))) return rc;
-    if ((rc = gan_init(&t->post_lstm, t->vm, "post_lstm", H))) return rc;
-    if ((rc = grn_init(&t->enrich, t->vm, "enrich", H, H, H, H))) return rc;
+    if ((rc = tft_gan_init(&t->post_lstm, t->vm, "post_lstm", H))) return rc;
+    if ((rc = tft_grn_init(&t->enrich, t->vm, "enrich", H, H, H, H))) return rc;
     int da = H / cfg->n_head;
     t->attn.n_head = cfg->n_head;
-    if ((rc = linear_init(&t->attn.q, t->vm, "attn.q", H, H, false)) ||
-        (rc = linear_init(&t->attn.k, t->vm, "attn.k", H, H, false)) ||
-        (rc = linear_init(&t->attn.v, t->vm, "attn.v", H, da, false)) ||
-        (rc = linear_init(&t->attn.out, t->vm, "attn.out", da, H, false)))
+    if ((rc = tft_linear_init(&t->attn.q, t->vm, "attn.q", H, H, false)) ||
+        (rc = tft_linear_init(&t->attn.k, t->vm, "attn.k", H, H, false)) ||
+        (rc = tft_linear_init(&t->attn.v, t->vm, "attn.v", H, da, false)) ||
+        (rc = tft_linear_init(&t->attn.out, t->vm, "attn.out", da, H, false)))
         return rc;
-    if ((rc = gan_init(&t->post_attn, t->vm, "post_attn", H))) return rc;
-    if ((rc = grn_init(&t->pos_ff, t->vm, "pos_ff", H, H, H, 0))) return rc;
-    if ((rc = gan_init(&t->pre_out, t->vm, "pre_out", H))) return rc;
-    if ((rc = linear_init(&t->out, t->vm, "out", H, cfg->n_quantiles, true))) return rc;
+    if ((rc = tft_gan_init(&t->post_attn, t->vm, "post_attn", H))) return rc;
+    if ((rc = tft_grn_init(&t->pos_ff, t->vm, "pos_ff", H, H, H, 0))) return rc;
+    if ((rc = tft_gan_init(&t->pre_out, t->vm, "pre_out", H))) return rc;
+    if ((rc = tft_linear_init(&t->out, t->vm, "out", H, cfg->n_quantiles, true))) return rc;
     return mask_init(t, trk, cfg);
 }
 
@@ -122,7 +126,7 @@ static int create(struct tft_model **out, struct trk_tracker *trk, const struct 
     *out = NULL;
     int rc = tft_config_validate(cfg);
     if (rc) return rc;
-    struct tft_tft *t = trk_alloc(trk, sizeof *t, "model/tft");
+    struct tft_net *t = trk_alloc(trk, sizeof *t, "model/tft");
     if (!t) return lg_errcode();
     memset(t, 0, sizeof *t);
     t->base.vt = &tft_vt;
@@ -156,7 +160,7 @@ struct vm_varmap *tft_varmap_borrow(struct tft_model *m) { return as_tft(m)->vm;
 
 int tft_to_device(struct tft_model *m, enum tn_device dev)
 {
-    struct tft_tft *t = as_tft(m);
+    struct tft_net *t = as_tft(m);
     const char *where = dev == TN_CPU ? "host" : "device";
     for (int i = 0; i < vm_count(t->vm); i++) {
         int rc = tn_move(vm_at(t->vm, i), dev);
@@ -170,7 +174,7 @@ int tft_to_device(struct tft_model *m, enum tn_device dev)
 
 /* ξ for variable i: [B, H] for statics, [B, steps, H] for time-varying inputs. A real
  * variable's ξ is also kept factored in *f (x [..., 1], w, b) for the VSNs' first layers. */
-static struct tn_tensor *embed(struct tft_tft *t, struct ag_ctx *ctx, int i, struct tn_tensor *x,
+static struct tn_tensor *embed(struct tft_net *t, struct ag_ctx *ctx, int i, struct tn_tensor *x,
                                struct tft_factor *f)
 {
     const struct tft_embedding *e = &t->emb[i];
@@ -199,7 +203,7 @@ static struct tft_factor factor_steps(struct ag_ctx *ctx, struct tft_factor f, i
     return f;
 }
 
-static int check_batch(struct tft_tft *t, struct ag_ctx *ctx, const struct tft_batch *b)
+static int check_batch(struct tft_net *t, struct ag_ctx *ctx, const struct tft_batch *b)
 {
     const struct tft_config *c = &t->base.cfg;
     int T = c->T_enc + c->T_dec;
@@ -222,7 +226,7 @@ static int check_batch(struct tft_tft *t, struct ag_ctx *ctx, const struct tft_b
     return LG_OK;
 }
 
-static struct tn_tensor *attention(struct tft_tft *t, struct ag_ctx *ctx, struct tn_tensor *theta,
+static struct tn_tensor *attention(struct tft_net *t, struct ag_ctx *ctx, struct tn_tensor *theta,
                                    struct tn_tensor *theta_dec)
 {
     const struct tft_config *c = &t->base.cfg;
@@ -244,10 +248,10 @@ static struct tn_tensor *attention(struct tft_tft *t, struct ag_ctx *ctx, struct
     return beta;
 }
 
-static struct tn_tensor *tft_forward(struct tft_model *m, struct ag_ctx *ctx,
+static struct tn_tensor *net_forward(struct tft_model *m, struct ag_ctx *ctx,
                                      const struct tft_batch *batch)
 {
-    struct tft_tft *t = as_tft(m);
+    struct tft_net *t = as_tft(m);
     const struct tft_config *c = &m->cfg;
     int Te = c->T_enc, Td = c->T_dec, L = c->lstm_layers;
     struct tn_tensor *xs[TFT_MAX_VARS], *full[TFT_MAX_VARS] = {0};
@@ -258,12 +262,12 @@ static struct tn_tensor *tft_forward(struct tft_model *m, struct ag_ctx *ctx,
     ag_scope_push(ctx, "static_vsn");
     for (int j = 0; j < t->static_vsn.n; j++)
         xs[j] = embed(t, ctx, t->static_vsn.var[j], batch->x[t->static_vsn.var[j]], &fs[j]);
-    struct tn_tensor *zeta = vsn_forward(m, ctx, &t->static_vsn, xs, NULL, fs);
+    struct tn_tensor *zeta = tft_vsn_forward(m, ctx, &t->static_vsn, xs, NULL, fs);
     ag_scope_pop(ctx);
     struct tn_tensor *cs[4];
     for (int i = 0; i < 4; i++) {
-        ag_scope_pushf(ctx, "static_enc.%d", i);
-        cs[i] = grn_forward(m, ctx, &t->static_enc[i], zeta, NULL);
+        ag_scope_pushf(ctx, "%s", static_enc_names[i]);
+        cs[i] = tft_grn_forward(m, ctx, &t->static_enc[i], zeta, NULL);
         ag_scope_pop(ctx);
     }
     struct tn_tensor *c_s = cs[0], *c_e = cs[1], *c_c = cs[2], *c_h = cs[3];
@@ -278,7 +282,7 @@ static struct tn_tensor *tft_forward(struct tft_model *m, struct ag_ctx *ctx,
         xs[j] = observed ? full[v] : ag_slice(ctx, full[v], 1, 0, Te);
         fs[j] = observed ? ffull[v] : factor_steps(ctx, ffull[v], 0, Te);
     }
-    struct tn_tensor *xi_enc = vsn_forward(m, ctx, &t->enc_vsn, xs, c_s, fs);  /* [B, Te, H] */
+    struct tn_tensor *xi_enc = tft_vsn_forward(m, ctx, &t->enc_vsn, xs, c_s, fs);  /* [B, Te, H] */
     ag_scope_pop(ctx);
     ag_scope_push(ctx, "dec_vsn");
     for (int j = 0; j < t->dec_vsn.n; j++) {
@@ -286,7 +290,7 @@ static struct tn_tensor *tft_forward(struct tft_model *m, struct ag_ctx *ctx,
         xs[j] = ag_slice(ctx, full[v], 1, Te, Td);
         fs[j] = factor_steps(ctx, ffull[v], Te, Td);
     }
-    struct tn_tensor *xi_dec = vsn_forward(m, ctx, &t->dec_vsn, xs, c_s, fs);  /* [B, Td, H] */
+    struct tn_tensor *xi_dec = tft_vsn_forward(m, ctx, &t->dec_vsn, xs, c_s, fs);  /* [B, Td, H] */
     ag_scope_pop(ctx);
 
     /* LSTM encoder from (c_h, c_c) in every layer; decoder from the encoder's final state */
@@ -312,21 +316,21 @@ static struct tn_tensor *tft_forward(struct tft_model *m, struct ag_ctx *ctx,
     struct tn_tensor *xi = ag_concat(ctx, (struct tn_tensor *[]){xi_enc, xi_dec}, 2, 1);
 
     ag_scope_push(ctx, "post_lstm");
-    struct tn_tensor *phi_t = gan_forward(m, ctx, &t->post_lstm, phi, xi);    /* φ̃ [B, T, H] */
+    struct tn_tensor *phi_t = tft_gan_forward(m, ctx, &t->post_lstm, phi, xi);    /* φ̃ [B, T, H] */
     ag_scope_pop(ctx);
     ag_scope_push(ctx, "enrich");
-    struct tn_tensor *theta = grn_forward(m, ctx, &t->enrich, phi_t, c_e);    /* θ [B, T, H] */
+    struct tn_tensor *theta = tft_grn_forward(m, ctx, &t->enrich, phi_t, c_e);    /* θ [B, T, H] */
     ag_scope_pop(ctx);
     struct tn_tensor *theta_dec = ag_slice(ctx, theta, 1, Te, Td);
     struct tn_tensor *beta = theta_dec ? attention(t, ctx, theta, theta_dec) : NULL;
     ag_scope_push(ctx, "post_attn");
-    struct tn_tensor *delta = gan_forward(m, ctx, &t->post_attn, beta, theta_dec);
+    struct tn_tensor *delta = tft_gan_forward(m, ctx, &t->post_attn, beta, theta_dec);
     ag_scope_pop(ctx);
     ag_scope_push(ctx, "pos_ff");
-    struct tn_tensor *psi = grn_forward(m, ctx, &t->pos_ff, delta, NULL);
+    struct tn_tensor *psi = tft_grn_forward(m, ctx, &t->pos_ff, delta, NULL);
     ag_scope_pop(ctx);
     ag_scope_push(ctx, "pre_out");
-    struct tn_tensor *psi_t = gan_forward(m, ctx, &t->pre_out, psi, ag_slice(ctx, phi_t, 1, Te, Td));
+    struct tn_tensor *psi_t = tft_gan_forward(m, ctx, &t->pre_out, psi, ag_slice(ctx, phi_t, 1, Te, Td));
     ag_scope_pop(ctx);
     return tft_apply_linear(m, ctx, &t->out, psi_t);                          /* [B, Td, Q] */
 }
@@ -342,10 +346,10 @@ static struct vm_varmap *tft_get_varmap(struct tft_model *m, const void *holder,
     return vm_retain(as_tft(m)->vm, holder, site);
 }
 
-static void tft_free(struct tft_model *m)
+static void net_free(struct tft_model *m)
 {
     if (!m) return;
-    struct tft_tft *t = as_tft(m);
+    struct tft_net *t = as_tft(m);
     tn_release(t->mask_cache);
     if (t->vm) vm_release(t->vm, t, TRK_HERE);
     trk_free(t->trk, t);
@@ -353,7 +357,17 @@ static void tft_free(struct tft_model *m)
 
 static const struct tft_model_vt tft_vt = {
     .kind = "TemporalFusionTransformer",
-    .forward = tft_forward,
+    .forward = net_forward,
     .get_varmap = tft_get_varmap,
-    .free = tft_free,
+    .free = net_free,
 };
+
+struct tn_tensor *tft_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_batch *batch)
+{
+    return m->vt->forward(m, ctx, batch);
+}
+
+void tft_free(struct tft_model *m)
+{
+    if (m) m->vt->free(m);
+}

@@ -7,10 +7,10 @@
  *   struct tft_model *m = NULL;
  *   if (tft_new(&m, trk, &cfg, 42) != LG_OK) die(lg_errmsg());   // builds the VarMap
  *   struct ag_ctx *ctx = ag_ctx_new(trk, &(struct ag_options){ .training = false });
- *   struct tn_tensor *yhat = m->vt->forward(m, ctx, &batch);       // [B, T_dec, Q]
+ *   struct tn_tensor *yhat = tft_forward(m, ctx, &batch);       // [B, T_dec, Q]
  *   ...
  *   ag_ctx_free(ctx);
- *   m->vt->free(m);                                                // releases the VarMap
+ *   tft_free(m);                                                // releases the VarMap
  *
  * The interface mirrors the original trainer's `Box<dyn Model>`: a table of functions
  * (forward, get_varmap, free) over an opaque implementation; TemporalFusionTransformer
@@ -64,6 +64,11 @@ struct vm_varmap *tft_varmap_borrow(struct tft_model *m);
  * as before) and the old memory freed. A forward pass then runs on dev given a batch there
  * (tft_batch_to_device). On failure some tensors may have moved: free the model. */
 int tft_to_device(struct tft_model *m, enum tn_device dev);
+
+/* Quantile forecasts [B, T_dec, Q], owned by ctx; NULL on error (ag_errmsg(ctx)). */
+struct tn_tensor *tft_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_batch *batch);
+/* Frees the model (it releases its VarMap reference); NULL does nothing. */
+void tft_free(struct tft_model *m);
 
 /* The mean pinball loss of yhat against batch->y (context-owned scalar). */
 struct tn_tensor *tft_loss(struct tft_model *m, struct ag_ctx *ctx, struct tn_tensor *yhat,

@@ -9,7 +9,7 @@
 
 /* ---- parameter creation ---------------------------------------------------------------- */
 
-int linear_init(struct tft_linear *l, struct vm_varmap *vm, const char *name, int in, int out,
+int tft_linear_init(struct tft_linear *l, struct vm_varmap *vm, const char *name, int in, int out,
                 bool bias)
 {
     char pn[LG_MAX_NAME];
@@ -26,7 +26,7 @@ int linear_init(struct tft_linear *l, struct vm_varmap *vm, const char *name, in
     return LG_OK;
 }
 
-int layernorm_init(struct tft_layernorm *n, struct vm_varmap *vm, const char *prefix, int d)
+int tft_layernorm_init(struct tft_layernorm *n, struct vm_varmap *vm, const char *prefix, int d)
 {
     char pn[LG_MAX_NAME];
     snprintf(pn, sizeof pn, "%s.norm.weight", prefix);
@@ -41,16 +41,16 @@ static int glu_init(struct tft_glu *g, struct vm_varmap *vm, const char *prefix,
 {
     char pn[TFT_PNAME];
     snprintf(pn, sizeof pn, "%s.glu.fc", prefix);
-    return linear_init(&g->fc, vm, pn, d_in, 2 * d_out, true);
+    return tft_linear_init(&g->fc, vm, pn, d_in, 2 * d_out, true);
 }
 
-int gan_init(struct tft_gan *g, struct vm_varmap *vm, const char *prefix, int d)
+int tft_gan_init(struct tft_gan *g, struct vm_varmap *vm, const char *prefix, int d)
 {
     int rc = glu_init(&g->glu, vm, prefix, d, d);
-    return rc ? rc : layernorm_init(&g->norm, vm, prefix, d);
+    return rc ? rc : tft_layernorm_init(&g->norm, vm, prefix, d);
 }
 
-int grn_init(struct tft_grn *g, struct vm_varmap *vm, const char *prefix, int d_in, int d_h,
+int tft_grn_init(struct tft_grn *g, struct vm_varmap *vm, const char *prefix, int d_in, int d_h,
              int d_out, int d_c)
 {
     char pn[TFT_PNAME];
@@ -61,22 +61,22 @@ int grn_init(struct tft_grn *g, struct vm_varmap *vm, const char *prefix, int d_
     g->d_out = d_out;
     g->d_c = d_c;
     snprintf(pn, sizeof pn, "%s.fc1", prefix);
-    if ((rc = linear_init(&g->fc1, vm, pn, d_in, d_h, true))) return rc;
+    if ((rc = tft_linear_init(&g->fc1, vm, pn, d_in, d_h, true))) return rc;
     if (d_c > 0) {
         snprintf(pn, sizeof pn, "%s.ctx", prefix);
-        if ((rc = linear_init(&g->ctx, vm, pn, d_c, d_h, false))) return rc;
+        if ((rc = tft_linear_init(&g->ctx, vm, pn, d_c, d_h, false))) return rc;
     }
     snprintf(pn, sizeof pn, "%s.fc2", prefix);
-    if ((rc = linear_init(&g->fc2, vm, pn, d_h, d_h, true))) return rc;
+    if ((rc = tft_linear_init(&g->fc2, vm, pn, d_h, d_h, true))) return rc;
     if ((rc = glu_init(&g->glu, vm, prefix, d_h, d_out))) return rc;
     if (d_in != d_out) {
         snprintf(pn, sizeof pn, "%s.skip", prefix);
-        if ((rc = linear_init(&g->skip, vm, pn, d_in, d_out, true))) return rc;
+        if ((rc = tft_linear_init(&g->skip, vm, pn, d_in, d_out, true))) return rc;
     }
-    return layernorm_init(&g->norm, vm, prefix, d_out);
+    return tft_layernorm_init(&g->norm, vm, prefix, d_out);
 }
 
-int vsn_init(struct tft_vsn *v, struct vm_varmap *vm, const struct tft_config *cfg,
+int tft_vsn_init(struct tft_vsn *v, struct vm_varmap *vm, const struct tft_config *cfg,
              const char *prefix, int n, const int *vars, bool context)
 {
     char pn[TFT_PNAME];
@@ -86,11 +86,11 @@ int vsn_init(struct tft_vsn *v, struct vm_varmap *vm, const struct tft_config *c
     for (int j = 0; j < n; j++) {
         v->var[j] = vars[j];
         snprintf(pn, sizeof pn, "%s.var_grn.%s", prefix, cfg->vars[vars[j]].name);
-        if ((rc = grn_init(&v->var_grn[j], vm, pn, H, H, H, 0))) return rc;
+        if ((rc = tft_grn_init(&v->var_grn[j], vm, pn, H, H, H, 0))) return rc;
     }
     if (n > 1) {
         snprintf(pn, sizeof pn, "%s.flat_grn", prefix);
-        if ((rc = grn_init(&v->flat, vm, pn, n * H, H, n, context ? H : 0))) return rc;
+        if ((rc = tft_grn_init(&v->flat, vm, pn, n * H, H, n, context ? H : 0))) return rc;
     }
     return LG_OK;
 }
@@ -112,7 +112,7 @@ struct tn_tensor *tft_apply_linear(struct tft_model *m, struct ag_ctx *ctx,
 }
 
 /* out = z[:d] ⊙ σ(z[d:]) with z = fc(x): first half value, second half gate. */
-struct tn_tensor *glu_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_glu *g,
+struct tn_tensor *tft_glu_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_glu *g,
                               struct tn_tensor *x)
 {
     struct tn_tensor *z = tft_apply_linear(m, ctx, &g->fc, x), *half[2] = {NULL, NULL};
@@ -120,10 +120,10 @@ struct tn_tensor *glu_forward(struct tft_model *m, struct ag_ctx *ctx, const str
     return ag_mul(ctx, half[0], ag_sigmoid(ctx, half[1]));
 }
 
-struct tn_tensor *gan_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_gan *g,
+struct tn_tensor *tft_gan_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_gan *g,
                               struct tn_tensor *x, struct tn_tensor *skip)
 {
-    struct tn_tensor *s = ag_add(ctx, skip, glu_forward(m, ctx, &g->glu, x));
+    struct tn_tensor *s = ag_add(ctx, skip, tft_glu_forward(m, ctx, &g->glu, x));
     return ag_layernorm(ctx, s, g->norm.w, g->norm.b, LN_EPS);
 }
 
@@ -142,11 +142,11 @@ static struct tn_tensor *grn_tail(struct tft_model *m, struct ag_ctx *ctx, const
     h = ag_elu(ctx, h);
     h = tft_apply_linear(m, ctx, &g->fc2, h);
     h = ag_dropout(ctx, h, m->cfg.dropout);
-    struct tn_tensor *gl = glu_forward(m, ctx, &g->glu, h);
+    struct tn_tensor *gl = tft_glu_forward(m, ctx, &g->glu, h);
     return ag_layernorm(ctx, ag_add(ctx, skip, gl), g->norm.w, g->norm.b, LN_EPS);
 }
 
-struct tn_tensor *grn_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_grn *g,
+struct tn_tensor *tft_grn_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_grn *g,
                               struct tn_tensor *a, struct tn_tensor *c)
 {
     if (!a) return NULL;
@@ -194,7 +194,7 @@ static struct tn_tensor *linear_concat(struct ag_ctx *ctx, const struct tft_line
 /* v = softmax(flat_grn(concat_j ξ_j, c)); out = Σ_j v_j · var_grn_j(ξ_j)   (v ≡ 1 when n = 1)
  * With factors (f non-NULL) and no linear hook installed, the first layers (var_grn fc1,
  * flat_grn fc1 and skip) take the factored path of linear_concat. */
-struct tn_tensor *vsn_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_vsn *v,
+struct tn_tensor *tft_vsn_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_vsn *v,
                               struct tn_tensor **xs, struct tn_tensor *c, const struct tft_factor *f)
 {
     struct tn_tensor *proc[TFT_MAX_VARS];
@@ -206,7 +206,7 @@ struct tn_tensor *vsn_forward(struct tft_model *m, struct ag_ctx *ctx, const str
         if (factored && f[j].x) /* d_in = d_out: the skip is ξ itself */
             proc[j] = grn_tail(m, ctx, g, linear_concat(ctx, &g->fc1, &xs[j], &f[j], 1, H), xs[j], NULL);
         else
-            proc[j] = grn_forward(m, ctx, g, xs[j], NULL);
+            proc[j] = tft_grn_forward(m, ctx, g, xs[j], NULL);
     }
     if (v->n == 1) return proc[0];
     int nd = xs[0]->ndim; /* 2: [B, H] (static); 3: [B, T, H] */
@@ -217,7 +217,7 @@ struct tn_tensor *vsn_forward(struct tft_model *m, struct ag_ctx *ctx, const str
         gate = grn_tail(m, ctx, &v->flat, h, skip, c);
     } else {
         struct tn_tensor *flat = ag_concat(ctx, xs, v->n, -1);          /* [..., n·H] */
-        gate = grn_forward(m, ctx, &v->flat, flat, c);
+        gate = tft_grn_forward(m, ctx, &v->flat, flat, c);
     }
     struct tn_tensor *w = ag_softmax(ctx, gate);                        /* [..., n] */
     struct tn_tensor *stacked = ag_stack(ctx, proc, v->n, nd - 1);      /* [..., n, H] */

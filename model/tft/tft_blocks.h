@@ -3,8 +3,8 @@
  * parameters under the spec's names, and a forward made of autograd ops.
  *
  *   struct tft_grn g;
- *   grn_init(&g, vm, "enrich", H, H, H, H);          // enrich.fc1.weight, enrich.ctx.weight, ...
- *   struct tn_tensor *theta = grn_forward(m, ctx, &g, phi, c_e);
+ *   tft_grn_init(&g, vm, "enrich", H, H, H, H);          // enrich.fc1.weight, enrich.ctx.weight, ...
+ *   struct tn_tensor *theta = tft_grn_forward(m, ctx, &g, phi, c_e);
  */
 #ifndef LG_TFT_BLOCKS_H
 #define LG_TFT_BLOCKS_H
@@ -62,7 +62,7 @@ struct tft_attn {
 };
 
 /* The TemporalFusionTransformer (tft.c) */
-struct tft_tft {
+struct tft_net {
     struct tft_model base;
     struct trk_tracker *trk;
     struct vm_varmap *vm;             /* one reference, held by this model */
@@ -81,24 +81,24 @@ struct tft_tft {
 };
 
 /* Parameter creation (get-or-init through the VarMap); LG_OK or a status. */
-int linear_init(struct tft_linear *l, struct vm_varmap *vm, const char *name, int in, int out,
+int tft_linear_init(struct tft_linear *l, struct vm_varmap *vm, const char *name, int in, int out,
                 bool bias);
-int layernorm_init(struct tft_layernorm *n, struct vm_varmap *vm, const char *prefix, int d);
-int gan_init(struct tft_gan *g, struct vm_varmap *vm, const char *prefix, int d);
-int grn_init(struct tft_grn *g, struct vm_varmap *vm, const char *prefix, int d_in, int d_h,
+int tft_layernorm_init(struct tft_layernorm *n, struct vm_varmap *vm, const char *prefix, int d);
+int tft_gan_init(struct tft_gan *g, struct vm_varmap *vm, const char *prefix, int d);
+int tft_grn_init(struct tft_grn *g, struct vm_varmap *vm, const char *prefix, int d_in, int d_h,
              int d_out, int d_c);
-int vsn_init(struct tft_vsn *v, struct vm_varmap *vm, const struct tft_config *cfg,
+int tft_vsn_init(struct tft_vsn *v, struct vm_varmap *vm, const struct tft_config *cfg,
              const char *prefix, int n, const int *vars, bool context);
 
 /* Forward pieces. All return context-owned tensors (NULL on error, sticky in ctx). */
 struct tn_tensor *tft_apply_linear(struct tft_model *m, struct ag_ctx *ctx,
                                    const struct tft_linear *l, struct tn_tensor *x);
-struct tn_tensor *glu_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_glu *g,
+struct tn_tensor *tft_glu_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_glu *g,
                               struct tn_tensor *x);
-struct tn_tensor *gan_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_gan *g,
+struct tn_tensor *tft_gan_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_gan *g,
                               struct tn_tensor *x, struct tn_tensor *skip);
 /* c: context [B, d_c] broadcast over time when x is [B, T, d_in]; may be NULL. */
-struct tn_tensor *grn_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_grn *g,
+struct tn_tensor *tft_grn_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_grn *g,
                               struct tn_tensor *x, struct tn_tensor *c);
 /* A real variable's embedding kept factored: ξ = x·wᵀ + b, x [..., 1] (the scaled input),
  * w [H, 1], b [H]. x is NULL for a categorical input (no factors). */
@@ -107,7 +107,7 @@ struct tft_factor {
 };
 /* xs[j]: the n embedded inputs, each [..., H]; c: context or NULL; f: their factors or NULL
  * → [..., H]. */
-struct tn_tensor *vsn_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_vsn *v,
+struct tn_tensor *tft_vsn_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_vsn *v,
                               struct tn_tensor **xs, struct tn_tensor *c, const struct tft_factor *f);
 
 #endif

@@ -38,7 +38,7 @@ int tr_debug_state(struct trk_tracker *trk, const char *preset, uint64_t seed, i
         rc = lg_errcode();
         goto out;
     }
-    struct tn_tensor *yhat = m->vt->forward(m, ctx, &b);
+    struct tn_tensor *yhat = tft_forward(m, ctx, &b);
     struct tn_tensor *loss = yhat ? tft_loss(m, ctx, yhat, &b) : NULL;
     if (!loss || ag_backward(ctx, loss) != LG_OK) {
         rc = lg_fail(ag_error(ctx) ? ag_error(ctx) : LG_EINTERNAL, "debug-state: %s", ag_errmsg(ctx));
@@ -92,7 +92,7 @@ out:
     }
     ag_ctx_free(ctx);
     tft_batch_fini(&b);
-    if (m) m->vt->free(m);
+    if (m) tft_free(m);
     data_free(ds);
     return rc;
 }

@@ -162,7 +162,7 @@ static int train_step(struct tr_trainer *tr, double *loss_out, double *norm_out,
     }
     ag_set_training(tr->ctx, true);
     ag_set_grad_enabled(tr->ctx, true);
-    struct tn_tensor *yhat = tr->model->vt->forward(tr->model, tr->ctx, &b);
+    struct tn_tensor *yhat = tft_forward(tr->model, tr->ctx, &b);
     struct tn_tensor *loss = yhat ? tft_loss(tr->model, tr->ctx, yhat, &b) : NULL;
     if (!loss || (rc = ag_backward(tr->ctx, loss)) != LG_OK) {
         rc = lg_fail(ag_error(tr->ctx) ? ag_error(tr->ctx) : LG_EINTERNAL, "training step: %s",
@@ -204,6 +204,11 @@ int tr_train(struct tr_trainer *tr, struct tr_train_stats *st)
     if (!tr->opt_state) return lg_fail(LG_EINVAL, "trainer: tr_train before tr_initialize_optimizer");
     double t0 = lg_now(), sum = 0;
     int rc = raw_faults(tr);
+    if (rc == LG_OK && tr->opt.faults.device_tensor && tr->opt.device != TN_CPU && !tr->kept_device) {
+        /* fault: a device workspace for the step's reductions, made once and never freed */
+        tr->kept_device = tn_device_alloc(tr->trk, 4 << 20, "act/device.scratch");
+        if (!tr->kept_device) rc = lg_errcode();
+    }
     for (int k = 0; k < tr->opt.steps && rc == LG_OK; k++) {
         double loss = 0, norm = 0;
         bool last = k == tr->opt.steps - 1;
@@ -239,7 +244,7 @@ int tr_validate(struct tr_trainer *tr, double *loss_out)
         struct tft_batch b = {0};
         struct tn_tensor *yhat = NULL, *host_yhat = NULL, *host_y = NULL;
         if ((rc = next_batch(tr, DATA_VAL, &cur, &b)) == LG_OK &&
-            !(yhat = tr->model->vt->forward(tr->model, tr->ctx, &b)))
+            !(yhat = tft_forward(tr->model, tr->ctx, &b)))
             rc = lg_fail(ag_error(tr->ctx), "validation: %s", ag_errmsg(tr->ctx));
         /* the loss is plain C on the host: device outputs are copied back first */
         if (rc == LG_OK && yhat->device != TN_CPU &&
@@ -336,6 +341,6 @@ void tr_free(struct tr_trainer *tr)
     }
     ag_ctx_free(tr->ctx);
     /* Faults leave these behind on purpose: own_varmap (never released), kept_tape,
-     * kept_grads, leaked_staging. Without faults they are NULL. */
+     * kept_grads, leaked_staging, kept_device. Without faults they are NULL. */
     trk_free(tr->trk, tr);
 }

@@ -10,7 +10,7 @@
  *   tr_validate(tr, &val_loss);
  *   tr_save_checkpoint(tr, "out/ckpt.safetensors");
  *   tr_free(tr);                          // frees optimizer state and gradients
- *   model->vt->free(model);               // frees the VarMap: nothing is left
+ *   tft_free(model);               // frees the VarMap: nothing is left
  *
  * The trainer borrows the model's VarMap through the model and keeps no reference of its own
  * (the fix of the original 815 MB leak). tr_get_varmap hands out a new reference that the
@@ -24,18 +24,30 @@
 #include "optim.h"
 #include "tft.h"
 
-/* Known leak classes, re-created in place (each off by default). */
+/* Known leak classes, re-created in place (each off by default): one table drives the struct,
+ * the names `--inject` takes, what each needs and its documentation (harness/inject.c).
+ *   X(name, field, kind, needs, what stays alive)
+ * kind: FLAG (a bool) or SIZE (bytes per session); needs: what the run must have for the fault
+ * to apply (NONE, CUDA, INT8 or QAT in --modes). */
+#define TR_FAULTS(X)                                                                               \
+    X("varmap-dup-ref", varmap_dup_ref, FLAG, NONE,                                                \
+      "the original bug: tr_new takes its own VarMap reference, tr_free never drops it")           \
+    X("adam-state", adam_state, FLAG, NONE, "tr_free forgets the optimizer (adam.m/, adam.v/ stay)") \
+    X("grad-retained", grad_retained, FLAG, NONE, "the last step's gradients kept for a norm report") \
+    X("tape-retained", tape_retained, FLAG, NONE, "the last training step's tape kept for debugging") \
+    X("ckpt-buffer", ckpt_buffer, FLAG, NONE, "the checkpoint verification's staging buffer")        \
+    X("int8-calibration", int8_calibration, FLAG, INT8, "PTQ calibration statistics (int8/calib...)") \
+    X("qat-observer", qat_observer, FLAG, QAT, "QAT observers (qat/observer...)")                   \
+    X("device-tensor", device_tensor, FLAG, CUDA, "the step's device workspace (act/device.scratch)") \
+    X("raw-malloc", raw_malloc, SIZE, NONE, "untagged malloc: only jemalloc's allocated sees it")     \
+    X("raw-mmap", raw_mmap, SIZE, NONE, "anonymous mmap outside the allocator: only RSS sees it")
+
+#define TR_FAULT_FIELD_FLAG(field) bool field
+#define TR_FAULT_FIELD_SIZE(field) size_t field
 struct tr_faults {
-    bool varmap_dup_ref;    /* tr_new takes its own VarMap reference; tr_free never drops it */
-    bool adam_state;        /* tr_free forgets the optimizer (adam.m/, adam.v/ stay) */
-    bool grad_retained;     /* the trainer keeps the last step's gradients for a norm report */
-    bool tape_retained;     /* the last training step's tape is kept "for debugging" (act/) */
-    bool ckpt_buffer;       /* the checkpoint verification's staging buffer is not freed */
-    bool int8_calibration;  /* PTQ calibration statistics are not freed (int8/calib...) */
-    bool qat_observer;      /* QAT observers are not freed (qat/observer...) */
-    bool device_tensor;     /* a device buffer outlives the session (CUDA) */
-    size_t raw_malloc;      /* bytes of untagged malloc per session, never freed (0: off) */
-    size_t raw_mmap;        /* bytes of anonymous mmap per session, never unmapped (0: off) */
+#define X(n_, f_, k_, r_, w_) TR_FAULT_FIELD_##k_(f_);
+    TR_FAULTS(X)
+#undef X
 };
 
 /* Called after every training step and at phase changes (for timelines). */

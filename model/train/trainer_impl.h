@@ -20,6 +20,7 @@ struct tr_trainer {
     struct ag_tape *kept_tape;
     struct tn_tensor **kept_grads;
     char *leaked_staging;
+    void *kept_device;            /* device-tensor: the step's device workspace */
 };
 
 #endif

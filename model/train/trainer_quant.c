@@ -18,7 +18,7 @@ static int calibrate(struct tr_trainer *tr, struct q8_calib *cal)
     for (int k = 0; k < tr->opt.calib_batches && rc == LG_OK; k++) {
         struct tft_batch b = {0};
         if ((rc = data_batch(tr->data, DATA_TRAIN, tr->opt.batch, &cur, &b))) break;
-        if (!tr->model->vt->forward(tr->model, tr->ctx, &b))
+        if (!tft_forward(tr->model, tr->ctx, &b))
             rc = lg_fail(ag_error(tr->ctx), "int8 calibration: %s", ag_errmsg(tr->ctx));
         ag_ctx_reset(tr->ctx);
         tft_batch_fini(&b);

@@ -65,7 +65,7 @@ static int train_bench(struct trk_tracker *trk, const char *preset, int steps)
                preset, ms, 1e3 / ms, target);
     }
     tr_free(tr);
-    if (m) m->vt->free(m);
+    if (m) tft_free(m);
     data_free(ds);
     return rc;
 }
@@ -87,7 +87,7 @@ static int varmap_bench(struct trk_tracker *trk, const char *preset, int repeat)
         if (!rc) rc = kn_cuda_sync();
         double t2 = lg_now();
         size_t bytes = m ? vm_bytes(tft_varmap_borrow(m)) : 0;
-        if (m) m->vt->free(m);
+        if (m) tft_free(m);
         /* the frees complete and the pool goes back to the driver */
         int q = trk_quiesce(trk);
         double t3 = lg_now();

@@ -91,7 +91,7 @@ int main(int argc, char **argv)
            lg_fmt_bytes(b3, sizeof b3, 4.0 * params), lg_fmt_bytes(b4, sizeof b4, (double)acts),
            (double)session_peak / (double)floor, lg_fmt_bytes(b5, sizeof b5, (double)agrads));
     tr_free(tr);
-    m->vt->free(m);
+    tft_free(m);
     data_free(ds);
     trk_tracker_free(trk);
     if (torch) {

@@ -33,7 +33,7 @@ static struct pass run_pass(struct tft_model *m, struct tft_batch *b, enum tn_de
     struct ag_ctx *ctx =
         ag_ctx_new(T, &(struct ag_options){.training = false, .seed = 3, .device = dev});
     cr_assert_not_null(ctx);
-    struct tn_tensor *yhat = m->vt->forward(m, ctx, b);
+    struct tn_tensor *yhat = tft_forward(m, ctx, b);
     struct tn_tensor *loss = yhat ? tft_loss(m, ctx, yhat, b) : NULL;
     cr_assert_not_null(loss, "%s", ag_errmsg(ctx));
     cr_assert_eq(yhat->device, dev);
@@ -103,7 +103,7 @@ static void agreement(const char *preset, int batch, double out_tol, double grad
     pass_free(&cpu);
     pass_free(&gpu);
     tft_batch_fini(&b);
-    m->vt->free(m);
+    tft_free(m);
     data_free(ds);
 }
 
@@ -154,7 +154,7 @@ static void session(struct data_set *ds, const struct tft_config *cfg, enum tn_d
     }
     cr_assert_eq(tr_finalize_qat_training(tr, qat), LG_OK, "%s", lg_errmsg());
     tr_free(tr);
-    m->vt->free(m);
+    tft_free(m);
 }
 
 Test(gpu_tft, a_training_session_on_the_device_follows_the_host_and_leaves_nothing)

@@ -125,6 +125,6 @@ Test(quality, tiny_beats_seasonal_naive_and_int8_keeps_its_loss)
               qat.quant_val_loss, naive);
 
     tr_free(tr);
-    model->vt->free(model);
+    tft_free(model);
     data_free(ds);
 }

@@ -37,7 +37,7 @@ static void check_counts(const char *preset, int64_t params, int64_t bytes)
         if (!strncmp(st[i].tag, "varmap/", 7)) tagged += st[i].live_bytes;
     free(st);
     cr_expect_eq(tagged, bytes, "%s: varmap/ tags hold %lld bytes", preset, (long long)tagged);
-    m->vt->free(m);
+    tft_free(m);
 }
 
 Test(tft, exact_parameter_counts_tiny_and_electricity)
@@ -89,7 +89,7 @@ Test(tft, spec_names_and_shapes)
     float *w = tn_f32(vm_find(vm, "pos_ff.norm.weight")), *b = tn_f32(vm_find(vm, "out.bias"));
     for (int i = 0; i < 16; i++) cr_expect_eq(w[i], 1.0f);
     for (int i = 0; i < 3; i++) cr_expect_eq(b[i], 0.0f);
-    m->vt->free(m);
+    tft_free(m);
 }
 
 /* L = Σ yhat ⊙ r in double: a smooth function of every parameter (the pinball loss has kinks
@@ -98,7 +98,7 @@ static double projected(struct tft_model *m, struct ag_ctx *ctx, const struct tf
                         const float *r)
 {
     bool g = ag_set_grad_enabled(ctx, false);
-    struct tn_tensor *y = m->vt->forward(m, ctx, b);
+    struct tn_tensor *y = tft_forward(m, ctx, b);
     cr_assert_not_null(y, "%s", ag_errmsg(ctx));
     double s = 0;
     for (int64_t i = 0; i < tn_numel(y); i++) s += (double)tn_f32(y)[i] * r[i];
@@ -126,7 +126,7 @@ Test(tft, whole_model_gradients_match_finite_differences)
     cr_assert_eq(tn_numel(r), ny);
 
     /* analytic gradients */
-    struct tn_tensor *y = m->vt->forward(m, ctx, &b);
+    struct tn_tensor *y = tft_forward(m, ctx, &b);
     struct tn_tensor *l = ag_sum_all(ctx, ag_mul(ctx, y, r));
     cr_assert_not_null(l, "%s", ag_errmsg(ctx));
     cr_assert_eq(ag_backward(ctx, l), LG_OK, "%s", ag_errmsg(ctx));
@@ -178,7 +178,7 @@ Test(tft, whole_model_gradients_match_finite_differences)
     ag_ctx_free(ctx);
     tft_batch_fini(&b);
     data_free(ds);
-    m->vt->free(m);
+    tft_free(m);
 }
 
 static void save_load_identical(const char *preset)
@@ -201,7 +201,7 @@ static void save_load_identical(const char *preset)
     cr_expect_eq(tft_config_param_count(&cfg2), tft_config_param_count(&cfg), "config round trip");
     struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){.training = false});
     ag_set_grad_enabled(ctx, false);
-    struct tn_tensor *ya = a->vt->forward(a, ctx, &batch), *yb = b->vt->forward(b, ctx, &batch);
+    struct tn_tensor *ya = tft_forward(a, ctx, &batch), *yb = tft_forward(b, ctx, &batch);
     cr_assert(ya && yb, "%s", ag_errmsg(ctx));
     cr_expect_eq(memcmp(tn_data(ya), tn_data(yb), tn_nbytes(ya)), 0, "%s: outputs bitwise identical", preset);
     ag_ctx_free(ctx);
@@ -209,8 +209,8 @@ static void save_load_identical(const char *preset)
     free(back);
     tft_batch_fini(&batch);
     data_free(ds);
-    a->vt->free(a);
-    b->vt->free(b);
+    tft_free(a);
+    tft_free(b);
 }
 
 Test(tft, save_load_gives_bitwise_identical_outputs)
@@ -231,8 +231,8 @@ Test(tft, foxhunt_815_saves_and_loads, .timeout = 900)
     struct tn_tensor *pa = vm_find(tft_varmap_borrow(a), "enc_vsn.flat_grn.fc1.weight");
     struct tn_tensor *pb = vm_find(tft_varmap_borrow(b), "enc_vsn.flat_grn.fc1.weight");
     cr_expect_eq(memcmp(tn_data(pa), tn_data(pb), tn_nbytes(pa)), 0, "the largest tensor round-trips");
-    a->vt->free(a);
-    b->vt->free(b);
+    tft_free(a);
+    tft_free(b);
 }
 
 Test(tft, bad_inputs_are_errors_not_crashes)
@@ -248,20 +248,20 @@ Test(tft, bad_inputs_are_errors_not_crashes)
     struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){0});
     struct tn_tensor *saved = b.x[0];
     b.x[0] = b.x[2]; /* a real [B, T_enc] where the categorical static [B] belongs */
-    cr_expect_null(m->vt->forward(m, ctx, &b));
+    cr_expect_null(tft_forward(m, ctx, &b));
     cr_expect(strstr(ag_errmsg(ctx), "input series") != NULL, "%s", ag_errmsg(ctx));
     b.x[0] = saved;
     ag_ctx_reset(ctx);
     int32_t *idx = tn_i32(b.x[0]);
     int32_t old = idx[0];
     idx[0] = 10; /* cardinality 10: out of range */
-    cr_expect_null(m->vt->forward(m, ctx, &b));
+    cr_expect_null(tft_forward(m, ctx, &b));
     cr_expect_neq(ag_error(ctx), LG_OK);
     idx[0] = old;
     ag_ctx_free(ctx);
     tft_batch_fini(&b);
     data_free(ds);
-    m->vt->free(m);
+    tft_free(m);
 }
 
 Test(tft, get_varmap_references_are_tracked)
@@ -272,7 +272,7 @@ Test(tft, get_varmap_references_are_tracked)
     int holder;
     struct vm_varmap *vm = m->vt->get_varmap(m, &holder, TRK_HERE);
     cr_expect_eq(vm_refs(vm), 2);
-    m->vt->free(m); /* the model lets go; our reference keeps the map alive */
+    tft_free(m); /* the model lets go; our reference keeps the map alive */
     cr_expect_eq(vm_refs(vm), 1);
     struct trk_leaks *lk = NULL;
     cr_expect_eq(trk_session_end(T, &lk), LG_EBUSY);

@@ -97,7 +97,7 @@ static void fixture_fini(struct fixture *f)
 {
     ag_ctx_free(f->ctx);
     data_free(f->ds);
-    f->model->vt->free(f->model);
+    tft_free(f->model);
 }
 
 /* The k-th validation batch (B windows). */
@@ -112,7 +112,7 @@ static void batch_at(struct fixture *f, int k, int B, struct tft_batch *b)
 /* yhat of one batch as a tensor the caller releases ("test/yhat"). */
 static struct tn_tensor *forward_copy(struct fixture *f, const struct tft_batch *b)
 {
-    struct tn_tensor *y = f->model->vt->forward(f->model, f->ctx, b);
+    struct tn_tensor *y = tft_forward(f->model, f->ctx, b);
     cr_assert_not_null(y, "%s", ag_errmsg(f->ctx));
     struct tn_tensor *c = tn_clone(y, "test/yhat");
     ag_ctx_reset(f->ctx);
@@ -125,7 +125,7 @@ static void calibrate(struct fixture *f, struct q8_calib *cal, int batches)
     for (int k = 0; k < batches; k++) {
         struct tft_batch b = {0};
         batch_at(f, k, 16, &b);
-        cr_assert_not_null(f->model->vt->forward(f->model, f->ctx, &b), "%s", ag_errmsg(f->ctx));
+        cr_assert_not_null(tft_forward(f->model, f->ctx, &b), "%s", ag_errmsg(f->ctx));
         ag_ctx_reset(f->ctx);
         tft_batch_fini(&b);
     }
@@ -500,7 +500,7 @@ Test(int8, int8_model_forward_is_close_to_f32_and_frees_its_scratch)
     cr_assert_eq(q8_bytes(q), weights);
     cr_assert(live_bytes_with_prefix("int8/out.weight", NULL) > 0, "tagged int8/<layer>.weight");
     q8_attach(q, f.model);
-    struct tn_tensor *y8 = f.model->vt->forward(f.model, f.ctx, &b);
+    struct tn_tensor *y8 = tft_forward(f.model, f.ctx, &b);
     cr_assert_not_null(y8, "%s", ag_errmsg(f.ctx));
     int64_t count = 0;
     cr_assert_eq(live_bytes_with_prefix("act/int8.", &count), 0, "int8 scratch freed in the hook");
@@ -513,7 +513,7 @@ Test(int8, int8_model_forward_is_close_to_f32_and_frees_its_scratch)
 
     /* with gradients on, the int8 model refuses clearly */
     ag_set_grad_enabled(f.ctx, true);
-    cr_assert_null(f.model->vt->forward(f.model, f.ctx, &b));
+    cr_assert_null(tft_forward(f.model, f.ctx, &b));
     cr_assert(strstr(ag_errmsg(f.ctx), "inference only"), "%s", ag_errmsg(f.ctx));
     ag_ctx_reset(f.ctx);
     ag_set_grad_enabled(f.ctx, false);
@@ -592,7 +592,7 @@ Test(int8, qat_trains_through_fake_quant_and_converts_to_the_same_model)
     ag_set_grad_enabled(f.ctx, true);
     struct tft_batch b = {0};
     batch_at(&f, 0, 16, &b);
-    struct tn_tensor *yhat = f.model->vt->forward(f.model, f.ctx, &b);
+    struct tn_tensor *yhat = tft_forward(f.model, f.ctx, &b);
     struct tn_tensor *loss = yhat ? tft_loss(f.model, f.ctx, yhat, &b) : NULL;
     cr_assert_not_null(loss, "%s", ag_errmsg(f.ctx));
     cr_assert_eq(ag_backward(f.ctx, loss), LG_OK, "%s", ag_errmsg(f.ctx));
