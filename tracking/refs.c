@@ -3,7 +3,7 @@
  * Each tracked object keeps its outstanding retains (holder, site, generation, stack). A
  * release by a holder removes that holder's most recent retain. An object alive at the end of
  * a session is reported with the retains still outstanding — the line that says *who holds
- * it*: "retained by trainer_new (model/trainer.c:88), never released". The idea is Firefox's
+ * it*: "varmap 'tiny' retained at tr_new (trainer.c:55), never released". The idea is Firefox's
  * refcount balancer, made exact by naming the holder at both ends.
  *
  * Objects are few (VarMaps, models, optimizers), so a linear table is enough.

@@ -13,7 +13,7 @@
  *
  * Every retain and release names its holder and site, and goes through the tracker's
  * reference ledger: a VarMap still alive at a session's end is reported with the retains
- * nobody released ("retained by trainer_new (model/trainer.c:88), never released") — the
+ * nobody released ("retained at tr_new (trainer.c:55), never released") — the
  * exact shape of the original 815 MB leak.
  *
  * Parameters are f32 leaves with requires_grad set, tagged "varmap/<name>". vm_get is
