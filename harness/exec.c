@@ -375,9 +375,13 @@ int hx_exec_run(struct hx_exec_options *eo, struct rpt_verdict *v, bool *cmd_fai
     } else if (*cmd_failed && !r.killed) {
         fprintf(stderr,
                 "leakgate exec: CMD %s after %d session(s): exit 4; the sessions so far are judged "
-                "as a "
-                "partial run\n",
+                "as a partial run\n",
                 what, r.n);
+    } else if (rc == LG_OK && r.n == 0 && !hx_stop_requested) {
+        fprintf(stderr, "leakgate exec: CMD ran no session: %s\n",
+                eo->marker[0] ? "no line it wrote matched --session-marker (a child it started is "
+                                "inert: a wrapper script should exec the program)"
+                              : "it never called leakgate_session_end() (or use --session-marker)");
     }
     judge(&r, v, status, *cmd_failed);
     if (rc != LG_OK) hx_verdict_error(v, rc);
