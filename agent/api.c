@@ -77,3 +77,15 @@ int leakgate_untrack(const void *obj, const char *file, int line, const char *fu
     const struct lga_ops *o = ops();
     return o ? o->untrack(obj, file, line, func) : LEAKGATE_OK;
 }
+
+int leakgate_session_note(const char *text)
+{
+    const struct lga_ops *o = ops();
+    return o && LGA_OPS_HAS(o, session_note) ? o->session_note(text) : LEAKGATE_OK;
+}
+
+int leakgate_set_session_hook(leakgate_session_hook fn, void *arg)
+{
+    const struct lga_ops *o = ops();
+    return o && LGA_OPS_HAS(o, set_session_hook) ? o->set_session_hook(fn, arg) : LEAKGATE_OK;
+}

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "leakgate.h"
 #include "tracking.h"
 
 #define LGA_TLS           __attribute__((tls_model("initial-exec")))
@@ -45,12 +46,21 @@ struct lga_agent {
     bool marker;                 /* sessions end at output lines (--session-marker) */
     bool has_begin;              /* begin_snap holds the open session's begin (LGA_CFG_BASELINE) */
     struct trk_snapshot begin_snap;
+    /* leakgate_session_note: lines for the next SESSION message, in static storage (a note
+     * allocates nothing), under their own lock (a hook adds them while mu is held) */
+    pthread_mutex_t note_mu;
+    int n_notes;
+    char notes[LEAKGATE_NOTES_MAX][LEAKGATE_NOTE_MAX];
+    /* leakgate_set_session_hook */
+    void (*_Atomic hook)(void *arg, int index);
+    void *_Atomic hook_arg;
 };
 extern struct lga_agent lga;
 
 struct lga_thread {
     int in_agent; /* > 0 inside the agent's own work */
     int depth;    /* open tag scopes */
+    int in_hook;  /* > 0 inside the session hook: no session may begin or end */
     char tags[LGA_MAX_TAG_DEPTH][LG_MAX_NAME];
 };
 extern __thread struct lga_thread lga_tl LGA_TLS;

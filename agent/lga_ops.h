@@ -27,7 +27,12 @@ struct lga_ops {
     int (*release)(const void *obj, const void *holder, const char *file, int line,
                    const char *func);
     int (*untrack)(const void *obj, const char *file, int line, const char *func);
+    /* added after the first release: check `size` before calling */
+    int (*session_note)(const char *text);
+    int (*set_session_hook)(void (*fn)(void *arg, int index), void *arg);
 };
+/* Whether table o has member m (a newer library may meet an older agent). */
+#define LGA_OPS_HAS(o, m) ((o)->size >= offsetof(struct lga_ops, m) + sizeof((o)->m))
 
 extern const struct lga_ops lga_agent_ops;
 

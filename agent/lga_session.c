@@ -52,6 +52,7 @@ static void begin_locked(void)
 int lga_session_begin(void)
 {
     if (!lga_on()) return LEAKGATE_OK;
+    if (lga_tl.in_hook) return LEAKGATE_ESESSION;
     lga_tl.in_agent++;
     pthread_mutex_lock(&lga.mu);
     int rc = LEAKGATE_ESESSION;
@@ -141,6 +142,34 @@ static void apply_reply(uint32_t flags)
     if (mallctl("prof.active", NULL, NULL, &want, sizeof want) == 0) lga.prof_armed = want;
 }
 
+/* The notes attached since the last SESSION message (and forgets them). */
+static void put_notes(struct lga_enc *e)
+{
+    pthread_mutex_lock(&lga.note_mu);
+    lga_put_u32(e, (uint32_t)lga.n_notes);
+    for (int i = 0; i < lga.n_notes; i++)
+        lga_put_str(e, lga.notes[i]);
+    lga.n_notes = 0;
+    pthread_mutex_unlock(&lga.note_mu);
+}
+
+/* Calls the program's session hook, if any, as the program: outside the agent's own work and
+ * outside the thread's tag scopes (so what it frees goes back through the ledger and what it
+ * allocates is untagged), with session begins and ends refused. The caller holds lga.mu. */
+static void run_hook(void)
+{
+    void (*fn)(void *, int) = atomic_load(&lga.hook);
+    if (!fn) return;
+    int in_agent = lga_tl.in_agent, depth = lga_tl.depth;
+    lga_tl.in_agent = 0;
+    lga_tl.depth = 0;
+    lga_tl.in_hook++;
+    fn(atomic_load(&lga.hook_arg), lga.sessions);
+    lga_tl.in_hook--;
+    lga_tl.depth = depth;
+    lga_tl.in_agent = in_agent;
+}
+
 /* Sends the SESSION message and waits for the REPLY; the caller holds lga.mu. */
 static int report_locked(const struct trk_snapshot *snap, const struct trk_totals *peak_host,
                          const struct trk_totals *peak_dev, const struct trk_leaks *lk,
@@ -160,6 +189,7 @@ static int report_locked(const struct trk_snapshot *snap, const struct trk_total
     lga_put_u32(&e, lga.has_begin ? 1u : 0u);
     if (lga.has_begin) put_snapshot(&e, &lga.begin_snap);
     lga.has_begin = false;
+    put_notes(&e);
     int rc = lga_enc_finish(&e) ? lga_send(lga.fd, e.p, e.n) : LG_ENOMEM;
     lga_enc_fini(&e);
     if (rc != LG_OK) return rc;
@@ -182,6 +212,7 @@ static int report_locked(const struct trk_snapshot *snap, const struct trk_total
 int lga_session_end(const char *marker)
 {
     if (!lga_on()) return LEAKGATE_OK;
+    if (lga_tl.in_hook) return LEAKGATE_ESESSION; /* a marker the hook wrote ends nothing */
     lga_tl.in_agent++;
     pthread_mutex_lock(&lga.mu);
     int rc = LEAKGATE_ESESSION;
@@ -199,6 +230,7 @@ int lga_session_end(const char *marker)
     trk_session_end(lga.trk, &lk); /* LG_EBUSY (something left) is a finding, not a failure */
     char dump[600];
     dump_profile(dump, sizeof dump);
+    run_hook(); /* after the measurement and the dump: its memory is in neither */
     int wrc = report_locked(&snap, &host, &dev, lk, dump, marker, duration);
     trk_leaks_free(lk);
     lga.session_open = false;
@@ -301,6 +333,26 @@ static int api_untrack(const void *obj, const char *file, int line, const char *
     return LEAKGATE_OK;
 }
 
+static int api_session_note(const char *text)
+{
+    if (!lga_on()) return LEAKGATE_OK;
+    if (!text) return LEAKGATE_EINVAL;
+    pthread_mutex_lock(&lga.note_mu);
+    if (lga.n_notes < LEAKGATE_NOTES_MAX)
+        lg_strlcpy(lga.notes[lga.n_notes++], text, LEAKGATE_NOTE_MAX);
+    pthread_mutex_unlock(&lga.note_mu);
+    return LEAKGATE_OK;
+}
+
+static int api_set_session_hook(void (*fn)(void *arg, int index), void *arg)
+{
+    if (!lga_on()) return LEAKGATE_OK;
+    atomic_store(&lga.hook, NULL); /* never a new function with the old argument */
+    atomic_store(&lga.hook_arg, arg);
+    atomic_store(&lga.hook, fn);
+    return LEAKGATE_OK;
+}
+
 __attribute__((visibility("default"))) const struct lga_ops lga_agent_ops = {
     .version = LEAKGATE_API_VERSION,
     .size = sizeof(struct lga_ops),
@@ -313,4 +365,6 @@ __attribute__((visibility("default"))) const struct lga_ops lga_agent_ops = {
     .retain = api_retain,
     .release = api_release,
     .untrack = api_untrack,
+    .session_note = api_session_note,
+    .set_session_hook = api_set_session_hook,
 };

@@ -10,7 +10,7 @@
  *   HELLO {api, pid, flags, jemalloc} -->
  *                                     <-- CONFIG {flags, marker regex, profile dir}
  *   SESSION {snapshot, leaks, dump,   -->   (judges the sessions so far)
- *            [begin snapshot]}
+ *            [begin snapshot], notes}
  *                                     <-- REPLY {flags: arm heap profiling}
  *   ...
  *   BYE {open session?}               -->   (at exit; EOF follows)

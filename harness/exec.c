@@ -40,7 +40,9 @@ struct exec_run {
     bool open_at_exit; /* the program exited with an API session begun, never ended */
     bool killed;       /* we sent SIGTERM (a stop was requested, or the run failed) */
     double kill_at;
-    int rc; /* the first failure of the run itself */
+    int rc;          /* the first failure of the run itself */
+    int notes_index; /* the latest session with notes, and its notes (one a line) */
+    char *notes;
 };
 
 /* ---- messages ----------------------------------------------------------------------------------
@@ -110,6 +112,33 @@ static void deltas(struct exec_run *r, struct rpt_session *s, const struct hx_ex
                           : s->absolute[c] - r->baseline[c];
 }
 
+/* Keeps s's notes for the print after the verdict (the latest session that has any). */
+static void keep_notes(struct exec_run *r, const struct rpt_session *s)
+{
+    size_t len = 0;
+    for (int i = 0; i < s->n_notes; i++)
+        len += strlen(s->notes[i]) + 1;
+    char *t = s->n_notes ? malloc(len + 1) : NULL;
+    if (!t) return;
+    t[0] = '\0';
+    for (int i = 0; i < s->n_notes; i++)
+        strcat(strcat(t, s->notes[i]), "\n");
+    free(r->notes);
+    r->notes = t;
+    r->notes_index = s->index;
+}
+
+static void print_notes(const struct exec_run *r, FILE *f)
+{
+    if (!r->notes) return;
+    fprintf(f, "the program's own attribution (its notes on session %d):\n", r->notes_index);
+    for (const char *p = r->notes; *p;) {
+        const char *nl = strchr(p, '\n');
+        fprintf(f, "  %.*s\n", (int)(nl - p), p);
+        p = nl + 1;
+    }
+}
+
 static int on_session(struct exec_run *r, const unsigned char *p, size_t n)
 {
     struct rpt_session s;
@@ -130,6 +159,7 @@ static int on_session(struct exec_run *r, const unsigned char *p, size_t n)
         r->ser.device = (r->used & (LGA_USED_DEVICE | LGA_USED_DEVICE_TAGS)) != 0;
         rpt_series_add(&r->ser, &s);
         rc = rpt_writer_session(r->w, &s);
+        keep_notes(r, &s);
         hx_progress_session(r->o, &s, r->n, LG_MAX(r->n + 1, r->o->sessions + r->o->warmup));
         r->measured += !s.warmup;
         r->n++;
@@ -389,7 +419,9 @@ int hx_exec_run(struct hx_exec_options *eo, struct rpt_verdict *v, bool *cmd_fai
     if (rc == LG_OK && vrc != LG_OK) rc = vrc;
     hx_print_verdict(r.o, v, stdout);
     hx_prof_print(&r.prof, stdout);
+    print_notes(&r, stdout);
 out:
+    free(r.notes);
     rc = hx_close_results(r.o, r.w, path, rc, v);
     rpt_series_fini(&r.ser);
     lg_dir_unlock(&lock);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "exec_impl.h"
+#include "leakgate.h"
 
 #define MAX_ITEMS 100000 /* groups, stacks, refs or retains in one message: more is malformed */
 
@@ -125,6 +126,17 @@ static int get_refs(struct lga_dec *d, const struct hx_maps *maps, struct rpt_se
     return d->bad ? LG_EFORMAT : LG_OK;
 }
 
+/* The program's notes (leakgate_session_note), at most LEAKGATE_NOTES_MAX. */
+static int get_notes(struct lga_dec *d, struct rpt_session *s)
+{
+    uint32_t n = lga_get_u32(d);
+    if (d->bad || n > LEAKGATE_NOTES_MAX) return LG_EFORMAT;
+    if (n && !(s->notes = calloc(n, sizeof *s->notes))) return LG_ENOMEM;
+    for (uint32_t i = 0; i < n && !d->bad; i++)
+        if ((s->notes[s->n_notes] = lga_get_strdup(d))) s->n_notes++;
+    return d->bad ? LG_EFORMAT : LG_OK;
+}
+
 /* The exec meaning of each channel: not measured where the program never used it. */
 static void channels(const struct trk_snapshot *snap, uint32_t used, int64_t n_refs, int64_t *abs)
 {
@@ -165,6 +177,7 @@ int hx_exec_decode_session(const unsigned char *p, size_t n, const char *maps_te
             get_snapshot(&d, &begin);
             channels(&begin, m->used, 0, m->begin);
         }
+        if (!d.bad) rc = get_notes(&d, s);
         if (d.bad) rc = LG_EFORMAT;
     }
     if (rc == LG_OK) channels(&snap, m->used, s->n_refs, s->absolute);

@@ -12,8 +12,9 @@
  * LEAKGATE_AGENT_FD (its end of the socket, the only descriptor leakgate adds),
  * LEAKGATE_AGENT_PID (its own pid: descendants are inert), MALLOC_CONF (heap profiling
  * available but off, the sample interval, thread caches off; the user's MALLOC_CONF appended,
- * so their options win) and PYTHONUNBUFFERED=1 (Python's print reaches write() at once, so a
- * marker line is seen when it is written).
+ * so their options win), PYTHONUNBUFFERED=1 (Python's print reaches write() at once, so a
+ * marker line is seen when it is written) and LEAKGATE_WARMUP (--warmup: where a binding's own
+ * attribution, such as Python's tracemalloc, takes its baseline).
  */
 #define _GNU_SOURCE
 #include <elf.h>
@@ -212,15 +213,17 @@ void hx_exec_describe_status(int status, char *buf, size_t size)
 static void child(const struct hx_exec_options *eo, const struct hx_child *ch, int sock,
                   int err_pipe)
 {
-    char v[8192], fd_s[16], pid_s[24];
+    char v[8192], fd_s[16], pid_s[24], warm_s[16];
     const char *pre = getenv("LD_PRELOAD");
     snprintf(v, sizeof v, "%s%s%s", eo->agent, pre && *pre ? ":" : "", pre ? pre : "");
     snprintf(fd_s, sizeof fd_s, "%d", sock);
     snprintf(pid_s, sizeof pid_s, "%d", (int)getpid());
+    snprintf(warm_s, sizeof warm_s, "%d", eo->o.warmup); /* for the bindings' own baselines */
     int flags = fcntl(sock, F_GETFD);
     int ok = flags >= 0 && fcntl(sock, F_SETFD, flags & ~FD_CLOEXEC) == 0 &&
              setenv("LD_PRELOAD", v, 1) == 0 && setenv("LEAKGATE_AGENT_FD", fd_s, 1) == 0 &&
-             setenv("LEAKGATE_AGENT_PID", pid_s, 1) == 0 && setenv("PYTHONUNBUFFERED", "1", 1) == 0;
+             setenv("LEAKGATE_AGENT_PID", pid_s, 1) == 0 &&
+             setenv("PYTHONUNBUFFERED", "1", 1) == 0 && setenv("LEAKGATE_WARMUP", warm_s, 1) == 0;
     char conf[4096];
     hx_exec_malloc_conf(eo, getenv("MALLOC_CONF"), conf, sizeof conf);
     ok = ok && setenv("MALLOC_CONF", conf, 1) == 0;

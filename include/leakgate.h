@@ -82,6 +82,23 @@ int leakgate_release(const void *obj, const void *holder, const char *file, int 
                      const char *func);
 int leakgate_untrack(const void *obj, const char *file, int line, const char *func);
 
+/* Notes: a program's own attribution, carried beside leakgate's. A note is a line of text
+ * (copied; at most LEAKGATE_NOTE_MAX bytes kept, LEAKGATE_NOTES_MAX notes a session) attached
+ * to the session the next session end reports, written in its results line ("notes") and
+ * printed with the verdict. The Python binding attaches its tracemalloc lines this way. */
+#define LEAKGATE_NOTE_MAX  1024
+#define LEAKGATE_NOTES_MAX 32
+int leakgate_session_note(const char *text);
+
+/* A function called at every session end (API or output marker), in the thread ending it,
+ * after the session was measured and before it is reported: what it allocates is not in the
+ * session's figures, and the notes it attaches belong to the session. `index` counts the
+ * process's sessions from 0. It must not begin or end a session (LEAKGATE_ESESSION) and should
+ * not write output (a marker written from it ends nothing). One hook per process; NULL
+ * removes it. Outside exec it is never called. */
+typedef void (*leakgate_session_hook)(void *arg, int index);
+int leakgate_set_session_hook(leakgate_session_hook fn, void *arg);
+
 #define LEAKGATE_TRACK(obj, kind, name, holder)                                                    \
     leakgate_track((obj), (kind), (name), (holder), __FILE__, __LINE__, __func__)
 #define LEAKGATE_RETAIN(obj, holder) leakgate_retain((obj), (holder), __FILE__, __LINE__, __func__)

@@ -420,6 +420,7 @@ int rpt_write_html(const struct rpt_results *r, const char *svg_dir, FILE *f)
     int rc = leaks(r, f);
     if (rc != LG_OK) return rc;
     rpt_html_alloc_stacks(r, f);
+    rpt_html_notes(r, f);
     sessions(r, f);
     config(r, f);
     fputs("<footer><p>leakgate ", f);

@@ -30,8 +30,8 @@
 #include "lg_base.h"
 
 #define RPT_SCHEMA "leakgate.results/1"
-#define RPT_SCHEMA_WRITTEN "leakgate.results/1.2" /* 1.1: required, budget noise, stopped; 1.2: exec's cmd,
-                                                  prof_sample, heap_profile */
+#define RPT_SCHEMA_WRITTEN "leakgate.results/1.3" /* 1.1: required, budget noise, stopped; 1.2: exec's cmd,
+                                                  prof_sample, heap_profile; 1.3: notes */
 
 /* The measurement channels, most exact first (docs/DESIGN.md). */
 enum rpt_channel {
@@ -175,6 +175,8 @@ struct rpt_session {
     int alloc_sessions;            /* sessions since then (0: no heap profile diff) */
     int n_alloc_stacks;
     struct rpt_alloc_stack *alloc_stacks; /* largest growth first */
+    int n_notes;
+    char **notes;                  /* lines the program attached (leakgate_session_note) */
     char error[256];               /* "" or what failed inside the session */
 };
 

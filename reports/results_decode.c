@@ -409,6 +409,7 @@ int rpt_session_from_json(const struct rpt_dec *d, json_t *o, struct rpt_session
         rc = decode_sample(d, ew, e, &s->samples[k]);
     }
     if (rc == LG_OK) rc = rpt_alloc_stacks_from_json(d, o, s);
+    if (rc == LG_OK) rc = rpt_notes_from_json(d, o, s);
     if (rc == LG_OK) rc = get_str(d, w, o, "error", s->error, sizeof s->error);
     return rc;
 }

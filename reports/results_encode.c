@@ -313,6 +313,7 @@ json_t *rpt_session_to_json(const struct rpt_session *s)
     put(o, "classes", classes_arr(s), &bad);
     put(o, "samples", samples_arr(s), &bad);
     put(o, "heap_profile", rpt_alloc_stacks_to_json(s), &bad);
+    if (s->n_notes) put(o, "notes", rpt_notes_to_json(s), &bad);
     put(o, "error", jstr(s->error), &bad);
     return finish(o, bad);
 }

@@ -113,6 +113,7 @@ void rpt_session_fini(struct rpt_session *s)
     free(s->classes);
     free(s->samples);
     rpt_alloc_stacks_free(s);
+    rpt_notes_free(s);
     s->groups = NULL;
     s->refs = NULL;
     s->classes = NULL;

@@ -39,4 +39,12 @@ int rpt_write_flame_inline(const struct rpt_results *r, FILE *f);
  * and the flame graph inline. Nothing when the results hold no heap profile diff. */
 void rpt_html_alloc_stacks(const struct rpt_results *r, FILE *f);
 
+/* The program's notes (notes.c): the optional "notes" member of a session line, and the HTML
+ * section of the latest session that has any (nothing when none has). */
+json_t *rpt_notes_to_json(const struct rpt_session *s);
+int rpt_notes_from_json(const struct rpt_dec *d, json_t *o, struct rpt_session *s);
+void rpt_notes_free(struct rpt_session *s);
+const struct rpt_session *rpt_notes_latest(const struct rpt_results *r);
+void rpt_html_notes(const struct rpt_results *r, FILE *f);
+
 #endif
