@@ -26,10 +26,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-static inline size_t nonzero(size_t n)
-{
-    return n ? n : 1;
-}
+static inline size_t nonzero(size_t n) { return n ? n : 1; }
 
 /* A tagged allocation (the caller checked there is a tag); NULL with errno on failure. It and
  * every wrapper above it are in the tracker's text section (TRK_WRAPPER): a captured stack
@@ -72,10 +69,7 @@ static inline void *plain(size_t n, int flags)
     return p;
 }
 
-static bool pow2(size_t a)
-{
-    return a && (a & (a - 1)) == 0;
-}
+static bool pow2(size_t a) { return a && (a & (a - 1)) == 0; }
 
 EXPORT TRK_WRAPPER void *malloc(size_t n)
 {
@@ -159,15 +153,11 @@ EXPORT TRK_WRAPPER void *aligned_alloc(size_t align, size_t n)
 EXPORT TRK_WRAPPER void *memalign(size_t align, size_t n)
 {
     size_t a = sizeof(void *);
-    while (a < align)
-        a <<= 1; /* glibc rounds up to a power of two */
+    while (a < align) a <<= 1; /* glibc rounds up to a power of two */
     return aligned(a, n);
 }
 
-EXPORT TRK_WRAPPER void *valloc(size_t n)
-{
-    return aligned((size_t)sysconf(_SC_PAGESIZE), n);
-}
+EXPORT TRK_WRAPPER void *valloc(size_t n) { return aligned((size_t)sysconf(_SC_PAGESIZE), n); }
 
 EXPORT TRK_WRAPPER void *pvalloc(size_t n)
 {
@@ -179,7 +169,4 @@ EXPORT TRK_WRAPPER void *pvalloc(size_t n)
     return aligned(page, (n + page - 1) / page * page);
 }
 
-EXPORT size_t malloc_usable_size(void *p)
-{
-    return p ? sallocx(p, 0) : 0;
-}
+EXPORT size_t malloc_usable_size(void *p) { return p ? sallocx(p, 0) : 0; }

@@ -105,15 +105,13 @@ static bool grow_locked(void)
 {
     if ((dt.used + dt.tombs + 1) * 4 <= dt.cap * 3) return true;
     size_t ncap = dt.cap ? dt.cap : 256;
-    while ((dt.used + 1) * 2 > ncap)
-        ncap *= 2;
+    while ((dt.used + 1) * 2 > ncap) ncap *= 2;
     struct dev_rec *nv = calloc(ncap, sizeof *nv);
     if (!nv) return false;
     for (size_t i = 0; i < dt.cap; i++) {
         if (dt.v[i].ptr <= 1) continue;
         size_t j = slot_of(dt.v[i].ptr, ncap);
-        while (nv[j].ptr)
-            j = (j + 1) & (ncap - 1);
+        while (nv[j].ptr) j = (j + 1) & (ncap - 1);
         nv[j] = dt.v[i];
     }
     free(dt.v);
@@ -134,8 +132,7 @@ TRK_WRAPPER static void record(void *p, size_t size)
     pthread_mutex_lock(&dt.mu);
     if (grow_locked()) {
         size_t i = slot_of((uintptr_t)p, dt.cap);
-        while (dt.v[i].ptr > 1 && dt.v[i].ptr != (uintptr_t)p)
-            i = (i + 1) & (dt.cap - 1);
+        while (dt.v[i].ptr > 1 && dt.v[i].ptr != (uintptr_t)p) i = (i + 1) & (dt.cap - 1);
         if (dt.v[i].ptr == (uintptr_t)p) {
             dt.live -= (int64_t)dt.v[i].size; /* an address reused without our free: replaced */
         } else {

@@ -87,14 +87,8 @@ EXPORT TRK_WRAPPER void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t ali
 }
 
 /* Every operator delete, plain, sized, aligned, nothrow, array: free(p). */
-EXPORT void _ZdlPv(void *p)
-{
-    free(p);
-}
-EXPORT void _ZdaPv(void *p)
-{
-    free(p);
-}
+EXPORT void _ZdlPv(void *p) { free(p); }
+EXPORT void _ZdaPv(void *p) { free(p); }
 EXPORT void _ZdlPvm(void *p, size_t n)
 {
     (void)n;

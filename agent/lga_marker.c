@@ -72,8 +72,7 @@ static void feed(int fd, const char *p, size_t n)
         memcpy(L->buf + L->n, p, k < room ? k : room);
         L->n += k < room ? k : room;
         if (nl) {
-            while (L->n && L->buf[L->n - 1] == '\r')
-                L->n--;
+            while (L->n && L->buf[L->n - 1] == '\r') L->n--;
             L->buf[L->n] = '\0';
             hit = regexec(&mk.re, L->buf, 0, NULL, 0) == 0;
             if (hit) memcpy(line, L->buf, L->n + 1);
@@ -151,10 +150,7 @@ static int fileno_of(FILE *f, fileno_fn *real, const char *which)
 }
 
 static fileno_fn real_fileno, real_fileno_unlocked;
-EXPORT int fileno(FILE *f)
-{
-    return fileno_of(f, &real_fileno, "fileno");
-}
+EXPORT int fileno(FILE *f) { return fileno_of(f, &real_fileno, "fileno"); }
 EXPORT int fileno_unlocked(FILE *f)
 {
     return fileno_of(f, &real_fileno_unlocked, "fileno_unlocked");
@@ -177,10 +173,7 @@ EXPORT void setbuffer(FILE *f, char *buf, size_t size)
 {
     setvbuf(f, buf, buf ? _IOFBF : _IONBF, size);
 }
-EXPORT void setbuf(FILE *f, char *buf)
-{
-    setvbuf(f, buf, buf ? _IOFBF : _IONBF, BUFSIZ);
-}
+EXPORT void setbuf(FILE *f, char *buf) { setvbuf(f, buf, buf ? _IOFBF : _IONBF, BUFSIZ); }
 
 static FILE *cookie_stream(int fd, int mode)
 {

@@ -19,8 +19,7 @@ static void put(struct lga_enc *e, const void *v, size_t k)
     if (e->failed) return;
     if (e->n + k > e->cap) {
         size_t cap = e->cap ? e->cap : 4096;
-        while (cap < e->n + k)
-            cap *= 2;
+        while (cap < e->n + k) cap *= 2;
         unsigned char *np = realloc(e->p, cap);
         if (!np) {
             e->failed = true;
@@ -46,18 +45,9 @@ void lga_enc_fini(struct lga_enc *e)
     memset(e, 0, sizeof *e);
 }
 
-void lga_put_u32(struct lga_enc *e, uint32_t v)
-{
-    put(e, &v, sizeof v);
-}
-void lga_put_i64(struct lga_enc *e, int64_t v)
-{
-    put(e, &v, sizeof v);
-}
-void lga_put_f64(struct lga_enc *e, double v)
-{
-    put(e, &v, sizeof v);
-}
+void lga_put_u32(struct lga_enc *e, uint32_t v) { put(e, &v, sizeof v); }
+void lga_put_i64(struct lga_enc *e, int64_t v) { put(e, &v, sizeof v); }
+void lga_put_f64(struct lga_enc *e, double v) { put(e, &v, sizeof v); }
 
 void lga_put_str(struct lga_enc *e, const char *s)
 {

@@ -71,8 +71,7 @@ static int one_run(const struct calib *c, int r, char *dir, size_t size)
     int k = 0;
     argv[k++] = self;
     argv[k++] = (char *)"run";
-    for (int i = 0; i < c->n_pass; i++)
-        argv[k++] = c->pass[i];
+    for (int i = 0; i < c->n_pass; i++) argv[k++] = c->pass[i];
     argv[k++] = (char *)"--require";
     argv[k++] = (char *)"none"; /* the runs measure; they do not judge */
     argv[k++] = (char *)"--quiet";
@@ -244,14 +243,12 @@ static int parse(struct calib *c, int argc, char **argv, bool *help)
             continue;
         }
         bool known = false;
-        for (const char *const *w = workload; *w; w++)
-            known |= !strcmp(a, *w);
+        for (const char *const *w = workload; *w; w++) known |= !strcmp(a, *w);
         if (!known)
             return lg_fail(LG_EINVAL, "unknown option '%s' (see leakgate calibrate --help)", a);
         int n = hx_parse_common(&o, argc, argv, i); /* checked here, passed on to every run */
         if (n < 0) return lg_errcode();
-        for (int k = 0; k < n; k++)
-            c->pass[c->n_pass++] = argv[i + k];
+        for (int k = 0; k < n; k++) c->pass[c->n_pass++] = argv[i + k];
         i += n - 1;
     }
     o.required = 0;

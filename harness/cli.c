@@ -6,38 +6,39 @@
 
 static void run_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: leakgate run [options]\n"
-            "Runs warm-up and measured training sessions in one process and judges whether host and\n"
-            "device memory return to baseline. Exit: 0 pass, 1 leak, 2 usage/input error,\n"
-            "3 inconclusive, 4 internal error.\n\n"
-            "  --preset P          tiny (default), electricity, foxhunt-815\n"
-            "  --csv F --csv-config J   train on your CSV file with JSON column roles instead\n"
-            "  --modes M           fp32,int8,qat, interleaved (default fp32,int8)\n"
-            "  --sessions N        measured sessions (default 40)\n"
-            "  --warmup W          warm-up sessions per mode (default 1)\n"
-            "  --steps K           training steps per session (default 10)\n"
-            "  --batch B           batch size (default: the preset's)\n"
-            "  --device D          cpu (default) or cuda\n"
-            "  --seed S            seed of data, init, dropout and batches (default 1)\n"
-            "  --stacks            record allocation and retain call stacks (slower)\n"
-            "  --inject F[:SIZE][@FIRST[/EVERY]]  re-create a known leak (repeatable): varmap-dup-ref,\n"
-            "                      adam-state, grad-retained, tape-retained, ckpt-buffer,\n"
-            "                      int8-calibration, qat-observer, device-tensor, raw-malloc, raw-mmap;\n"
-            "                      raw-noise:SIZE holds a random amount for one session (not a leak)\n"
-            "                      e.g. raw-malloc:256KiB@10 (per session, from session 10),\n"
-            "                      raw-malloc:1MiB@2/40 (in sessions 2, 42, 82, ...)\n"
-            "  --require CH,...    channels the verdict needs evidence from (default: every host\n"
-            "                      channel; with --device cuda also tagged_device, dev_process);\n"
-            "                      names, or host, exact, all, none. A required channel that is\n"
-            "                      unavailable or undecided makes the run inconclusive (exit 3)\n"
-            "  --budgets FILE      budgets measured by leakgate calibrate on this machine\n"
-            "  --budget CH.FIELD=SIZE  override a statistical budget, e.g. rss.slope=256KiB\n"
-            "                      (CH: je_allocated je_active je_resident rss dev_driver\n"
-            "                      dev_process; FIELD: band, slope, floor)\n"
-            "  --out DIR           results and reports (default leakgate-out)\n"
-            "  --no-reports        results.jsonl only\n"
-            "  --quiet             no progress output\n");
+    fprintf(
+        f,
+        "usage: leakgate run [options]\n"
+        "Runs warm-up and measured training sessions in one process and judges whether host and\n"
+        "device memory return to baseline. Exit: 0 pass, 1 leak, 2 usage/input error,\n"
+        "3 inconclusive, 4 internal error.\n\n"
+        "  --preset P          tiny (default), electricity, foxhunt-815\n"
+        "  --csv F --csv-config J   train on your CSV file with JSON column roles instead\n"
+        "  --modes M           fp32,int8,qat, interleaved (default fp32,int8)\n"
+        "  --sessions N        measured sessions (default 40)\n"
+        "  --warmup W          warm-up sessions per mode (default 1)\n"
+        "  --steps K           training steps per session (default 10)\n"
+        "  --batch B           batch size (default: the preset's)\n"
+        "  --device D          cpu (default) or cuda\n"
+        "  --seed S            seed of data, init, dropout and batches (default 1)\n"
+        "  --stacks            record allocation and retain call stacks (slower)\n"
+        "  --inject F[:SIZE][@FIRST[/EVERY]]  re-create a known leak (repeatable): varmap-dup-ref,\n"
+        "                      adam-state, grad-retained, tape-retained, ckpt-buffer,\n"
+        "                      int8-calibration, qat-observer, device-tensor, raw-malloc, raw-mmap;\n"
+        "                      raw-noise:SIZE holds a random amount for one session (not a leak)\n"
+        "                      e.g. raw-malloc:256KiB@10 (per session, from session 10),\n"
+        "                      raw-malloc:1MiB@2/40 (in sessions 2, 42, 82, ...)\n"
+        "  --require CH,...    channels the verdict needs evidence from (default: every host\n"
+        "                      channel; with --device cuda also tagged_device, dev_process);\n"
+        "                      names, or host, exact, all, none. A required channel that is\n"
+        "                      unavailable or undecided makes the run inconclusive (exit 3)\n"
+        "  --budgets FILE      budgets measured by leakgate calibrate on this machine\n"
+        "  --budget CH.FIELD=SIZE  override a statistical budget, e.g. rss.slope=256KiB\n"
+        "                      (CH: je_allocated je_active je_resident rss dev_driver\n"
+        "                      dev_process; FIELD: band, slope, floor)\n"
+        "  --out DIR           results and reports (default leakgate-out)\n"
+        "  --no-reports        results.jsonl only\n"
+        "  --quiet             no progress output\n");
 }
 
 /* Parses the command line of run/reproduce/soak into o; returns LG_OK, or a usage error. */
@@ -54,7 +55,8 @@ static int parse(struct hx_options *o, int argc, char **argv, int first, void (*
         int n = hx_parse_common(o, argc, argv, i);
         if (n == 0 && extra) n = extra(o, argc, argv, i, ud);
         if (n < 0) return lg_errcode() ? lg_errcode() : LG_EINVAL;
-        if (n == 0) return lg_fail(LG_EINVAL, "unknown option '%s' (see %s --help)", argv[i], argv[0]);
+        if (n == 0)
+            return lg_fail(LG_EINVAL, "unknown option '%s' (see %s --help)", argv[i], argv[0]);
         i += n;
     }
     return hx_check_options(o);
@@ -153,8 +155,9 @@ int hx_cmd_reproduce(int argc, char **argv)
     if (bug.first < 0) bug.first = 0; /* from the first session: reproduce has no warm-up */
     int rc = parse(&o, argc, argv, 2, repro_usage, &help, repro_extra, &fixed);
     if (rc == LG_OK && !help && o.n_inject)
-        rc = lg_fail(LG_EINVAL, "--inject does not apply: %s", fixed ? "--fixed runs without any injection"
-                                                                     : "the BUG argument is the injection");
+        rc = lg_fail(LG_EINVAL, "--inject does not apply: %s",
+                     fixed ? "--fixed runs without any injection"
+                           : "the BUG argument is the injection");
     if (rc == LG_OK && !help && !fixed) {
         o.inject[o.n_inject++] = bug;
         rc = hx_check_options(&o);
@@ -164,7 +167,8 @@ int hx_cmd_reproduce(int argc, char **argv)
         return 2;
     }
     if (help) return 0;
-    fprintf(stderr, "leakgate reproduce %s%s: %d %s session(s) of %s, each left to show what it leaves\n",
+    fprintf(stderr,
+            "leakgate reproduce %s%s: %d %s session(s) of %s, each left to show what it leaves\n",
             bug.name, fixed ? " --fixed (today's code, no injection)" : "", o.sessions,
             hx_mode_name(o.modes & HX_MODE_FP32 ? HX_MODE_FP32 : o.modes), o.preset);
     hx_install_signal_handlers();

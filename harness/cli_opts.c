@@ -11,12 +11,9 @@
 const char *hx_mode_name(int mode)
 {
     switch (mode) {
-    case HX_MODE_FP32:
-        return "fp32";
-    case HX_MODE_INT8:
-        return "int8";
-    case HX_MODE_QAT:
-        return "qat";
+    case HX_MODE_FP32: return "fp32";
+    case HX_MODE_INT8: return "int8";
+    case HX_MODE_QAT: return "qat";
     }
     return "?";
 }
@@ -233,7 +230,8 @@ static int resolve_required(struct hx_options *o)
          * the name: the default asks for what this build can measure (a property of the binary,
          * not of a run; --require can still demand them, and is then inconclusive) */
         if (!trk_build_has_allocator_stats())
-            o->required &= ~(RPT_BIT(RPT_CH_JE_ALLOCATED) | RPT_BIT(RPT_CH_JE_ACTIVE) | RPT_BIT(RPT_CH_JE_RESIDENT));
+            o->required &= ~(RPT_BIT(RPT_CH_JE_ALLOCATED) | RPT_BIT(RPT_CH_JE_ACTIVE) |
+                             RPT_BIT(RPT_CH_JE_RESIDENT));
         if (!trk_build_has_rss()) o->required &= ~RPT_BIT(RPT_CH_RSS);
         return LG_OK;
     }
@@ -272,7 +270,8 @@ int hx_check_sessions(const struct hx_options *o, int n, const char *what)
 int hx_check_options(struct hx_options *o)
 {
     for (int i = 0; i < o->n_inject; i++)
-        if (hx_inject_check(&o->inject[i], o->device == TN_CUDA, o->modes) != LG_OK) return lg_errcode();
+        if (hx_inject_check(&o->inject[i], o->device == TN_CUDA, o->modes) != LG_OK)
+            return lg_errcode();
     if (o->csv[0] && !o->csv_config[0])
         return lg_fail(LG_EINVAL, "--csv needs --csv-config (the JSON column roles)");
     if (o->csv_config[0] && !o->csv[0])

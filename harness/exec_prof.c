@@ -250,8 +250,7 @@ static int diff_into(const struct heap *base, const struct heap *cur, struct rpt
     }
     if (rc == LG_OK) qsort(g, (size_t)n, sizeof *g, cmp_growth);
     if (n > TOP_STACKS) n = TOP_STACKS;
-    for (int i = 0; i < n; i++)
-        npcs += g[i].s->depth;
+    for (int i = 0; i < n; i++) npcs += g[i].s->depth;
     if (rc == LG_OK && n) {
         pcs = malloc((size_t)npcs * sizeof *pcs);
         s->alloc_stacks = calloc((size_t)n, sizeof *s->alloc_stacks);
@@ -265,8 +264,7 @@ static int diff_into(const struct heap *base, const struct heap *cur, struct rpt
     if (rc == LG_OK && n) rc = hx_symbolize_each(&maps, pcs, npcs, &per);
     for (int i = 0, at = 0; rc == LG_OK && i < n; i++) {
         int total = 0;
-        for (int k = 0; k < g[i].s->depth; k++)
-            total += per[at + k].n;
+        for (int k = 0; k < g[i].s->depth; k++) total += per[at + k].n;
         struct hx_frame *flat = malloc((size_t)(total ? total : 1) * sizeof *flat);
         if (!flat) {
             rc = lg_fail(LG_ENOMEM, "out of memory naming heap growth");
@@ -274,8 +272,7 @@ static int diff_into(const struct heap *base, const struct heap *cur, struct rpt
         }
         int m = 0;
         for (int k = 0; k < g[i].s->depth; k++)
-            for (int j = 0; j < per[at + k].n; j++)
-                flat[m++] = per[at + k].v[j];
+            for (int j = 0; j < per[at + k].n; j++) flat[m++] = per[at + k].v[j];
         at += g[i].s->depth;
         struct rpt_alloc_stack *a = &s->alloc_stacks[s->n_alloc_stacks];
         a->frames = hx_frames_text(flat, m);
@@ -391,8 +388,7 @@ void hx_prof_print(const struct hx_prof *p, FILE *f)
     fprintf(f,
             "\nuntagged growth by allocation stack (jemalloc heap profile, one sample per %s):\n",
             lg_fmt_bytes(b1, sizeof b1, (double)p->sample));
-    for (int i = 0; i < p->n_top; i++)
-        fprintf(f, "  %s\n", p->top[i]);
+    for (int i = 0; i < p->n_top; i++) fprintf(f, "  %s\n", p->top[i]);
 }
 
 /* ---- `run`: the same attribution in this process ------------------------------------------------

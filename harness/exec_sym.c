@@ -274,8 +274,7 @@ int hx_symbolize_each(const struct hx_maps *m, const uintptr_t *pcs, int n, stru
     const struct hx_module **mods = calloc((size_t)n + 1, sizeof *mods);
     struct hx_frames *per = calloc((size_t)n + 1, sizeof *per);
     int rc = mods && per ? LG_OK : lg_fail(LG_ENOMEM, "out of memory symbolising a stack");
-    for (int i = 0; rc == LG_OK && i < n; i++)
-        mods[i] = module_of(m, pcs[i]);
+    for (int i = 0; rc == LG_OK && i < n; i++) mods[i] = module_of(m, pcs[i]);
     for (int i = 0; rc == LG_OK && i < n; i++) {
         bool first = mods[i] != NULL;
         for (int j = 0; j < i && first; j++)
@@ -308,8 +307,7 @@ int hx_symbolize_each(const struct hx_maps *m, const uintptr_t *pcs, int n, stru
 
 void hx_frames_free(struct hx_frames *per, int n)
 {
-    for (int i = 0; per && i < n; i++)
-        free(per[i].v);
+    for (int i = 0; per && i < n; i++) free(per[i].v);
     free(per);
 }
 
@@ -378,11 +376,9 @@ static bool allocator_frame(const struct hx_frame *f)
 char *hx_frames_text(const struct hx_frame *f, int n)
 {
     int first = 0;
-    while (first < n && allocator_frame(&f[first]))
-        first++;
+    while (first < n && allocator_frame(&f[first])) first++;
     size_t size = 1;
-    for (int i = first; i < n; i++)
-        size += strlen(f[i].text) + 1;
+    for (int i = first; i < n; i++) size += strlen(f[i].text) + 1;
     char *s = malloc(size), *p = s;
     if (!s) return NULL;
     for (int i = first; i < n; i++) {
@@ -409,8 +405,7 @@ char *hx_symbolize_text(const struct hx_maps *m, const char *raw)
     if (hx_symbolize(m, pcs, n, &f, &nf) != LG_OK) return NULL;
     /* the tracker's stacks already start at the allocating call: keep them whole */
     size_t size = 1;
-    for (int i = 0; i < nf; i++)
-        size += strlen(f[i].text) + 1;
+    for (int i = 0; i < nf; i++) size += strlen(f[i].text) + 1;
     char *s = malloc(size), *q = s;
     for (int i = 0; s && i < nf; i++) {
         q += sprintf(q, "%s\n", f[i].text);

@@ -30,11 +30,11 @@ const char *hx_mode_name(int mode); /* "fp32", "int8", "qat" */
 /* A fault to inject (harness/inject.c): what, how much per session, from which session. */
 #define HX_MAX_INJECT 8
 struct hx_inject {
-    char name[32];        /* "varmap-dup-ref", "raw-malloc", ... */
-    size_t bytes;         /* per session, for raw-malloc / raw-mmap / raw-noise (default 1 MiB) */
-    int first;            /* first session index (over the whole run) it applies to; -1: first measured */
-    int every;            /* then every EVERY-th session (1: every session) */
-    char spec[96];        /* as given: "raw-malloc:256KiB@40/25" */
+    char name[32]; /* "varmap-dup-ref", "raw-malloc", ... */
+    size_t bytes;  /* per session, for raw-malloc / raw-mmap / raw-noise (default 1 MiB) */
+    int first;     /* first session index (over the whole run) it applies to; -1: first measured */
+    int every;     /* then every EVERY-th session (1: every session) */
+    char spec[96]; /* as given: "raw-malloc:256KiB@40/25" */
 };
 
 struct hx_options {
@@ -52,23 +52,23 @@ struct hx_options {
     int n_inject;
     struct hx_inject inject[HX_MAX_INJECT];
     char out_dir[512];
-    bool reports;                   /* write plots/JUnit/Markdown/HTML at the end */
-    bool quiet;                     /* no progress output */
+    bool reports; /* write plots/JUnit/Markdown/HTML at the end */
+    bool quiet;   /* no progress output */
     struct rpt_budget budgets[RPT_NCHANNELS];
-    char budgets_file[512];         /* --budgets FILE ("" for the defaults) */
-    int n_budget_set;               /* --budget CH.FIELD=SIZE, applied over defaults and file */
+    char budgets_file[512]; /* --budgets FILE ("" for the defaults) */
+    int n_budget_set;       /* --budget CH.FIELD=SIZE, applied over defaults and file */
     struct {
-        int channel, field;         /* field: 0 band, 1 slope, 2 floor */
+        int channel, field; /* field: 0 band, 1 slope, 2 floor */
         double bytes;
     } budget_set[16];
-    unsigned required;              /* channels the verdict requires (RPT_BIT(c)) */
-    bool required_set;              /* --require was given (else the device's default) */
-    char require_arg[256];          /* --require's value, resolved once the device is known */
-    char command[16];               /* "run", "reproduce", "soak" (for the results file) */
+    unsigned required;     /* channels the verdict requires (RPT_BIT(c)) */
+    bool required_set;     /* --require was given (else the device's default) */
+    char require_arg[256]; /* --require's value, resolved once the device is known */
+    char command[16];      /* "run", "reproduce", "soak" (for the results file) */
     char shard[16];
     /* soak */
-    double duration_s;              /* 0: use sessions */
-    int window;                     /* trend window (sessions) */
+    double duration_s; /* 0: use sessions */
+    int window;        /* trend window (sessions) */
 };
 
 void hx_options_defaults(struct hx_options *o);

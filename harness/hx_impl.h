@@ -14,7 +14,8 @@
 /* ---- output (progress.c) ---------------------------------------------------------------- */
 
 void hx_progress_begin(const struct hx_options *o, const struct rpt_run *run, int total);
-void hx_progress_session(const struct hx_options *o, const struct rpt_session *s, int idx, int total);
+void hx_progress_session(const struct hx_options *o, const struct rpt_session *s, int idx,
+                         int total);
 void hx_progress_end(const struct hx_options *o);
 void hx_print_verdict(const struct hx_options *o, const struct rpt_verdict *v, FILE *f);
 void hx_print_leaks(const struct rpt_session *s, FILE *f, int max_groups);
@@ -24,7 +25,8 @@ int hx_write_reports(const struct hx_options *o, const char *results_path);
 
 /* ---- run plumbing (run.c) ---------------------------------------------------------------- */
 
-void hx_fill_run_line(const struct hx_options *o, const struct tft_config *cfg, struct rpt_run *run);
+void hx_fill_run_line(const struct hx_options *o, const struct tft_config *cfg,
+                      struct rpt_run *run);
 int hx_make_data(const struct hx_options *o, struct trk_tracker *trk, struct tft_config *cfg,
                  struct data_set **data);
 int hx_env_init(struct hx_env *env, const struct hx_options *o);
@@ -49,7 +51,8 @@ int hx_close_results(const struct hx_options *o, struct rpt_writer *w, const cha
  * (message in lg_errmsg()). */
 int hx_parse_common(struct hx_options *o, int argc, char **argv, int i);
 /* Checks the options once parsed and resolves them: budgets (defaults, --budgets FILE, each
- * --budget), the required channels, conflicts, the minimum sessions (usage errors with a message). */
+ * --budget), the required channels, conflicts, the minimum sessions (usage errors with a message).
+ */
 int hx_check_options(struct hx_options *o);
 /* Checks that n measured sessions (0: unbounded) let every required statistical channel see its
  * budget (rpt_min_sessions); `what` names the option in the message ("--sessions"). A soak

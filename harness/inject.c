@@ -66,8 +66,7 @@ int hx_parse_size(const char *s, size_t *out)
     double v = strtod(s, &end);
     if (end == s || errno || !(v >= 0) || !isfinite(v))
         return lg_fail(LG_EINVAL, "'%s' is not a size (e.g. 4096, 256KiB, 1.5MiB)", s);
-    while (*end == ' ')
-        end++;
+    while (*end == ' ') end++;
     static const struct {
         const char *suffix;
         double mult;

@@ -76,7 +76,8 @@ int main(int argc, char **argv)
 {
     int code = dispatch(argc, argv);
     if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "leakgate: cannot write standard output: %s\n", strerror(errno ? errno : EIO));
+        fprintf(stderr, "leakgate: cannot write standard output: %s\n",
+                strerror(errno ? errno : EIO));
         if (code == 0) code = 2;
     }
     return code;

@@ -1,9 +1,9 @@
 /* merge.c — `leakgate merge DIR... -o OUT`: the shards of one soak plan (`leakgate soak --shard
  * i/n`) combined into one results file and one report. Each shard is judged on its own (by its
  * own trend test, or, for a shard killed before its verdict line, by the same trend test
- * replayed over the sessions it left on disk); the overall verdict is leak when any shard leaks, inconclusive
- * when any shard is (or failed), else pass. The merged sessions are every shard's, in plan
- * order: the warm-ups first (shard by shard), then the measured sessions by plan index. */
+ * replayed over the sessions it left on disk); the overall verdict is leak when any shard leaks,
+ * inconclusive when any shard is (or failed), else pass. The merged sessions are every shard's, in
+ * plan order: the warm-ups first (shard by shard), then the measured sessions by plan index. */
 #define _GNU_SOURCE
 #include <glob.h>
 #include <limits.h>
@@ -26,24 +26,25 @@ struct shard {
 
 struct merge {
     int n_inputs;
-    struct shard *in;               /* MAX_INPUTS of them */
+    struct shard *in; /* MAX_INPUTS of them */
     char out[600];
-    int expect;                     /* --shards N: the plan's shard count (0: the shards' own) */
+    int expect; /* --shards N: the plan's shard count (0: the shards' own) */
     bool reports, quiet;
 };
 
 static void merge_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: leakgate merge DIR|RESULTS... -o OUT [--shards N] [--no-reports] [--quiet]\n"
-            "Combines the shards of one soak plan (leakgate soak --shard i/n) into OUT/results.jsonl\n"
-            "and every report artefact, prints each shard's verdict and the overall one: leak when\n"
-            "any shard leaks, inconclusive when any is, else pass. Each argument is a results file,\n"
-            "a directory holding results.jsonl, a soak --out directory holding shard-*-of-*/, or a\n"
-            "quoted glob of these. --shards N: the plan has N shards (as the pods were told), so\n"
-            "fewer present is an error, whatever the shards found say. OUT may not be, or be\n"
-            "inside, the directory of an input. Exit: 0 pass, 1 leak, 2 usage/input error (not\n"
-            "shards of one plan, a shard missing), 3 inconclusive, 4 internal error.\n");
+    fprintf(
+        f,
+        "usage: leakgate merge DIR|RESULTS... -o OUT [--shards N] [--no-reports] [--quiet]\n"
+        "Combines the shards of one soak plan (leakgate soak --shard i/n) into OUT/results.jsonl\n"
+        "and every report artefact, prints each shard's verdict and the overall one: leak when\n"
+        "any shard leaks, inconclusive when any is, else pass. Each argument is a results file,\n"
+        "a directory holding results.jsonl, a soak --out directory holding shard-*-of-*/, or a\n"
+        "quoted glob of these. --shards N: the plan has N shards (as the pods were told), so\n"
+        "fewer present is an error, whatever the shards found say. OUT may not be, or be\n"
+        "inside, the directory of an input. Exit: 0 pass, 1 leak, 2 usage/input error (not\n"
+        "shards of one plan, a shard missing), 3 inconclusive, 4 internal error.\n");
 }
 
 static bool is_dir(const char *p)
@@ -60,7 +61,8 @@ static bool is_file(const char *p)
 
 static int add_input(struct merge *m, const char *path)
 {
-    if (m->n_inputs == MAX_INPUTS) return lg_fail(LG_EINVAL, "more than %d results files", MAX_INPUTS);
+    if (m->n_inputs == MAX_INPUTS)
+        return lg_fail(LG_EINVAL, "more than %d results files", MAX_INPUTS);
     if (lg_strlcpy(m->in[m->n_inputs].path, path, sizeof m->in[0].path))
         return lg_fail(LG_EINVAL, "path too long: %.80s...", path);
     m->n_inputs++;
@@ -75,7 +77,8 @@ static int add_argument(struct merge *m, const char *arg, bool from_glob)
     int rc = LG_OK;
     if (!from_glob && strpbrk(arg, "*?[")) {
         if (glob(arg, 0, NULL, &g) != 0) return lg_fail(LG_EINVAL, "'%s' matches nothing", arg);
-        for (size_t k = 0; k < g.gl_pathc && rc == LG_OK; k++) rc = add_argument(m, g.gl_pathv[k], true);
+        for (size_t k = 0; k < g.gl_pathc && rc == LG_OK; k++)
+            rc = add_argument(m, g.gl_pathv[k], true);
         globfree(&g);
         return rc;
     }
@@ -85,7 +88,8 @@ static int add_argument(struct merge *m, const char *arg, bool from_glob)
     if (is_file(pat)) return add_input(m, pat);
     snprintf(pat, sizeof pat, "%s/shard-*-of-*/results.jsonl", arg);
     if (glob(pat, 0, NULL, &g) != 0)
-        return lg_fail(LG_EINVAL, "%s: holds neither results.jsonl nor shard-*-of-*/results.jsonl", arg);
+        return lg_fail(LG_EINVAL, "%s: holds neither results.jsonl nor shard-*-of-*/results.jsonl",
+                       arg);
     for (size_t k = 0; k < g.gl_pathc && rc == LG_OK; k++) rc = add_input(m, g.gl_pathv[k]);
     globfree(&g);
     return rc;
@@ -95,8 +99,10 @@ static int parse_shard_field(const struct shard *s, int *i, int *n)
 {
     char tail;
     if (sscanf(s->r->run.shard, "%d/%d%c", i, n, &tail) != 2 || *n < 1 || *i < 0 || *i >= *n)
-        return lg_fail(LG_EINVAL, "%s: not a soak shard (its shard field is \"%s\"; run shards with "
-                                  "leakgate soak --shard i/n)", s->path, s->r->run.shard);
+        return lg_fail(LG_EINVAL,
+                       "%s: not a soak shard (its shard field is \"%s\"; run shards with "
+                       "leakgate soak --shard i/n)",
+                       s->path, s->r->run.shard);
     return LG_OK;
 }
 
@@ -107,7 +113,8 @@ static int load_and_check(struct merge *m)
         struct shard *s = &m->in[k];
         if (rpt_results_load(&s->r, s->path) != LG_OK) return lg_errcode();
         if (strcmp(s->r->run.command, "soak") != 0)
-            return lg_fail(LG_EINVAL, "%s: written by `leakgate %s`, not by a soak shard", s->path, s->r->run.command);
+            return lg_fail(LG_EINVAL, "%s: written by `leakgate %s`, not by a soak shard", s->path,
+                           s->r->run.command);
         if (parse_shard_field(s, &s->i, &s->n) != LG_OK) return lg_errcode();
     }
     const struct shard *f = &m->in[0];
@@ -124,11 +131,12 @@ static int load_and_check(struct merge *m)
                            : s->n != f->n               ? "shard count"
                                                         : NULL;
         if (what)
-            return lg_fail(LG_EINVAL,
-                           "%s and %s are not shards of one plan: their %s differ (presets %s / %s, modes %s / %s, "
-                           "sessions %d / %d, shard %s / %s)",
-                           f->path, s->path, what, a->preset, b->preset, a->modes, b->modes, a->sessions, b->sessions,
-                           a->shard, b->shard);
+            return lg_fail(
+                LG_EINVAL,
+                "%s and %s are not shards of one plan: their %s differ (presets %s / %s, modes %s / %s, "
+                "sessions %d / %d, shard %s / %s)",
+                f->path, s->path, what, a->preset, b->preset, a->modes, b->modes, a->sessions,
+                b->sessions, a->shard, b->shard);
     }
     return LG_OK;
 }
@@ -138,25 +146,29 @@ static int check_complete(const struct merge *m)
 {
     int n = m->in[0].n;
     if (m->expect && m->expect != n)
-        return lg_fail(LG_EINVAL, "--shards %d: the shards given are of a %d-shard plan (%s is shard %s)", m->expect, n,
-                       m->in[0].path, m->in[0].r->run.shard);
+        return lg_fail(LG_EINVAL,
+                       "--shards %d: the shards given are of a %d-shard plan (%s is shard %s)",
+                       m->expect, n, m->in[0].path, m->in[0].r->run.shard);
     char missing[400] = "";
     for (int k = 0; k < m->n_inputs; k++)
         for (int q = k + 1; q < m->n_inputs; q++)
             if (m->in[k].i == m->in[q].i)
-                return lg_fail(LG_EINVAL, "shard %d/%d is given twice: %s and %s", m->in[k].i, n, m->in[k].path,
-                               m->in[q].path);
+                return lg_fail(LG_EINVAL, "shard %d/%d is given twice: %s and %s", m->in[k].i, n,
+                               m->in[k].path, m->in[q].path);
     int n_missing = 0;
     for (int i = 0; i < n; i++) {
         bool found = false;
         for (int k = 0; k < m->n_inputs && !found; k++) found = m->in[k].i == i;
         if (found) continue;
         size_t l = strlen(missing);
-        if (n_missing++ < 20) snprintf(missing + l, sizeof missing - l, "%s%d/%d", l ? ", " : "", i, n);
+        if (n_missing++ < 20)
+            snprintf(missing + l, sizeof missing - l, "%s%d/%d", l ? ", " : "", i, n);
     }
     if (n_missing)
-        return lg_fail(LG_EINVAL, "%d shard(s) of %d missing: %s%s (a shard's results are OUT/shard-i-of-n/results.jsonl)",
-                       n_missing, n, missing, n_missing > 20 ? ", ..." : "");
+        return lg_fail(
+            LG_EINVAL,
+            "%d shard(s) of %d missing: %s%s (a shard's results are OUT/shard-i-of-n/results.jsonl)",
+            n_missing, n, missing, n_missing > 20 ? ", ..." : "");
     return LG_OK;
 }
 
@@ -178,9 +190,12 @@ static int canonical(const char *p, char *out, size_t size)
         if (lg_snprintf(nt, sizeof nt, "%s%s%s", last, tail[0] ? "/" : "", tail))
             return lg_fail(LG_EINVAL, "path too long: %.80s...", p);
         memcpy(tail, nt, sizeof tail);
-        if (!slash) buf[0] = '\0';
-        else if (slash == buf) buf[1] = '\0';
-        else *slash = '\0';
+        if (!slash)
+            buf[0] = '\0';
+        else if (slash == buf)
+            buf[1] = '\0';
+        else
+            *slash = '\0';
     }
 }
 
@@ -196,14 +211,16 @@ static int check_output(const struct merge *m)
         if (slash && slash != in) *slash = '\0';
         size_t l = strlen(in);
         if (!strcmp(out, in) || (!strncmp(out, in, l) && out[l] == '/'))
-            return lg_fail(LG_EINVAL, "-o %s is %sthe directory of the input %s: merging there would overwrite what "
-                                      "is merged; choose another output directory",
-                           m->out, strcmp(out, in) ? "inside " : "", m->in[k].path);
+            return lg_fail(
+                LG_EINVAL,
+                "-o %s is %sthe directory of the input %s: merging there would overwrite what "
+                "is merged; choose another output directory",
+                m->out, strcmp(out, in) ? "inside " : "", m->in[k].path);
     }
     return LG_OK;
 }
 
-/* ---- the merged verdict ------------------------------------------------------------------------ */
+/* ---- the merged verdict ---------------------------------------------------------------------- */
 
 static int rank(enum rpt_status s)
 {
@@ -252,13 +269,15 @@ static void merge_channel(const struct merge *m, int c, struct rpt_channel_verdi
     *out = *bv;
     out->channel = (enum rpt_channel)c;
     int n = best->n;
-    if (!rpt_channel_exact((enum rpt_channel)c) && n > 1 && bv->status != RPT_UNAVAILABLE && isfinite(bv->slope)) {
+    if (!rpt_channel_exact((enum rpt_channel)c) && n > 1 && bv->status != RPT_UNAVAILABLE &&
+        isfinite(bv->slope)) {
         out->figure /= n;
         out->budget /= n;
         out->slope /= n;
         out->slope_lo /= n;
         out->slope_hi /= n;
-        snprintf(out->why, sizeof out->why, "shard %d/%d (figures per plan session, its own / %d): %s", best->i, n, n,
+        snprintf(out->why, sizeof out->why,
+                 "shard %d/%d (figures per plan session, its own / %d): %s", best->i, n, n,
                  bv->why);
     } else {
         snprintf(out->why, sizeof out->why, "shard %d/%d: %s", best->i, n, bv->why);
@@ -286,30 +305,39 @@ static void merge_verdict(const struct merge *m, struct rpt_verdict *v)
         merge_channel(m, c, &v->channels[c]);
         if (v->channels[c].status != RPT_LEAK) continue;
         size_t l = strlen(chans);
-        snprintf(chans + l, sizeof chans - l, "%s%s", l ? ", " : "", rpt_channel_name((enum rpt_channel)c));
+        snprintf(chans + l, sizeof chans - l, "%s%s", l ? ", " : "",
+                 rpt_channel_name((enum rpt_channel)c));
     }
     int n = m->in[0].n;
-    v->required = m->in[0].r->verdict.required ? m->in[0].r->verdict.required : m->in[0].r->run.required;
+    v->required =
+        m->in[0].r->verdict.required ? m->in[0].r->verdict.required : m->in[0].r->run.required;
     v->sessions_planned = m->in[0].r->run.sessions;
-    for (int c = 0; c < RPT_NCHANNELS; c++) v->channels[c].required = (v->required & RPT_BIT(c)) != 0;
+    for (int c = 0; c < RPT_NCHANNELS; c++)
+        v->channels[c].required = (v->required & RPT_BIT(c)) != 0;
     if (n_leak) {
         v->status = RPT_LEAK;
-        snprintf(v->summary, sizeof v->summary, "LEAK: shard%s %s leaked (%s); %d shard(s), %d measured session(s)",
+        snprintf(v->summary, sizeof v->summary,
+                 "LEAK: shard%s %s leaked (%s); %d shard(s), %d measured session(s)",
                  n_leak > 1 ? "s" : "", leaking, chans, n, v->sessions_measured);
     } else if (n_undecided) {
         v->status = RPT_INCONCLUSIVE;
-        snprintf(v->summary, sizeof v->summary,
-                 "INCONCLUSIVE: shard%s %s could not decide (or failed); %d shard(s), %d measured session(s)",
-                 n_undecided > 1 ? "s" : "", undecided, n, v->sessions_measured);
+        snprintf(
+            v->summary, sizeof v->summary,
+            "INCONCLUSIVE: shard%s %s could not decide (or failed); %d shard(s), %d measured session(s)",
+            n_undecided > 1 ? "s" : "", undecided, n, v->sessions_measured);
     } else if (v->sessions_measured == 0) {
         v->status = RPT_INCONCLUSIVE;
-        snprintf(v->summary, sizeof v->summary, "INCONCLUSIVE: no shard measured a session; %d shard(s)", n);
+        snprintf(v->summary, sizeof v->summary,
+                 "INCONCLUSIVE: no shard measured a session; %d shard(s)", n);
     } else {
         v->status = RPT_PASS;
-        snprintf(v->summary, sizeof v->summary, "PASS: every shard returned to baseline; %d shard(s), %d measured "
-                 "session(s)", n, v->sessions_measured);
+        snprintf(v->summary, sizeof v->summary,
+                 "PASS: every shard returned to baseline; %d shard(s), %d measured "
+                 "session(s)",
+                 n, v->sessions_measured);
     }
-    if (v->partial && v->status == RPT_PASS) v->status = RPT_INCONCLUSIVE; /* a cut-short shard is not a pass */
+    if (v->partial && v->status == RPT_PASS)
+        v->status = RPT_INCONCLUSIVE; /* a cut-short shard is not a pass */
     v->exit_code = rpt_exit_code(v->status);
     if (v->partial) {
         size_t l = strlen(v->summary);
@@ -317,7 +345,7 @@ static void merge_verdict(const struct merge *m, struct rpt_verdict *v)
     }
 }
 
-/* ---- the merged results -------------------------------------------------------------------------- */
+/* ---- the merged results ---------------------------------------------------------------------- */
 
 struct ordered {
     const struct rpt_session *s;
@@ -340,7 +368,8 @@ static void merged_run_line(const struct merge *m, struct rpt_run *run)
     run->inject[0] = '\0';
     for (int k = 0; k < m->n_inputs; k++) {
         const struct rpt_run *r = &m->in[k].r->run;
-        if (strcmp(r->started, run->started) < 0) lg_strlcpy(run->started, r->started, sizeof run->started);
+        if (strcmp(r->started, run->started) < 0)
+            lg_strlcpy(run->started, r->started, sizeof run->started);
         if (!r->inject[0] || strstr(run->inject, r->inject)) continue;
         size_t l = strlen(run->inject);
         snprintf(run->inject + l, sizeof run->inject - l, "%s%s", l ? "," : "", r->inject);
@@ -357,12 +386,15 @@ static int write_merged(const struct merge *m, const struct rpt_verdict *v, cons
     if (!all) return lg_fail(LG_ENOMEM, "out of memory merging %d sessions", total);
     int q = 0;
     for (int k = 0; k < m->n_inputs; k++)
-        for (int i = 0; i < m->in[k].r->n_sessions; i++) all[q++] = (struct ordered){&m->in[k].r->sessions[i], m->in[k].i};
+        for (int i = 0; i < m->in[k].r->n_sessions; i++)
+            all[q++] = (struct ordered){&m->in[k].r->sessions[i], m->in[k].i};
     qsort(all, (size_t)total, sizeof *all, cmp_ordered);
     for (int i = 1; i < total; i++)
         if (!all[i].s->warmup && all[i].s->index == all[i - 1].s->index && !all[i - 1].s->warmup) {
-            rc = lg_fail(LG_EINVAL, "measured session %d is in shard %d and in shard %d: not shards of one plan",
-                         all[i].s->index, all[i - 1].shard, all[i].shard);
+            rc = lg_fail(
+                LG_EINVAL,
+                "measured session %d is in shard %d and in shard %d: not shards of one plan",
+                all[i].s->index, all[i - 1].shard, all[i].shard);
             goto cleanup;
         }
     struct rpt_run run;
@@ -384,12 +416,13 @@ static void print_shards(const struct merge *m, FILE *f)
         for (int k = 0; k < m->n_inputs; k++) {
             const struct shard *s = &m->in[k];
             if (s->i != i) continue;
-            fprintf(f, "%-9s %-13s %9d  %s\n", s->r->run.shard, rpt_status_name(s->r->verdict.status),
-                    s->r->verdict.sessions_measured, s->r->verdict.summary);
+            fprintf(f, "%-9s %-13s %9d  %s\n", s->r->run.shard,
+                    rpt_status_name(s->r->verdict.status), s->r->verdict.sessions_measured,
+                    s->r->verdict.summary);
         }
 }
 
-/* ---- the command ---------------------------------------------------------------------------------- */
+/* ---- the command ----------------------------------------------------------------------------- */
 
 static int parse_args(struct merge *m, int argc, char **argv, bool *help)
 {
@@ -403,10 +436,12 @@ static int parse_args(struct merge *m, int argc, char **argv, bool *help)
         if (!strcmp(a, "-o") || !strcmp(a, "--out")) {
             if (i + 1 >= argc) return lg_fail(LG_EINVAL, "%s needs a directory", a);
             if (!argv[i + 1][0]) return lg_fail(LG_EINVAL, "%s: the path is empty", a);
-            if (lg_strlcpy(m->out, argv[++i], sizeof m->out)) return lg_fail(LG_EINVAL, "%s: path too long", a);
+            if (lg_strlcpy(m->out, argv[++i], sizeof m->out))
+                return lg_fail(LG_EINVAL, "%s: path too long", a);
         } else if (!strcmp(a, "--shards")) {
             if (i + 1 >= argc) return lg_fail(LG_EINVAL, "--shards needs a count");
-            if (hx_parse_int("--shards", argv[++i], 1, MAX_INPUTS, &m->expect) != LG_OK) return lg_errcode();
+            if (hx_parse_int("--shards", argv[++i], 1, MAX_INPUTS, &m->expect) != LG_OK)
+                return lg_errcode();
         } else if (!strcmp(a, "--no-reports")) {
             m->reports = false;
         } else if (!strcmp(a, "--quiet")) {
@@ -450,7 +485,8 @@ int hx_cmd_merge(int argc, char **argv)
         goto cleanup;
     }
     for (int k = 0; k < m.n_inputs; k++) /* a shard killed before its verdict line */
-        if (!m.in[k].r->has_verdict && rpt_soak_judge_results(m.in[k].r, RPT_SOAK_DEFAULT_WINDOW) != LG_OK) {
+        if (!m.in[k].r->has_verdict &&
+            rpt_soak_judge_results(m.in[k].r, RPT_SOAK_DEFAULT_WINDOW) != LG_OK) {
             fprintf(stderr, "leakgate merge: %s\n", lg_errmsg());
             code = 4;
             goto cleanup;

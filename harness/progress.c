@@ -19,12 +19,15 @@ static const char *b(char *buf, int64_t v)
 void hx_progress_begin(const struct hx_options *o, const struct rpt_run *run, int total)
 {
     if (o->quiet) return;
-    fprintf(stderr, "leakgate %s: preset %s, modes %s, %d warm-up + %d measured session(s), %d step(s), device %s%s%s\n",
-            run->command, run->preset, run->modes, total - run->sessions, run->sessions, run->steps,
-            run->device, run->inject[0] ? ", inject " : "", run->inject);
+    fprintf(
+        stderr,
+        "leakgate %s: preset %s, modes %s, %d warm-up + %d measured session(s), %d step(s), device %s%s%s\n",
+        run->command, run->preset, run->modes, total - run->sessions, run->sessions, run->steps,
+        run->device, run->inject[0] ? ", inject " : "", run->inject);
 }
 
-void hx_progress_session(const struct hx_options *o, const struct rpt_session *s, int idx, int total)
+void hx_progress_session(const struct hx_options *o, const struct rpt_session *s, int idx,
+                         int total)
 {
     if (o->quiet) return;
     char b1[32], b2[32], b3[32];
@@ -40,10 +43,12 @@ void hx_progress_session(const struct hx_options *o, const struct rpt_session *s
                 b(b3, s->warmup ? s->absolute[RPT_CH_RSS] : s->delta[RPT_CH_RSS]));
         if (tagged || s->error[0]) fputc('\n', stderr);
     } else {
-        fprintf(stderr, "session %3d/%d %-4s %-8s %6.2f s  loss %.4f/%.4f  left %s  Δallocated %s  Δrss %s\n",
-                idx + 1, total, s->mode, s->warmup ? "warm-up" : "measured", s->duration_s,
-                s->train_loss, s->val_loss, b(b1, tagged), b(b2, s->delta[RPT_CH_JE_ALLOCATED]),
-                b(b3, s->delta[RPT_CH_RSS]));
+        fprintf(
+            stderr,
+            "session %3d/%d %-4s %-8s %6.2f s  loss %.4f/%.4f  left %s  Δallocated %s  Δrss %s\n",
+            idx + 1, total, s->mode, s->warmup ? "warm-up" : "measured", s->duration_s,
+            s->train_loss, s->val_loss, b(b1, tagged), b(b2, s->delta[RPT_CH_JE_ALLOCATED]),
+            b(b3, s->delta[RPT_CH_RSS]));
     }
     if (s->error[0]) fprintf(stderr, "  error: %s\n", s->error);
     if (tagged || s->n_refs) hx_print_leaks(s, stderr, 5);
@@ -61,11 +66,13 @@ void hx_print_leaks(const struct rpt_session *s, FILE *f, int max_groups)
             lg_fmt_bytes(b1, sizeof b1, (double)(s->leaked_host_bytes + s->leaked_device_bytes)));
     for (int i = 0; i < s->n_classes; i++)
         fprintf(f, "    class %-10s %12s  (%lld bytes)\n", s->classes[i].cls,
-                lg_fmt_bytes(b1, sizeof b1, (double)s->classes[i].bytes), (long long)s->classes[i].bytes);
+                lg_fmt_bytes(b1, sizeof b1, (double)s->classes[i].bytes),
+                (long long)s->classes[i].bytes);
     for (int i = 0; i < s->n_groups && i < max_groups; i++) {
         const struct rpt_leak_group *g = &s->groups[i];
-        fprintf(f, "    %12s  %5lld alloc  %-6s %s\n", lg_fmt_bytes(b1, sizeof b1, (double)g->bytes),
-                (long long)g->count, g->space, g->tag);
+        fprintf(f, "    %12s  %5lld alloc  %-6s %s\n",
+                lg_fmt_bytes(b1, sizeof b1, (double)g->bytes), (long long)g->count, g->space,
+                g->tag);
         for (int k = 0; k < g->n_stacks && k < 1; k++) {
             const char *p = g->stacks[k].frames;
             for (int line = 0; p && *p && line < 6; line++) {
@@ -81,8 +88,8 @@ void hx_print_leaks(const struct rpt_session *s, FILE *f, int max_groups)
         const struct rpt_ref_leak *r = &s->refs[i];
         fprintf(f, "    %s '%s' still held (%d reference(s)):\n", r->kind, r->name, r->refs);
         for (int k = 0; k < r->n_retains; k++)
-            fprintf(f, "      retained at %s (session generation %u), never released\n", r->retains[k].site,
-                    r->retains[k].generation);
+            fprintf(f, "      retained at %s (session generation %u), never released\n",
+                    r->retains[k].site, r->retains[k].generation);
     }
 }
 
@@ -99,11 +106,13 @@ static const char *fig(char *buf, double v, enum rpt_channel c)
 void hx_print_verdict(const struct hx_options *o, const struct rpt_verdict *v, FILE *f)
 {
     char b1[32], b2[32];
-    fprintf(f, "\n%-15s %-3s %-13s %12s %12s  %s\n", "channel", "req", "verdict", "figure", "budget", "why");
+    fprintf(f, "\n%-15s %-3s %-13s %12s %12s  %s\n", "channel", "req", "verdict", "figure",
+            "budget", "why");
     for (int i = 0; i < v->n_channels; i++) {
         const struct rpt_channel_verdict *c = &v->channels[i];
-        fprintf(f, "%-15s %-3s %-13s %12s %12s  %s\n", rpt_channel_name(c->channel), c->required ? "yes" : "-",
-                rpt_status_name(c->status), fig(b1, c->figure, c->channel), fig(b2, c->budget, c->channel), c->why);
+        fprintf(f, "%-15s %-3s %-13s %12s %12s  %s\n", rpt_channel_name(c->channel),
+                c->required ? "yes" : "-", rpt_status_name(c->status),
+                fig(b1, c->figure, c->channel), fig(b2, c->budget, c->channel), c->why);
     }
     fprintf(f, "\n%s\n", v->summary);
     (void)o;
@@ -117,8 +126,10 @@ int hx_write_reports(const struct hx_options *o, const char *results_path)
     if (rc != LG_OK)
         fprintf(stderr, "leakgate: reports: %s\n", lg_errmsg());
     else if (!o->quiet)
-        fprintf(stderr, "leakgate: results and reports in %s/ (report.html, summary.md, junit.xml, *.png)\n",
-                o->out_dir);
+        fprintf(
+            stderr,
+            "leakgate: results and reports in %s/ (report.html, summary.md, junit.xml, *.png)\n",
+            o->out_dir);
     rpt_results_free(r);
     return rc;
 }

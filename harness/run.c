@@ -144,7 +144,8 @@ int hx_close_results(const struct hx_options *o, struct rpt_writer *w, const cha
         int wrc = hx_write_reports(o, path);
         if (wrc != LG_OK && wrc != LG_EUNAVAIL && rc == LG_OK && v->exit_code == 0) {
             v->exit_code = 2;
-            fprintf(stderr, "leakgate: the verdict passed but its reports could not be written: exit 2\n");
+            fprintf(stderr,
+                    "leakgate: the verdict passed but its reports could not be written: exit 2\n");
         }
     }
     if (rc != LG_OK) lg_fail(rc, "%s", msg);
@@ -194,8 +195,9 @@ int hx_run(const struct hx_options *o, struct rpt_verdict *v)
         int src = hx_session_run(&env, idx, mode, warm, &s);
         if (warm && idx == warm_total - 1) memcpy(baseline, s.absolute, sizeof baseline);
         for (int c = 0; c < RPT_NCHANNELS && !warm; c++)
-            s.delta[c] = s.absolute[c] == RPT_NONE || baseline[c] == RPT_NONE ? RPT_NONE
-                                                                               : s.absolute[c] - baseline[c];
+            s.delta[c] = s.absolute[c] == RPT_NONE || baseline[c] == RPT_NONE
+                             ? RPT_NONE
+                             : s.absolute[c] - baseline[c];
         rpt_series_add(&ser, &s);
         int wrc = rpt_writer_session(w, &s);
         hx_progress_session(o, &s, idx, total);
@@ -204,7 +206,8 @@ int hx_run(const struct hx_options *o, struct rpt_verdict *v)
         measured += !warm;
         if (src != LG_OK) {
             rc = src;
-            fprintf(stderr, "leakgate: session %d (%s) failed: %s\n", idx, hx_mode_name(mode), lg_errmsg());
+            fprintf(stderr, "leakgate: session %d (%s) failed: %s\n", idx, hx_mode_name(mode),
+                    lg_errmsg());
             break;
         }
         if (wrc != LG_OK) {
@@ -221,7 +224,8 @@ int hx_run(const struct hx_options *o, struct rpt_verdict *v)
     if (rc != LG_OK) hx_verdict_error(v, rc);
     if (v->partial && rc == LG_OK) {
         size_t l = strlen(v->summary);
-        snprintf(v->summary + l, sizeof v->summary - l, " (partial: %d of %d warm-up and %d of %d measured sessions)",
+        snprintf(v->summary + l, sizeof v->summary - l,
+                 " (partial: %d of %d warm-up and %d of %d measured sessions)",
                  LG_MIN(done, warm_total), warm_total, measured, o->sessions);
     }
     int vrc = rpt_writer_verdict(w, v);

@@ -17,7 +17,8 @@ void hx_channels_from_snapshot(const struct trk_snapshot *s, int64_t *abs)
     abs[RPT_CH_REFS] = 0;
     /* the tracker's own tables are the measurement's memory, not the workload's: a tag table
      * that grows when session 40 meets its 1025th tag name is not a leak (docs/design.md) */
-    abs[RPT_CH_JE_ALLOCATED] = s->je_allocated < 0 ? RPT_NONE : s->je_allocated - s->tracker_overhead;
+    abs[RPT_CH_JE_ALLOCATED] =
+        s->je_allocated < 0 ? RPT_NONE : s->je_allocated - s->tracker_overhead;
     abs[RPT_CH_JE_ACTIVE] = s->je_active < 0 ? RPT_NONE : s->je_active - s->tracker_overhead;
     abs[RPT_CH_JE_RESIDENT] = V(s->je_resident);
     abs[RPT_CH_RSS] = trk_build_has_rss() ? V(s->rss) : RPT_NONE; /* not under AddressSanitizer */
@@ -57,13 +58,15 @@ static int hold_noise(struct hx_env *env, int index)
     env->noise = NULL;
     size_t most = hx_inject_noise(env->o, index);
     if (!most) return LG_OK;
-    uint64_t x = (env->o->seed + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)index * 0xbf58476d1ce4e5b9ull;
+    uint64_t x =
+        (env->o->seed + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)index * 0xbf58476d1ce4e5b9ull;
     x ^= x >> 31;
     x *= 0x94d049bb133111ebull;
     x ^= x >> 29;
     size_t n = (size_t)((double)(x >> 11) / 9007199254740992.0 * (double)most);
     if (!n) return LG_OK;
-    if (!(env->noise = malloc(n))) return lg_fail(LG_ENOMEM, "fault raw-noise could not be injected: out of memory");
+    if (!(env->noise = malloc(n)))
+        return lg_fail(LG_ENOMEM, "fault raw-noise could not be injected: out of memory");
     memset(env->noise, 0x3c, n);
     return LG_OK;
 }
@@ -74,8 +77,12 @@ static int session_body(struct hx_env *env, int index, int mode, struct rpt_sess
     const struct hx_options *o = env->o;
     struct tft_model *m = NULL;
     struct tr_trainer *tr = NULL;
-    struct tr_options topt = {.steps = o->steps, .batch = o->batch, .seed = o->seed + (uint64_t)index,
-                              .device = o->device, .progress = on_progress, .progress_user = env};
+    struct tr_options topt = {.steps = o->steps,
+                              .batch = o->batch,
+                              .seed = o->seed + (uint64_t)index,
+                              .device = o->device,
+                              .progress = on_progress,
+                              .progress_user = env};
     hx_inject_faults(o, index, &topt.faults);
     hx_sample(env, "build", -1);
     int rc = tft_new(&m, env->trk, &env->cfg, o->seed + 1000003ull * (uint64_t)index);
@@ -142,7 +149,8 @@ static int leaks_to_session(const struct trk_leaks *lk, struct rpt_session *s)
     s->groups = calloc(ng ? (size_t)ng : 1, sizeof *s->groups);
     s->refs = calloc(nr ? (size_t)nr : 1, sizeof *s->refs);
     s->classes = calloc(ng ? (size_t)ng : 1, sizeof *s->classes);
-    if (!s->groups || !s->refs || !s->classes) return lg_fail(LG_ENOMEM, "out of memory for a leak report");
+    if (!s->groups || !s->refs || !s->classes)
+        return lg_fail(LG_ENOMEM, "out of memory for a leak report");
     for (int i = 0; i < ng; i++) {
         const struct trk_leak_group *g = &lk->groups[i];
         struct rpt_leak_group *d = &s->groups[s->n_groups++];

@@ -11,12 +11,12 @@ struct hx_env {
     struct trk_tracker *trk;
     struct tft_config cfg;
     struct data_set *data;
-    struct rpt_sample *samples;   /* timeline buffer, reused by every session */
+    struct rpt_sample *samples; /* timeline buffer, reused by every session */
     int max_samples, n_samples;
-    double t0;                    /* session start, for sample times */
+    double t0; /* session start, for sample times */
     const char *phase;
     int64_t peak_host;
-    void *noise;                  /* raw-noise: what the last session held (plain malloc) */
+    void *noise; /* raw-noise: what the last session held (plain malloc) */
 };
 
 /* Values of every channel that a snapshot gives (RPT_NONE where unavailable). */

@@ -13,7 +13,7 @@
 
 #include "soak_impl.h"
 
-/* ---- progress --------------------------------------------------------------------------------- */
+/* ---- progress -------------------------------------------------------------------------------- */
 
 struct progress {
     double t0, last_line;
@@ -32,21 +32,24 @@ static void progress_begin(const struct hx_soak_options *so, const struct rpt_ru
     if (so->o.quiet) return;
     char until[64];
     if (p->sessions > 0 && p->duration_s > 0)
-        snprintf(until, sizeof until, "%d measured session(s) or %.0f s", hx_soak_shard_items(p), p->duration_s);
+        snprintf(until, sizeof until, "%d measured session(s) or %.0f s", hx_soak_shard_items(p),
+                 p->duration_s);
     else if (p->sessions > 0)
         snprintf(until, sizeof until, "%d measured session(s)", hx_soak_shard_items(p));
     else
         snprintf(until, sizeof until, "measured sessions for %.0f s", p->duration_s);
-    fprintf(stderr,
-            "leakgate soak%s%s: presets %s, modes %s, %d warm-up + %s, %d step(s), window %d, device %s%s%s\n"
-            "  results %s/results.jsonl, metrics %s\n",
-            run->shard[0] ? " shard " : "", run->shard, run->preset, run->modes, hx_soak_n_warmup(p), until,
-            run->steps, so->o.window, run->device, run->inject[0] ? ", inject " : "", run->inject, so->o.out_dir,
-            so->metrics);
+    fprintf(
+        stderr,
+        "leakgate soak%s%s: presets %s, modes %s, %d warm-up + %s, %d step(s), window %d, device %s%s%s\n"
+        "  results %s/results.jsonl, metrics %s\n",
+        run->shard[0] ? " shard " : "", run->shard, run->preset, run->modes, hx_soak_n_warmup(p),
+        until, run->steps, so->o.window, run->device, run->inject[0] ? ", inject " : "",
+        run->inject, so->o.out_dir, so->metrics);
 }
 
-static void progress_session(const struct hx_soak_options *so, struct progress *pr, const struct rpt_session *s,
-                             const struct rpt_soak_trend *t, unsigned fired, const char *preset)
+static void progress_session(const struct hx_soak_options *so, struct progress *pr,
+                             const struct rpt_session *s, const struct rpt_soak_trend *t,
+                             unsigned fired, const char *preset)
 {
     if (s->warmup)
         pr->warmups++;
@@ -60,11 +63,15 @@ static void progress_session(const struct hx_soak_options *so, struct progress *
     bool tty = isatty(STDERR_FILENO);
     bool heartbeat = !s->warmup && (pr->measured % 25 == 0 || now - pr->last_line >= 60);
     if (tty || heartbeat || s->error[0] || fired || tagged || s->n_refs) {
-        fprintf(stderr, "%s[%s] session %d %s %-4s%s: %d measured  Δallocated %s  Δrss %s%s", tty ? "\r" : "", el,
-                s->index, preset, s->mode, s->warmup ? " (warm-up)" : "", pr->measured,
-                s->delta[RPT_CH_JE_ALLOCATED] == RPT_NONE ? "n/a"
-                                                          : lg_fmt_bytes(b1, 32, (double)s->delta[RPT_CH_JE_ALLOCATED]),
-                s->delta[RPT_CH_RSS] == RPT_NONE ? "n/a" : lg_fmt_bytes(b2, 32, (double)s->delta[RPT_CH_RSS]),
+        fprintf(stderr, "%s[%s] session %d %s %-4s%s: %d measured  Δallocated %s  Δrss %s%s",
+                tty ? "\r" : "", el, s->index, preset, s->mode, s->warmup ? " (warm-up)" : "",
+                pr->measured,
+                s->delta[RPT_CH_JE_ALLOCATED] == RPT_NONE
+                    ? "n/a"
+                    : lg_fmt_bytes(b1, 32, (double)s->delta[RPT_CH_JE_ALLOCATED]),
+                s->delta[RPT_CH_RSS] == RPT_NONE
+                    ? "n/a"
+                    : lg_fmt_bytes(b2, 32, (double)s->delta[RPT_CH_RSS]),
                 tty ? "   " : "\n");
         pr->last_line = now;
     }
@@ -75,20 +82,23 @@ static void progress_session(const struct hx_soak_options *so, struct progress *
         if (!(fired & (1u << c))) continue;
         const struct rpt_soak_channel *ch = &t->ch[c];
         if (rpt_channel_exact((enum rpt_channel)c))
-            fprintf(stderr, "  ALARM %s at session %d: zero-tolerance channel\n", rpt_channel_name((enum rpt_channel)c),
-                    s->index);
+            fprintf(stderr, "  ALARM %s at session %d: zero-tolerance channel\n",
+                    rpt_channel_name((enum rpt_channel)c), s->index);
         else if (ch->steps_at == s->index)
             fprintf(stderr, "  ALARM %s at session %d: %d steps that never came back, %s in all\n",
-                    rpt_channel_name((enum rpt_channel)c), s->index, ch->steps.n, lg_fmt_bytes(b1, 32, ch->steps.total));
+                    rpt_channel_name((enum rpt_channel)c), s->index, ch->steps.n,
+                    lg_fmt_bytes(b1, 32, ch->steps.total));
         if (!rpt_channel_exact((enum rpt_channel)c) && ch->trend_at == s->index)
-            fprintf(stderr, "  ALARM %s at session %d: slope of the last %d sessions %s/session, CI low %s > budget\n",
-                    rpt_channel_name((enum rpt_channel)c), s->index, ch->trend_window_at,
-                    lg_fmt_bytes(b1, 32, ch->trend_slope_at), lg_fmt_bytes(b2, 32, ch->trend_lo_at));
+            fprintf(
+                stderr,
+                "  ALARM %s at session %d: slope of the last %d sessions %s/session, CI low %s > budget\n",
+                rpt_channel_name((enum rpt_channel)c), s->index, ch->trend_window_at,
+                lg_fmt_bytes(b1, 32, ch->trend_slope_at), lg_fmt_bytes(b2, 32, ch->trend_lo_at));
     }
     if (tagged || s->n_refs) hx_print_leaks(s, stderr, 5);
 }
 
-/* ---- the loop ---------------------------------------------------------------------------------- */
+/* ---- the loop -------------------------------------------------------------------------------- */
 
 /* What a soak holds across its sessions, allocated before the first one. */
 struct soak_state {
@@ -146,8 +156,9 @@ static void write_metrics(struct soak_state *st, const char *path)
 }
 
 /* Runs one session of the plan, judges and streams it. *fatal: the session failed. */
-static int one_session(struct soak_state *st, const struct hx_soak_options *so, struct rpt_writer *w,
-                       struct progress *pr, int index, int pi, int mode, bool warm)
+static int one_session(struct soak_state *st, const struct hx_soak_options *so,
+                       struct rpt_writer *w, struct progress *pr, int index, int pi, int mode,
+                       bool warm)
 {
     struct rpt_session s;
     st->env.cfg = st->cfg[pi];
@@ -164,7 +175,8 @@ static int one_session(struct soak_state *st, const struct hx_soak_options *so, 
         st->have_baseline[pi] = true;
     }
     for (int c = 0; c < RPT_NCHANNELS && !warm; c++)
-        s.delta[c] = s.absolute[c] == RPT_NONE || base[c] == RPT_NONE ? RPT_NONE : s.absolute[c] - base[c];
+        s.delta[c] =
+            s.absolute[c] == RPT_NONE || base[c] == RPT_NONE ? RPT_NONE : s.absolute[c] - base[c];
     unsigned fired = rpt_soak_trend_add(&st->trend, &s);
     bool leaked = s.leaked_host_bytes || s.leaked_device_bytes || s.n_refs;
     if (!warm && (!st->kept_samples[pi] || leaked || fired)) {
@@ -180,8 +192,8 @@ static int one_session(struct soak_state *st, const struct hx_soak_options *so, 
     progress_session(so, pr, &s, &st->trend, fired, st->plan.presets[pi]);
     rpt_session_fini(&s);
     if (src != LG_OK) {
-        fprintf(stderr, "leakgate soak: session %d (%s %s) failed: %s\n", index, st->plan.presets[pi],
-                hx_mode_name(mode), lg_errmsg());
+        fprintf(stderr, "leakgate soak: session %d (%s %s) failed: %s\n", index,
+                st->plan.presets[pi], hx_mode_name(mode), lg_errmsg());
         return src;
     }
     return wrc;
@@ -193,7 +205,8 @@ static void extent(struct rpt_verdict *v, const char *shard, double elapsed)
     char el[32];
     fmt_elapsed(el, sizeof el, elapsed);
     size_t l = strlen(v->summary);
-    snprintf(v->summary + l, sizeof v->summary - l, "; soak%s%s, %s", shard[0] ? " shard " : "", shard, el);
+    snprintf(v->summary + l, sizeof v->summary - l, "; soak%s%s, %s", shard[0] ? " shard " : "",
+             shard, el);
 }
 
 int hx_soak(const struct hx_soak_options *so, struct rpt_verdict *v)

@@ -33,11 +33,11 @@
 struct hx_soak_plan {
     int n_presets;
     char presets[HX_SOAK_MAX_PRESETS][32];
-    int modes, n_modes;            /* HX_MODE_* bits; their count */
-    int warmup;                    /* warm-up rounds: sessions per (preset, mode) */
-    int sessions;                  /* plan items over all shards; 0: until the duration is spent */
-    double duration_s;             /* 0: until the items are spent */
-    int shard, n_shards;           /* 0 and 1 when not sharded */
+    int modes, n_modes;  /* HX_MODE_* bits; their count */
+    int warmup;          /* warm-up rounds: sessions per (preset, mode) */
+    int sessions;        /* plan items over all shards; 0: until the duration is spent */
+    double duration_s;   /* 0: until the items are spent */
+    int shard, n_shards; /* 0 and 1 when not sharded */
 };
 
 /* Warm-up sessions a shard runs (n_presets * n_modes * warmup). */
@@ -63,9 +63,9 @@ void hx_soak_presets_string(const struct hx_soak_plan *p, char *buf, size_t size
 /* ---- the soak loop (soak.c) ------------------------------------------------------------------ */
 
 struct hx_soak_options {
-    struct hx_options o;           /* common options; o.out_dir is this shard's directory */
+    struct hx_options o; /* common options; o.out_dir is this shard's directory */
     struct hx_soak_plan plan;
-    char metrics[600];             /* the Prometheus metrics file */
+    char metrics[600]; /* the Prometheus metrics file */
 };
 
 /* Runs a soak (or one shard of it): warm-up per (preset, mode), a baseline per preset, then
@@ -79,7 +79,7 @@ int hx_soak(const struct hx_soak_options *so, struct rpt_verdict *v);
 
 /* What the metrics file reports, updated after every session. */
 struct hx_soak_gauges {
-    char shard[16];                /* "" or "1/3": a label on every series when set */
+    char shard[16]; /* "" or "1/3": a label on every series when set */
     int n_presets;
     char presets[HX_SOAK_MAX_PRESETS][32];
     int64_t delta[HX_SOAK_MAX_PRESETS][3][RPT_NCHANNELS]; /* last delta per preset, mode, channel */
@@ -87,14 +87,16 @@ struct hx_soak_gauges {
     int64_t leaked_bytes, leaked_objects; /* tagged bytes / referenced objects left, summed */
     double started_unix, last_session_unix, elapsed_s, last_duration_s;
     bool running;
-    int verdict;                   /* enum rpt_status, or -1 before the verdict */
+    int verdict; /* enum rpt_status, or -1 before the verdict */
 };
 
 void hx_soak_gauges_init(struct hx_soak_gauges *g, const struct hx_soak_plan *p, const char *shard);
 /* Records a finished session (its preset's position in the plan, its mode bit). */
-void hx_soak_gauges_session(struct hx_soak_gauges *g, const struct rpt_session *s, int preset, int mode);
+void hx_soak_gauges_session(struct hx_soak_gauges *g, const struct rpt_session *s, int preset,
+                            int mode);
 /* Writes the Prometheus text exposition to path.tmp, syncs it, and renames it over path, so a
  * reader (node_exporter's textfile collector) sees the old file or the new, never a part. */
-int hx_soak_metrics_write(const char *path, const struct hx_soak_gauges *g, const struct rpt_soak_trend *t);
+int hx_soak_metrics_write(const char *path, const struct hx_soak_gauges *g,
+                          const struct rpt_soak_trend *t);
 
 #endif

@@ -36,7 +36,8 @@ void hx_soak_gauges_init(struct hx_soak_gauges *g, const struct hx_soak_plan *p,
     g->verdict = -1;
 }
 
-void hx_soak_gauges_session(struct hx_soak_gauges *g, const struct rpt_session *s, int preset, int mode)
+void hx_soak_gauges_session(struct hx_soak_gauges *g, const struct rpt_session *s, int preset,
+                            int mode)
 {
     LG_ASSERT(preset >= 0 && preset < g->n_presets && "preset out of the plan");
     if (s->warmup)
@@ -94,7 +95,8 @@ static void sample(FILE *f, const struct hx_soak_gauges *g, const char *name, co
 
 static void write_body(FILE *f, const struct hx_soak_gauges *g, const struct rpt_soak_trend *t)
 {
-    header(f, "leakgate_soak_running", "gauge", "1 while the soak runs sessions, 0 once its verdict is written.");
+    header(f, "leakgate_soak_running", "gauge",
+           "1 while the soak runs sessions, 0 once its verdict is written.");
     sample(f, g, "leakgate_soak_running", NULL, NULL, NULL, g->running);
     header(f, "leakgate_sessions_total", "counter", "Measured soak sessions finished.");
     sample(f, g, "leakgate_sessions_total", NULL, NULL, NULL, (double)g->sessions);
@@ -109,21 +111,25 @@ static void write_body(FILE *f, const struct hx_soak_gauges *g, const struct rpt
            "Shared objects that sessions left referenced, summed over sessions.");
     sample(f, g, "leakgate_leaked_objects_total", NULL, NULL, NULL, (double)g->leaked_objects);
 
-    header(f, "leakgate_session_delta_bytes", "gauge",
-           "Last measured session's reading minus its preset's baseline, per channel, preset and mode.");
+    header(
+        f, "leakgate_session_delta_bytes", "gauge",
+        "Last measured session's reading minus its preset's baseline, per channel, preset and mode.");
     for (int p = 0; p < g->n_presets; p++)
         for (int m = 0; m < 3; m++)
             for (int c = 0; c < RPT_NCHANNELS; c++)
                 if (g->delta[p][m][c] != RPT_NONE)
-                    sample(f, g, "leakgate_session_delta_bytes", rpt_channel_name((enum rpt_channel)c),
-                           g->presets[p], hx_mode_name(slot_mode[m]), (double)g->delta[p][m][c]);
+                    sample(f, g, "leakgate_session_delta_bytes",
+                           rpt_channel_name((enum rpt_channel)c), g->presets[p],
+                           hx_mode_name(slot_mode[m]), (double)g->delta[p][m][c]);
 
-    header(f, "leakgate_channel_alarm", "gauge",
-           "1 once the channel alarmed (window trend or recurring steps; exact channels: any session left something).");
+    header(
+        f, "leakgate_channel_alarm", "gauge",
+        "1 once the channel alarmed (window trend or recurring steps; exact channels: any session left something).");
     for (int c = 0; c < RPT_NCHANNELS; c++)
         sample(f, g, "leakgate_channel_alarm", rpt_channel_name((enum rpt_channel)c), NULL, NULL,
                rpt_soak_alarmed(t, (enum rpt_channel)c));
-    header(f, "leakgate_channel_alarm_session", "gauge", "Session index at which the channel first alarmed; -1: none.");
+    header(f, "leakgate_channel_alarm_session", "gauge",
+           "Session index at which the channel first alarmed; -1: none.");
     for (int c = 0; c < RPT_NCHANNELS; c++) {
         int at = -1;
         if (rpt_channel_exact((enum rpt_channel)c)) {
@@ -133,29 +139,32 @@ static void write_body(FILE *f, const struct hx_soak_gauges *g, const struct rpt
             int a = t->ch[c].steps_at, b = t->ch[c].trend_at;
             at = a < 0 ? b : b < 0 ? a : LG_MIN(a, b);
         }
-        sample(f, g, "leakgate_channel_alarm_session", rpt_channel_name((enum rpt_channel)c), NULL, NULL, at);
+        sample(f, g, "leakgate_channel_alarm_session", rpt_channel_name((enum rpt_channel)c), NULL,
+               NULL, at);
     }
     header(f, "leakgate_channel_window_slope_bytes", "gauge",
            "Theil-Sen slope of the channel's last window of deltas, bytes per session.");
     for (int c = 0; c < RPT_NCHANNELS; c++)
         if (!rpt_channel_exact((enum rpt_channel)c) && isfinite(t->ch[c].slope))
-            sample(f, g, "leakgate_channel_window_slope_bytes", rpt_channel_name((enum rpt_channel)c), NULL,
-                   NULL, t->ch[c].slope);
+            sample(f, g, "leakgate_channel_window_slope_bytes",
+                   rpt_channel_name((enum rpt_channel)c), NULL, NULL, t->ch[c].slope);
     header(f, "leakgate_channel_steps", "gauge",
            "Upward steps of the channel's long series that never came back (3 or more alarm).");
     for (int c = 0; c < RPT_NCHANNELS; c++)
         if (!rpt_channel_exact((enum rpt_channel)c) && t->ch[c].n_values)
-            sample(f, g, "leakgate_channel_steps", rpt_channel_name((enum rpt_channel)c), NULL, NULL,
-                   t->ch[c].steps.n);
+            sample(f, g, "leakgate_channel_steps", rpt_channel_name((enum rpt_channel)c), NULL,
+                   NULL, t->ch[c].steps.n);
 
     header(f, "leakgate_last_session_duration_seconds", "gauge", "Wall time of the last session.");
     sample(f, g, "leakgate_last_session_duration_seconds", NULL, NULL, NULL, g->last_duration_s);
-    header(f, "leakgate_last_session_timestamp_seconds", "gauge", "Unix time at which the last session ended.");
+    header(f, "leakgate_last_session_timestamp_seconds", "gauge",
+           "Unix time at which the last session ended.");
     sample(f, g, "leakgate_last_session_timestamp_seconds", NULL, NULL, NULL, g->last_session_unix);
     header(f, "leakgate_soak_elapsed_seconds", "gauge", "Seconds since the soak started.");
     sample(f, g, "leakgate_soak_elapsed_seconds", NULL, NULL, NULL, g->elapsed_s);
     if (g->verdict >= 0) {
-        header(f, "leakgate_verdict", "gauge", "1 for the soak's verdict status once it is written.");
+        header(f, "leakgate_verdict", "gauge",
+               "1 for the soak's verdict status once it is written.");
         bool first = true;
         fputs("leakgate_verdict", f);
         put_label(f, "status", rpt_status_name((enum rpt_status)g->verdict), &first);
@@ -164,18 +173,22 @@ static void write_body(FILE *f, const struct hx_soak_gauges *g, const struct rpt
     }
 }
 
-int hx_soak_metrics_write(const char *path, const struct hx_soak_gauges *g, const struct rpt_soak_trend *t)
+int hx_soak_metrics_write(const char *path, const struct hx_soak_gauges *g,
+                          const struct rpt_soak_trend *t)
 {
     char tmp[600];
-    if (lg_snprintf(tmp, sizeof tmp, "%s.tmp", path)) return lg_fail(LG_EINVAL, "metrics path too long: %s", path);
+    if (lg_snprintf(tmp, sizeof tmp, "%s.tmp", path))
+        return lg_fail(LG_EINVAL, "metrics path too long: %s", path);
     int rc = LG_OK;
     FILE *f = fopen(tmp, "we");
     if (!f) return lg_fail(LG_EIO, "%s: cannot create the metrics file: %s", tmp, strerror(errno));
     write_body(f, g, t);
-    if (fflush(f) != 0 || ferror(f)) rc = lg_fail(LG_EIO, "%s: writing the metrics: %s", tmp, strerror(errno));
+    if (fflush(f) != 0 || ferror(f))
+        rc = lg_fail(LG_EIO, "%s: writing the metrics: %s", tmp, strerror(errno));
     if (rc == LG_OK && fsync(fileno(f)) != 0 && errno != EINVAL && errno != EROFS)
         rc = lg_fail(LG_EIO, "%s: syncing the metrics: %s", tmp, strerror(errno));
-    if (fclose(f) != 0 && rc == LG_OK) rc = lg_fail(LG_EIO, "%s: closing the metrics: %s", tmp, strerror(errno));
+    if (fclose(f) != 0 && rc == LG_OK)
+        rc = lg_fail(LG_EIO, "%s: closing the metrics: %s", tmp, strerror(errno));
     if (rc == LG_OK && rename(tmp, path) != 0)
         rc = lg_fail(LG_EIO, "renaming %s to %s: %s", tmp, path, strerror(errno));
     if (rc != LG_OK) unlink(tmp);

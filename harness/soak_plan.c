@@ -61,12 +61,14 @@ int hx_parse_shard(const char *s, int *i, int *n)
     long b = strtol(q, &end, 10);
     if (end == q || *end || errno) goto bad;
     if (b < 1 || b > 1000 || a < 0 || a >= b)
-        return lg_fail(LG_EINVAL, "--shard %s: need 0 <= i < n <= 1000 (shards are numbered from 0)", s);
+        return lg_fail(LG_EINVAL,
+                       "--shard %s: need 0 <= i < n <= 1000 (shards are numbered from 0)", s);
     *i = (int)a;
     *n = (int)b;
     return LG_OK;
 bad:
-    return lg_fail(LG_EINVAL, "--shard: '%s' is not i/n (e.g. 0/4 for the first of four shards)", s);
+    return lg_fail(LG_EINVAL, "--shard: '%s' is not i/n (e.g. 0/4 for the first of four shards)",
+                   s);
 }
 
 int hx_parse_duration(const char *s, double *seconds)
@@ -81,11 +83,25 @@ int hx_parse_duration(const char *s, double *seconds)
         if (end == p || errno || !(v >= 0) || !isfinite(v)) goto bad;
         double mult = 1;
         switch (*end) {
-        case 's': mult = 1; end++; break;
-        case 'm': mult = 60; end++; break;
-        case 'h': mult = 3600; end++; break;
-        case 'd': mult = 86400; end++; break;
-        case '\0': if (p != s) goto bad; break; /* a bare number is seconds, alone only */
+        case 's':
+            mult = 1;
+            end++;
+            break;
+        case 'm':
+            mult = 60;
+            end++;
+            break;
+        case 'h':
+            mult = 3600;
+            end++;
+            break;
+        case 'd':
+            mult = 86400;
+            end++;
+            break;
+        case '\0':
+            if (p != s) goto bad;
+            break; /* a bare number is seconds, alone only */
         default: goto bad;
         }
         total += v * mult;
@@ -102,7 +118,8 @@ bad:
 int hx_parse_presets(const char *s, struct hx_soak_plan *p)
 {
     char buf[160];
-    if (lg_strlcpy(buf, s, sizeof buf)) return lg_fail(LG_EINVAL, "--presets: '%.40s...' is too long", s);
+    if (lg_strlcpy(buf, s, sizeof buf))
+        return lg_fail(LG_EINVAL, "--presets: '%.40s...' is too long", s);
     p->n_presets = 0;
     char *save = NULL;
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {

@@ -33,11 +33,9 @@ void rpt_noise_add_run(struct rpt_noise *nz, const double *y, int n)
     nz->max_shift = fmax(nz->max_shift, fabs(t.shift));
     double *r = malloc((size_t)n * sizeof *r);
     if (!r) return;
-    for (int i = 0; i < n; i++)
-        r[i] = y[i] - (t.intercept + t.slope * i);
+    for (int i = 0; i < n; i++) r[i] = y[i] - (t.intercept + t.slope * i);
     double med = rpt_median(r, n);
-    for (int i = 0; i < n; i++)
-        r[i] = fabs(r[i] - med);
+    for (int i = 0; i < n; i++) r[i] = fabs(r[i] - med);
     nz->jitter = fmax(nz->jitter, 1.4826 * rpt_median(r, n));
     free(r);
 }
@@ -62,8 +60,7 @@ void rpt_budget_resolution(enum rpt_channel c, struct rpt_budget *out)
     case RPT_CH_DEV_PROCESS:
         *out = (struct rpt_budget){.band = 64 * MiB, .slope = 2 * MiB, .floor = 8 * MiB};
         break;
-    default:
-        break; /* exact channels: zero tolerance, no budget */
+    default: break; /* exact channels: zero tolerance, no budget */
     }
     out->noise = NAN;
 }

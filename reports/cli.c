@@ -32,10 +32,7 @@ static int usage_error(const char *cmd, const char *usage, const char *what, con
     return 2;
 }
 
-static bool is_help(const char *a)
-{
-    return strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0;
-}
+static bool is_help(const char *a) { return strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0; }
 
 int rpt_cmd_report(int argc, char **argv)
 {
@@ -74,10 +71,14 @@ int rpt_cmd_report(int argc, char **argv)
         return lg_exit_code(lg_errcode());
     }
     if (r->truncated_lines)
-        fprintf(stderr, "leakgate report: note: %s: the last line was cut mid-write and skipped\n", results);
+        fprintf(stderr, "leakgate report: note: %s: the last line was cut mid-write and skipped\n",
+                results);
     if (!r->has_verdict) {
-        fprintf(stderr, "leakgate report: note: %s has no verdict line (the run was cut short): judging the "
-                        "sessions on disk\n", results);
+        fprintf(
+            stderr,
+            "leakgate report: note: %s has no verdict line (the run was cut short): judging the "
+            "sessions on disk\n",
+            results);
         if (rpt_judge_results(r) != LG_OK) {
             fprintf(stderr, "leakgate report: %s\n", lg_errmsg());
             status = lg_exit_code(lg_errcode());
@@ -88,15 +89,18 @@ int rpt_cmd_report(int argc, char **argv)
     if (rc == LG_OK) rc = lg_dir_lock(&lock, dir);
     if (rc == LG_OK) rc = rpt_write_all(r, dir, flags);
     if (rc == LG_EUNAVAIL) {
-        fprintf(stderr, "leakgate report: %s\n  (every other artefact was written; --no-plots skips the plots)\n",
-                lg_errmsg());
+        fprintf(
+            stderr,
+            "leakgate report: %s\n  (every other artefact was written; --no-plots skips the plots)\n",
+            lg_errmsg());
         status = 2;
     } else if (rc != LG_OK) {
         fprintf(stderr, "leakgate report: %s\n", lg_errmsg());
         status = lg_exit_code(rc);
     } else {
         printf("leakgate report: %s → %s/report.html (%s, %d session%s)\n%s\n", results, dir,
-               rpt_status_word(r->verdict.status), r->n_sessions, r->n_sessions == 1 ? "" : "s", r->verdict.summary);
+               rpt_status_word(r->verdict.status), r->n_sessions, r->n_sessions == 1 ? "" : "s",
+               r->verdict.summary);
         status = r->verdict.exit_code;
     }
 cleanup:
@@ -121,11 +125,14 @@ int rpt_cmd_compare(int argc, char **argv)
             budgets_file = argv[++i];
             continue;
         }
-        if (a[0] == '-' && a[1] != '\0') return usage_error("compare", compare_usage, "unknown option", a);
+        if (a[0] == '-' && a[1] != '\0')
+            return usage_error("compare", compare_usage, "unknown option", a);
         if (nf == 2) return usage_error("compare", compare_usage, "unexpected argument", a);
         files[nf++] = a;
     }
-    if (nf < 2) return usage_error("compare", compare_usage, "needs two results files, BASE and HEAD", NULL);
+    if (nf < 2)
+        return usage_error("compare", compare_usage, "needs two results files, BASE and HEAD",
+                           NULL);
     struct rpt_results *base = NULL, *head = NULL;
     int status = 2;
     if (rpt_results_load(&base, files[0]) != LG_OK || rpt_results_load(&head, files[1]) != LG_OK) {

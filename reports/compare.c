@@ -42,8 +42,7 @@ static int judge(const struct rpt_results *r, const struct rpt_budget *b, struct
     int rc = rpt_series_init(&ser, r->n_sessions);
     if (rc != LG_OK) return rc;
     ser.device = rpt_run_had_device(&r->run);
-    for (int i = 0; i < r->n_sessions; i++)
-        rpt_series_add(&ser, &r->sessions[i]);
+    for (int i = 0; i < r->n_sessions; i++) rpt_series_add(&ser, &r->sessions[i]);
     v->required = r->run.required;
     v->sessions_planned = r->run.sessions;
     if (r->has_verdict) {

@@ -21,16 +21,13 @@ int rpt_write_csv(const struct rpt_results *r, FILE *f)
     fputs("index,mode,warmup,duration_s,steps,train_loss,val_loss,quant_val_loss,peak_tagged_host,"
           "peak_tagged_device,leaked_host_bytes,leaked_device_bytes,leak_groups,unreleased_refs",
           f);
-    for (int c = 0; c < RPT_NCHANNELS; c++)
-        fprintf(f, ",%s_delta", rpt_channel_name(c));
-    for (int c = 0; c < RPT_NCHANNELS; c++)
-        fprintf(f, ",%s_abs", rpt_channel_name(c));
+    for (int c = 0; c < RPT_NCHANNELS; c++) fprintf(f, ",%s_delta", rpt_channel_name(c));
+    for (int c = 0; c < RPT_NCHANNELS; c++) fprintf(f, ",%s_abs", rpt_channel_name(c));
     fputs(",error\r\n", f);
     for (int i = 0; i < r->n_sessions; i++) {
         const struct rpt_session *s = &r->sessions[i];
         int64_t refs = 0;
-        for (int k = 0; k < s->n_refs; k++)
-            refs += s->refs[k].refs;
+        for (int k = 0; k < s->n_refs; k++) refs += s->refs[k].refs;
         fprintf(f, "%d,", s->index);
         rpt_put_csv(f, s->mode);
         fprintf(f, ",%d", s->warmup ? 1 : 0);
@@ -45,10 +42,8 @@ int rpt_write_csv(const struct rpt_results *r, FILE *f)
         put_int(f, s->leaked_device_bytes);
         put_int(f, s->n_groups);
         put_int(f, refs);
-        for (int c = 0; c < RPT_NCHANNELS; c++)
-            put_int(f, s->delta[c]);
-        for (int c = 0; c < RPT_NCHANNELS; c++)
-            put_int(f, s->absolute[c]);
+        for (int c = 0; c < RPT_NCHANNELS; c++) put_int(f, s->delta[c]);
+        for (int c = 0; c < RPT_NCHANNELS; c++) put_int(f, s->absolute[c]);
         fputc(',', f);
         rpt_put_csv(f, s->error);
         fputs("\r\n", f);

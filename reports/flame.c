@@ -49,8 +49,7 @@ int rpt_write_folded(const struct rpt_results *r, FILE *f)
     for (int i = 0; i < s->n_alloc_stacks; i++) {
         const struct rpt_alloc_stack *a = &s->alloc_stacks[i];
         int n = stack_labels(a->frames, labels, MAX_DEPTH);
-        for (int k = 0; k < n; k++)
-            fprintf(f, "%s%s", k ? ";" : "", labels[k]);
+        for (int k = 0; k < n; k++) fprintf(f, "%s%s", k ? ";" : "", labels[k]);
         fprintf(f, "%s%lld\n", n ? " " : "? ",
                 (long long)llround((double)a->bytes / s->alloc_sessions));
     }
@@ -95,8 +94,7 @@ static int child_of(struct tree *t, int parent, const char *name)
 static void colour(const char *name, int *r, int *g, int *b)
 {
     uint32_t h = 2166136261u;
-    for (const char *c = name; *c; c++)
-        h = (h ^ (unsigned char)*c) * 16777619u;
+    for (const char *c = name; *c; c++) h = (h ^ (unsigned char)*c) * 16777619u;
     *r = 205 + (int)(h % 50);
     *g = (int)((h >> 8) % 230);
     *b = (int)((h >> 16) % 55);
@@ -141,8 +139,7 @@ static void draw(FILE *f, struct tree *t, int id, double x, int depth, int max_d
     /* children in name order, left to right */
     const struct node *kids[256];
     int nk = 0;
-    for (int c = nd->first_child; c >= 0 && nk < 256; c = t->v[c].next)
-        kids[nk++] = &t->v[c];
+    for (int c = nd->first_child; c >= 0 && nk < 256; c = t->v[c].next) kids[nk++] = &t->v[c];
     qsort(kids, (size_t)nk, sizeof *kids, cmp_name);
     for (int k = 0; k < nk; k++) {
         draw(f, t, (int)(kids[k] - t->v), x, depth + 1, max_depth, scale, total);
@@ -197,11 +194,5 @@ static int flame(const struct rpt_results *r, FILE *f, bool standalone)
     return rc;
 }
 
-int rpt_write_flame_svg(const struct rpt_results *r, FILE *f)
-{
-    return flame(r, f, true);
-}
-int rpt_write_flame_inline(const struct rpt_results *r, FILE *f)
-{
-    return flame(r, f, false);
-}
+int rpt_write_flame_svg(const struct rpt_results *r, FILE *f) { return flame(r, f, true); }
+int rpt_write_flame_inline(const struct rpt_results *r, FILE *f) { return flame(r, f, false); }

@@ -100,21 +100,11 @@ static void verdict_case(const struct rpt_results *r, enum rpt_channel c, struct
     snprintf(msg, sizeof msg, "%s: %s", rpt_status_name(cv->status), cv->why);
     switch (cv->status) {
     case RPT_PASS:
-    case RPT_SATURATING:
-        set_case(tc, TC_PASS, "", "", text);
-        break;
-    case RPT_LEAK:
-        set_case(tc, TC_FAIL, "leak", msg, text);
-        break;
-    case RPT_INCONCLUSIVE:
-        set_case(tc, TC_FAIL, "inconclusive", msg, text);
-        break;
-    case RPT_UNAVAILABLE:
-        set_case(tc, TC_SKIP, "", cv->why, "");
-        break;
-    case RPT_ERROR:
-        set_case(tc, TC_ERROR, "error", msg, text);
-        break;
+    case RPT_SATURATING: set_case(tc, TC_PASS, "", "", text); break;
+    case RPT_LEAK: set_case(tc, TC_FAIL, "leak", msg, text); break;
+    case RPT_INCONCLUSIVE: set_case(tc, TC_FAIL, "inconclusive", msg, text); break;
+    case RPT_UNAVAILABLE: set_case(tc, TC_SKIP, "", cv->why, ""); break;
+    case RPT_ERROR: set_case(tc, TC_ERROR, "error", msg, text); break;
     }
 }
 
@@ -122,8 +112,7 @@ static void verdict_case(const struct rpt_results *r, enum rpt_channel c, struct
 static int run_suite(const struct rpt_results *r, struct tsuite *su)
 {
     int n = 1;
-    for (int i = 0; i < r->n_sessions; i++)
-        n += r->sessions[i].error[0] != '\0';
+    for (int i = 0; i < r->n_sessions; i++) n += r->sessions[i].error[0] != '\0';
     su->cases = calloc((size_t)n, sizeof *su->cases);
     if (!su->cases) return lg_fail(LG_ENOMEM, "out of memory writing JUnit");
     snprintf(su->name, sizeof su->name, "leakgate");
@@ -270,12 +259,10 @@ int rpt_write_junit(const struct rpt_results *r, FILE *f)
             "<testsuites name=\"leakgate\" tests=\"%d\" failures=\"%d\" errors=\"%d\" "
             "skipped=\"%d\" time=\"%.3f\">\n",
             tests, failures, errors, skipped, time);
-    for (int k = 0; k < ns; k++)
-        put_suite(f, r, &su[k], k == 0);
+    for (int k = 0; k < ns; k++) put_suite(f, r, &su[k], k == 0);
     fputs("</testsuites>\n", f);
     if (ferror(f)) rc = lg_fail(LG_EIO, "writing JUnit XML failed");
 cleanup:
-    for (int k = 0; k < ns; k++)
-        free(su[k].cases);
+    for (int k = 0; k < ns; k++) free(su[k].cases);
     return rc;
 }

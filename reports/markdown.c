@@ -13,8 +13,7 @@ static void put_code(FILE *f, const char *s)
 {
     /* a code span cannot hold a backquote; tags and sites never should, but stay safe */
     fputc('`', f);
-    for (; *s; s++)
-        fputc(*s == '`' ? '\'' : *s == '|' ? '/' : *s == '\n' ? ' ' : *s, f);
+    for (; *s; s++) fputc(*s == '`' ? '\'' : *s == '|' ? '/' : *s == '\n' ? ' ' : *s, f);
     fputc('`', f);
 }
 
@@ -113,8 +112,7 @@ static int leak_table(const struct rpt_results *r, FILE *f)
         return LG_OK;
     }
     int64_t all = 0;
-    for (int k = 0; k < nt; k++)
-        all += t[k].bytes;
+    for (int k = 0; k < nt; k++) all += t[k].bytes;
     char a[48], b[48];
     fprintf(f, "### Top leaked tags (%d tag%s, %s over %d measured session%s)\n\n", nt,
             nt == 1 ? "" : "s", lg_fmt_bytes(a, sizeof a, (double)all), measured,
@@ -221,8 +219,7 @@ int rpt_write_markdown(const struct rpt_results *r, FILE *f)
         fprintf(f, "![%s](%s.png)\n\n", rpt_figure_title(fig), rpt_figure_name(fig));
     }
     int errors = 0;
-    for (int i = 0; i < r->n_sessions; i++)
-        errors += r->sessions[i].error[0] != '\0';
+    for (int i = 0; i < r->n_sessions; i++) errors += r->sessions[i].error[0] != '\0';
     if (errors) {
         fputs("### Session errors\n\n", f);
         for (int i = 0; i < r->n_sessions; i++) {

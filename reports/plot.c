@@ -51,18 +51,14 @@ bool rpt_figure_applies(const struct rpt_results *r, enum rpt_figure f)
 {
     enum rpt_channel ch[RPT_NCHANNELS];
     switch (f) {
-    case RPT_FIG_DELTAS:
-        return r->n_sessions > 0 && rpt_delta_channels(r, ch) > 0;
-    case RPT_FIG_LEAKS:
-        return r->n_sessions > 0;
+    case RPT_FIG_DELTAS: return r->n_sessions > 0 && rpt_delta_channels(r, ch) > 0;
+    case RPT_FIG_LEAKS: return r->n_sessions > 0;
     case RPT_FIG_TIMELINE:
         for (int i = 0; i < r->n_sessions; i++)
             if (r->sessions[i].n_samples > 0) return true;
         return false;
-    case RPT_FIG_TREND:
-        return strcmp(r->run.command, "soak") == 0 && rpt_trend_channels(r, ch) > 0;
-    default:
-        LG_ASSERT(!"figure out of range");
+    case RPT_FIG_TREND: return strcmp(r->run.command, "soak") == 0 && rpt_trend_channels(r, ch) > 0;
+    default: LG_ASSERT(!"figure out of range");
     }
     return false;
 }
@@ -99,8 +95,7 @@ void rpt_gp_warmup(FILE *gp, const struct rpt_results *r, int first, double labe
             continue;
         }
         int j = i;
-        while (j + 1 < r->n_sessions && r->sessions[j + 1].warmup)
-            j++;
+        while (j + 1 < r->n_sessions && r->sessions[j + 1].warmup) j++;
         double a = r->sessions[i].index - 0.5, b = r->sessions[j].index + 0.5;
         fprintf(gp,
                 "set object %d rect from %g, graph 0 to %g, graph 1 behind fc rgb '#efefef' "
@@ -182,8 +177,7 @@ static void log_tail(const char *log, char *buf, size_t size)
     size_t n = fread(all, 1, sizeof all - 1, f);
     fclose(f);
     all[n] = '\0';
-    while (n > 0 && (all[n - 1] == '\n' || all[n - 1] == ' '))
-        all[--n] = '\0';
+    while (n > 0 && (all[n - 1] == '\n' || all[n - 1] == ' ')) all[--n] = '\0';
     const char *start = n > size - 1 ? all + n - (size - 1) : all;
     lg_strlcpy(buf, start, size);
 }
@@ -237,11 +231,15 @@ static int take_figure(const char *tmp, const char *dir, const char *name, int p
     const char *ext = png_or_svg ? "svg" : "png";
     char from[4200], to[4200];
     long size;
-    if (lg_snprintf(from, sizeof from, "%s/%s.%s", tmp, name, ext) || lg_snprintf(to, sizeof to, "%s/%s.%s", dir, name, ext))
+    if (lg_snprintf(from, sizeof from, "%s/%s.%s", tmp, name, ext) ||
+        lg_snprintf(to, sizeof to, "%s/%s.%s", dir, name, ext))
         return lg_fail(LG_EINVAL, "output path too long: %s", dir);
     if (!whole(from, !png_or_svg, &size))
-        return lg_fail(LG_EIO, "%s: gnuplot wrote %ld bytes, not a whole %s (is the disk full?); the figure was not "
-                               "written", to, size < 0 ? 0 : size, png_or_svg ? "SVG" : "PNG");
+        return lg_fail(
+            LG_EIO,
+            "%s: gnuplot wrote %ld bytes, not a whole %s (is the disk full?); the figure was not "
+            "written",
+            to, size < 0 ? 0 : size, png_or_svg ? "SVG" : "PNG");
     if (rename(from, to) != 0) return lg_fail(LG_EIO, "cannot write %s: %s", to, strerror(errno));
     return LG_OK;
 }
@@ -257,9 +255,11 @@ static int plot_figures(const struct rpt_results *r, unsigned which, const char 
     if (rc != LG_OK) return rc;
     /* the scratch directory sits in the output directory: TMPDIR plays no part, and the
      * figures are renamed into place only once each is known to be whole */
-    if (lg_snprintf(tmp, sizeof tmp, "%s/.lg-plot.XXXXXX", dir)) return lg_fail(LG_EINVAL, "output path too long: %s", dir);
+    if (lg_snprintf(tmp, sizeof tmp, "%s/.lg-plot.XXXXXX", dir))
+        return lg_fail(LG_EINVAL, "output path too long: %s", dir);
     if (!mkdtemp(tmp))
-        return lg_fail(LG_EIO, "%s: cannot create a scratch directory for gnuplot: %s", dir, strerror(errno));
+        return lg_fail(LG_EIO, "%s: cannot create a scratch directory for gnuplot: %s", dir,
+                       strerror(errno));
     rc = rpt_open_out(&gp, tmp, "main.gp", main_gp, sizeof main_gp);
     for (int f = 0; f < RPT_NFIGURES && rc == LG_OK; f++) {
         if (!(which & (1u << f))) continue;
@@ -295,7 +295,8 @@ static int plot_figures(const struct rpt_results *r, unsigned which, const char 
         rc = lg_fail(LG_EINVAL, "scratch path too long");
     if (rc == LG_OK) rc = run_gnuplot(exe, main_gp, log);
     for (int f = 0; f < RPT_NFIGURES && rc == LG_OK; f++)
-        for (int t = 0; t < 2 && rc == LG_OK && (which & (1u << f)); t++) rc = take_figure(tmp, dir, figures[f].name, t);
+        for (int t = 0; t < 2 && rc == LG_OK && (which & (1u << f)); t++)
+            rc = take_figure(tmp, dir, figures[f].name, t);
     rm_tree(tmp);
     return rc;
 }

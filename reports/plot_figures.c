@@ -23,16 +23,12 @@ static const char *channel_color(enum rpt_channel c)
 static const char *status_color(enum rpt_status s)
 {
     switch (s) {
-    case RPT_PASS:
-        return "#1e8449";
+    case RPT_PASS: return "#1e8449";
     case RPT_LEAK:
-    case RPT_ERROR:
-        return "#c0392b";
+    case RPT_ERROR: return "#c0392b";
     case RPT_SATURATING:
-    case RPT_INCONCLUSIVE:
-        return "#b9770e";
-    default:
-        return "#555555";
+    case RPT_INCONCLUSIVE: return "#b9770e";
+    default: return "#555555";
     }
 }
 
@@ -210,8 +206,7 @@ int rpt_fig_leaks(const struct rpt_results *r, const char *tmp, FILE *gp)
         for (int j = 0; j < r->sessions[i].n_classes; j++) {
             const struct rpt_class_bytes *cb = &r->sessions[i].classes[j];
             int k = 0;
-            while (k < na && strcmp(all[k].cls, cb->cls) != 0)
-                k++;
+            while (k < na && strcmp(all[k].cls, cb->cls) != 0) k++;
             if (k == na) {
                 if (na == cap) {
                     cap = cap ? 2 * cap : 16;
@@ -228,8 +223,7 @@ int rpt_fig_leaks(const struct rpt_results *r, const char *tmp, FILE *gp)
             all[k].bytes += cb->bytes;
         }
     if (na) qsort(all, (size_t)na, sizeof *all, cmp_cls);
-    while (na > 0 && all[na - 1].bytes == 0)
-        na--;
+    while (na > 0 && all[na - 1].bytes == 0) na--;
     int nk = na > MAX_CLASSES ? MAX_CLASSES - 1 : na; /* kept by name */
     int ns = na > MAX_CLASSES ? MAX_CLASSES : na;     /* slots drawn */
     double top = 0;

@@ -12,8 +12,8 @@
  *   int rc = rpt_write_all(r, "out/report", RPT_ALL);
  *   // out/report/deltas.png deltas.svg leaks.png leaks.svg timeline.png timeline.svg
  *   //            [trend.png trend.svg: soak runs] junit.xml summary.md sessions.csv report.html
- *   if (rc != LG_OK) fprintf(stderr, "leakgate: %s\n", lg_errmsg()); // e.g. "gnuplot not found:
- * ..." rpt_results_free(r);
+ *   if (rc != LG_OK) fprintf(stderr, "leakgate: %s\n", lg_errmsg());  // "gnuplot not found: ..."
+ *   rpt_results_free(r);
  *
  * and a comparison of two runs, each judged by the run's rules with HEAD's budgets:
  *
@@ -109,8 +109,8 @@ enum rpt_compare_result {
  * session leaves), per tag the leaked bytes per measured session, and their difference. HEAD
  * regressed when a channel leaks in HEAD that does not in BASE (or significantly faster), an
  * exact channel went from zero to non-zero or grew, or a tag leaks in HEAD and not in BASE. */
-int rpt_compare(const struct rpt_results *base, const struct rpt_results *head, const struct rpt_budget *budgets,
-                FILE *out);
+int rpt_compare(const struct rpt_results *base, const struct rpt_results *head,
+                const struct rpt_budget *budgets, FILE *out);
 
 /* ---- commands (argv[0] is the command's name) ----------------------------------------------- */
 

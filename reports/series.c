@@ -32,10 +32,8 @@ nomem:
 
 void rpt_series_fini(struct rpt_series *s)
 {
-    for (int c = 0; c < RPT_NCHANNELS; c++)
-        free(s->y[c]);
-    for (int k = 0; k < 3; k++)
-        free(s->leaked[k]);
+    for (int c = 0; c < RPT_NCHANNELS; c++) free(s->y[c]);
+    for (int k = 0; k < 3; k++) free(s->leaked[k]);
     memset(s, 0, sizeof *s);
 }
 
@@ -93,10 +91,7 @@ void rpt_series_attribute(struct rpt_series *s, const struct rpt_session *r)
     }
 }
 
-bool rpt_run_had_device(const struct rpt_run *run)
-{
-    return strncmp(run->device, "cuda", 4) == 0;
-}
+bool rpt_run_had_device(const struct rpt_run *run) { return strncmp(run->device, "cuda", 4) == 0; }
 
 void rpt_judge_series(const struct rpt_series *s, const struct rpt_budget *b, struct rpt_verdict *v)
 {
@@ -104,7 +99,8 @@ void rpt_judge_series(const struct rpt_series *s, const struct rpt_budget *b, st
     v->n_channels = 0;
     for (int c = 0; c < RPT_NCHANNELS; c++) {
         struct rpt_channel_verdict *cv = &v->channels[v->n_channels++];
-        bool device = c == RPT_CH_TAGGED_DEVICE || c == RPT_CH_DEV_DRIVER || c == RPT_CH_DEV_PROCESS;
+        bool device =
+            c == RPT_CH_TAGGED_DEVICE || c == RPT_CH_DEV_DRIVER || c == RPT_CH_DEV_PROCESS;
         if (device && !s->device) {
             rpt_channel_unavailable(cv, c, "no device in this run (--device cpu)");
         } else if (rpt_channel_exact((enum rpt_channel)c)) {
@@ -183,15 +179,11 @@ int rpt_exit_code(enum rpt_status s)
 {
     switch (s) {
     case RPT_PASS:
-    case RPT_SATURATING:
-        return 0;
-    case RPT_LEAK:
-        return 1;
+    case RPT_SATURATING: return 0;
+    case RPT_LEAK: return 1;
     case RPT_INCONCLUSIVE:
-    case RPT_UNAVAILABLE:
-        return 3;
-    case RPT_ERROR:
-        break;
+    case RPT_UNAVAILABLE: return 3;
+    case RPT_ERROR: break;
     }
     return 4;
 }
@@ -305,8 +297,7 @@ int rpt_judge_results(struct rpt_results *r)
     int rc = rpt_series_init(&ser, r->n_sessions);
     if (rc != LG_OK) return rc;
     ser.device = rpt_run_had_device(&r->run);
-    for (int i = 0; i < r->n_sessions; i++)
-        rpt_series_add(&ser, &r->sessions[i]);
+    for (int i = 0; i < r->n_sessions; i++) rpt_series_add(&ser, &r->sessions[i]);
     memset(v, 0, sizeof *v);
     v->required = r->run.required;
     v->sessions_planned = r->run.sessions;

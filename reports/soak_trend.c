@@ -13,10 +13,7 @@
 #define MIN_TREND  10 /* sessions the window needs before its trend is judged */
 #define STEP_CHECK 4  /* long-series points between two step scans */
 
-static bool statistical(int c)
-{
-    return !rpt_channel_exact((enum rpt_channel)c);
-}
+static bool statistical(int c) { return !rpt_channel_exact((enum rpt_channel)c); }
 
 static int exact_slot(int c)
 {
@@ -39,8 +36,7 @@ int rpt_soak_trend_init(struct rpt_soak_trend *t, int window, const struct rpt_b
     memset(t, 0, sizeof *t);
     t->window = window;
     memcpy(t->budgets, budgets, sizeof t->budgets);
-    for (int i = 0; i < 3; i++)
-        t->ex[i].first = -1;
+    for (int i = 0; i < 3; i++) t->ex[i].first = -1;
     for (int c = 0; c < RPT_NCHANNELS; c++) {
         struct rpt_soak_channel *ch = &t->ch[c];
         ch->trend_at = ch->steps_at = -1;
@@ -77,8 +73,7 @@ static int linearize(const struct rpt_soak_trend *t, const struct rpt_soak_chann
 {
     int start = (ch->head - k + t->window) % t->window;
     *base = k < ch->n ? ch->ring[(start - 1 + t->window) % t->window] : ch->before;
-    for (int i = 0; i < k; i++)
-        t->scratch[i] = ch->ring[(start + i) % t->window];
+    for (int i = 0; i < k; i++) t->scratch[i] = ch->ring[(start + i) % t->window];
     return k;
 }
 
@@ -86,8 +81,7 @@ static int relative(struct rpt_soak_trend *t, const struct rpt_soak_channel *ch,
 {
     double base;
     linearize(t, ch, k, &base);
-    for (int i = 0; i < k; i++)
-        t->scratch[i] -= base;
+    for (int i = 0; i < k; i++) t->scratch[i] -= base;
     return k;
 }
 
@@ -325,8 +319,7 @@ int rpt_soak_judge_results(struct rpt_results *r, int window)
     int rc = rpt_soak_trend_init(&t, window, r->run.budgets);
     if (rc != LG_OK) return rc;
     t.attr.device = rpt_run_had_device(&r->run);
-    for (int i = 0; i < r->n_sessions; i++)
-        rpt_soak_trend_add(&t, &r->sessions[i]);
+    for (int i = 0; i < r->n_sessions; i++) rpt_soak_trend_add(&t, &r->sessions[i]);
     memset(&r->verdict, 0, sizeof r->verdict);
     r->verdict.required = r->run.required;
     r->verdict.sessions_planned = r->run.sessions;

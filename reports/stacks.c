@@ -61,8 +61,7 @@ static json_t *str_n(const char *s, size_t len)
     if (j) return j;
     char *copy = malloc(len + 1);
     if (!copy) return NULL;
-    for (size_t i = 0; i < len; i++)
-        copy[i] = (unsigned char)s[i] < 0x80 && s[i] ? s[i] : '?';
+    for (size_t i = 0; i < len; i++) copy[i] = (unsigned char)s[i] < 0x80 && s[i] ? s[i] : '?';
     j = json_stringn(copy, len);
     free(copy);
     return j;
@@ -190,8 +189,7 @@ int rpt_alloc_stacks_from_json(const struct rpt_dec *d, json_t *o, struct rpt_se
 
 void rpt_alloc_stacks_free(struct rpt_session *s)
 {
-    for (int i = 0; i < s->n_alloc_stacks; i++)
-        free(s->alloc_stacks[i].frames);
+    for (int i = 0; i < s->n_alloc_stacks; i++) free(s->alloc_stacks[i].frames);
     free(s->alloc_stacks);
     s->alloc_stacks = NULL;
     s->n_alloc_stacks = s->alloc_sessions = s->alloc_base = 0;

@@ -10,15 +10,11 @@
 int rpt_measured_count(const struct rpt_results *r)
 {
     int n = 0;
-    for (int i = 0; i < r->n_sessions; i++)
-        n += !r->sessions[i].warmup;
+    for (int i = 0; i < r->n_sessions; i++) n += !r->sessions[i].warmup;
     return n;
 }
 
-int rpt_warmup_count(const struct rpt_results *r)
-{
-    return r->n_sessions - rpt_measured_count(r);
-}
+int rpt_warmup_count(const struct rpt_results *r) { return r->n_sessions - rpt_measured_count(r); }
 
 const struct rpt_channel_verdict *rpt_verdict_for(const struct rpt_results *r, enum rpt_channel c)
 {
@@ -216,8 +212,7 @@ int rpt_line_intercept(const double *x, const double *y, int n, double slope, do
     if (n <= 0 || !isfinite(slope)) return LG_OK;
     double *res = malloc(sizeof(double) * (size_t)n);
     if (!res) return lg_fail(LG_ENOMEM, "out of memory fitting a trend line");
-    for (int i = 0; i < n; i++)
-        res[i] = y[i] - slope * x[i];
+    for (int i = 0; i < n; i++) res[i] = y[i] - slope * x[i];
     *out = rpt_median(res, n);
     free(res);
     return LG_OK;

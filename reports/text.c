@@ -15,21 +15,11 @@ void rpt_put_xml(FILE *f, const char *s)
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         switch (c) {
-        case '&':
-            fputs("&amp;", f);
-            break;
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '"':
-            fputs("&quot;", f);
-            break;
-        case '\'':
-            fputs("&#39;", f);
-            break;
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        case '\'': fputs("&#39;", f); break;
         default:
             /* XML 1.0 forbids the other C0 controls, even as references */
             if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
@@ -44,23 +34,12 @@ void rpt_put_md(FILE *f, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
-        case '|':
-            fputs("\\|", f);
-            break;
-        case '\n':
-            fputs("<br>", f);
-            break;
-        case '\r':
-            break;
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '&':
-            fputs("&amp;", f);
-            break;
+        case '|': fputs("\\|", f); break;
+        case '\n': fputs("<br>", f); break;
+        case '\r': break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
         case '*':
         case '_':
         case '`':
@@ -70,8 +49,7 @@ void rpt_put_md(FILE *f, const char *s)
             fputc('\\', f);
             fputc(*s, f);
             break;
-        default:
-            fputc(*s, f);
+        default: fputc(*s, f);
         }
     }
 }
@@ -147,11 +125,13 @@ int rpt_open_out(FILE **out, const char *dir, const char *name, char *path, size
 {
     char tmp[4300];
     *out = NULL;
-    if (lg_snprintf(path, path_size, "%s/%s", dir, name) || lg_snprintf(tmp, sizeof tmp, "%s.tmp", path))
+    if (lg_snprintf(path, path_size, "%s/%s", dir, name) ||
+        lg_snprintf(tmp, sizeof tmp, "%s.tmp", path))
         return lg_fail(LG_EINVAL, "output path too long: %s/%s", dir, name);
     /* written beside its name, then renamed over it: a symlink or FIFO left at the name is
      * replaced, never followed or blocked on, and a reader never sees half a file */
-    if (unlink(tmp) != 0 && errno != ENOENT) return lg_fail(LG_EIO, "cannot replace %s: %s", tmp, strerror(errno));
+    if (unlink(tmp) != 0 && errno != ENOENT)
+        return lg_fail(LG_EIO, "cannot replace %s: %s", tmp, strerror(errno));
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) return lg_fail(LG_EIO, "cannot create %s: %s", tmp, strerror(errno));
     *out = fdopen(fd, "we");
@@ -179,4 +159,3 @@ int rpt_close_out(FILE *f, const char *path)
     }
     return LG_OK;
 }
-

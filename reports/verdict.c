@@ -72,8 +72,7 @@ void rpt_theil_sen(const double *y, int n, double conf, struct rpt_trend *out)
     if (!s) return;
     size_t k = 0;
     for (int i = 0; i < n; i++)
-        for (int j = i + 1; j < n; j++)
-            s[k++] = (y[j] - y[i]) / (double)(j - i);
+        for (int j = i + 1; j < n; j++) s[k++] = (y[j] - y[i]) / (double)(j - i);
     qsort(s, np, sizeof *s, cmp_double);
     out->slope = np % 2 ? s[np / 2] : 0.5 * (s[np / 2 - 1] + s[np / 2]);
 
@@ -86,8 +85,7 @@ void rpt_theil_sen(const double *y, int n, double conf, struct rpt_trend *out)
 
     resid = malloc((size_t)n * sizeof *resid);
     if (resid) {
-        for (int i = 0; i < n; i++)
-            resid[i] = y[i] - out->slope * i;
+        for (int i = 0; i < n; i++) resid[i] = y[i] - out->slope * i;
         out->intercept = rpt_median(resid, n);
     }
     free(resid);
@@ -132,11 +130,9 @@ static double step_threshold(const double *y, int n, const struct rpt_budget *b)
     if (n < 3) return thr;
     double d[MAX_STACK_N], *w = n <= MAX_STACK_N ? d : malloc((size_t)n * sizeof *w);
     if (!w) return thr;
-    for (int i = 1; i < n; i++)
-        w[i - 1] = y[i] - y[i - 1];
+    for (int i = 1; i < n; i++) w[i - 1] = y[i] - y[i - 1];
     double med = rpt_median(w, n - 1);
-    for (int i = 0; i < n - 1; i++)
-        w[i] = fabs(w[i] - med);
+    for (int i = 0; i < n - 1; i++) w[i] = fabs(w[i] - med);
     double sigma = 1.4826 * rpt_median(w, n - 1) / sqrt(2.0);
     if (w != d) free(w);
     return fmax(thr, 4 * sigma);
@@ -187,10 +183,8 @@ void rpt_find_steps(const double *y, int n, const struct rpt_budget *b, struct r
     /* step j persists when every later level stays above every earlier one by thr / 2 */
     for (int j = 1; j <= ns; j++) {
         double before = -INFINITY, after = INFINITY;
-        for (int l = 0; l < j; l++)
-            before = fmax(before, level[l]);
-        for (int l = j; l <= ns; l++)
-            after = fmin(after, level[l]);
+        for (int l = 0; l < j; l++) before = fmax(before, level[l]);
+        for (int l = j; l <= ns; l++) after = fmin(after, level[l]);
         if (after - before <= thr / 2) continue;
         if (out->n < RPT_MAX_STEPS) {
             out->at[out->n] = start[j];
@@ -236,8 +230,7 @@ static bool gross(const double *y, int n, const struct rpt_budget *b, double *sm
 {
     if (n < 2) return false;
     double lim = RPT_GROSS_FACTOR * b->band, least = INFINITY;
-    for (int i = 0; i < n; i++)
-        least = fmin(least, y[i] - (i ? y[i - 1] : 0.0));
+    for (int i = 0; i < n; i++) least = fmin(least, y[i] - (i ? y[i - 1] : 0.0));
     *smallest = least;
     return least > 0 && least >= lim;
 }
@@ -382,8 +375,7 @@ void rpt_judge_statistical(enum rpt_channel ch, const double *y, int n, const st
     if (v->status != RPT_LEAK && n < need) {
         /* no leak shown, but too few sessions to show one of twice the budget: never a pass */
         double worst = 0;
-        for (int i = 0; i < n; i++)
-            worst = fmax(worst, fabs(y[i]));
+        for (int i = 0; i < n; i++) worst = fmax(worst, fabs(y[i]));
         set(v, RPT_INCONCLUSIVE, worst, b->band);
         snprintf(v->why, sizeof v->why,
                  "%d measured session(s), fewer than the %d needed to see a leak of 2x the budget "

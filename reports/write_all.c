@@ -23,14 +23,14 @@ int rpt_write_all(const struct rpt_results *r, const char *dir, unsigned flags)
     int rc = lg_mkdirs(dir), first = LG_OK;
     char first_msg[1024] = "";
     if (rc != LG_OK) return rc;
-    /* every artefact is attempted: one that fails (gnuplot missing, a full disk) does not cost
-     * the others; the first failure is returned with its message */
+        /* every artefact is attempted: one that fails (gnuplot missing, a full disk) does not cost
+         * the others; the first failure is returned with its message */
 #define KEEP(x)                                                                                    \
     do {                                                                                           \
         int krc_ = (x);                                                                            \
         if (krc_ != LG_OK && first == LG_OK) {                                                     \
             first = krc_;                                                                          \
-            lg_strlcpy(first_msg, lg_errmsg(), sizeof first_msg);                                 \
+            lg_strlcpy(first_msg, lg_errmsg(), sizeof first_msg);                                  \
         }                                                                                          \
     } while (0)
     if (flags & RPT_PLOTS) KEEP(rpt_plot_all(r, dir));

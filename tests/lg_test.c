@@ -36,7 +36,8 @@ static void finish(int allow_errors)
         struct trk_leaks *lk = NULL;
         /* list everything still live, whatever generation it was born in */
         for (uint32_t g = 0; g <= trk_generation(T) + 64; g++) {
-            if (trk_leaks_of(T, g, &lk) == LG_OK && lk && lk->n_groups) trk_leaks_print(lk, stderr, 20);
+            if (trk_leaks_of(T, g, &lk) == LG_OK && lk && lk->n_groups)
+                trk_leaks_print(lk, stderr, 20);
             trk_leaks_free(lk);
             lk = NULL;
         }
@@ -53,7 +54,8 @@ static void finish(int allow_errors)
     rm_tmpdir();
     cr_assert_eq(host.live_bytes, 0, "test leaked %lld tagged host bytes in %lld allocations",
                  (long long)host.live_bytes, (long long)host.live_count);
-    cr_assert_eq(dev.live_bytes, 0, "test leaked %lld tagged device bytes", (long long)dev.live_bytes);
+    cr_assert_eq(dev.live_bytes, 0, "test leaked %lld tagged device bytes",
+                 (long long)dev.live_bytes);
     if (!allow_errors) cr_assert_eq(nerr, 0, "tracker recorded %zu invalid free(s)", nerr);
 }
 

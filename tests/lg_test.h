@@ -11,8 +11,8 @@
 extern struct trk_tracker *T; /* the test's tracker */
 
 void lg_test_setup(void);
-void lg_test_teardown(void);                /* asserts zero live bytes and no errors */
-void lg_test_teardown_allow_errors(void);   /* for tests that provoke invalid frees */
+void lg_test_teardown(void);              /* asserts zero live bytes and no errors */
+void lg_test_teardown_allow_errors(void); /* for tests that provoke invalid frees */
 
 /* What a program printed (stdout and stderr together) and how it ended. */
 struct lg_out {

@@ -115,7 +115,8 @@ int trk_leaks_of(struct trk_tracker *trk, uint32_t gen, struct trk_leaks **out)
         goto fail;
     }
     pthread_mutex_lock(&trk->errs.mu);
-    if (gen == atomic_load(&trk->gen)) lk->n_invalid_frees = trk->errs.count - trk->errs.gen_count_base;
+    if (gen == atomic_load(&trk->gen))
+        lk->n_invalid_frees = trk->errs.count - trk->errs.gen_count_base;
     pthread_mutex_unlock(&trk->errs.mu);
     free(acc);
     *out = lk;
@@ -174,10 +175,9 @@ void trk_leaks_print(const struct trk_leaks *lk, FILE *f, int max_groups)
 {
     char b1[32], b2[32];
     if (!lk) return;
-    fprintf(f, "generation %u: %s host in %lld allocation(s), %s device in %lld\n",
-            lk->generation, lg_fmt_bytes(b1, sizeof b1, (double)lk->host_bytes),
-            (long long)lk->host_count, lg_fmt_bytes(b2, sizeof b2, (double)lk->device_bytes),
-            (long long)lk->device_count);
+    fprintf(f, "generation %u: %s host in %lld allocation(s), %s device in %lld\n", lk->generation,
+            lg_fmt_bytes(b1, sizeof b1, (double)lk->host_bytes), (long long)lk->host_count,
+            lg_fmt_bytes(b2, sizeof b2, (double)lk->device_bytes), (long long)lk->device_count);
     size_t shown = max_groups > 0 ? LG_MIN(lk->n_groups, (size_t)max_groups) : lk->n_groups;
     for (size_t i = 0; i < shown; i++) {
         const struct trk_leak_group *g = &lk->groups[i];

@@ -54,8 +54,8 @@ static int add_retain_locked(struct trk_tracker *trk, struct trk_refobj *o, cons
     return LG_OK;
 }
 
-TRK_ENTRY void trk_ref_track(struct trk_tracker *trk, const void *obj, const char *kind, const char *name,
-                   const void *holder, struct trk_site site)
+TRK_ENTRY void trk_ref_track(struct trk_tracker *trk, const void *obj, const char *kind,
+                             const char *name, const void *holder, struct trk_site site)
 {
     uint32_t stack = trk->opt.stacks ? trk_stack_capture(trk) : 0;
     pthread_mutex_lock(&trk->refs.mu);
@@ -87,7 +87,7 @@ out:
 }
 
 TRK_ENTRY void trk_ref_retain(struct trk_tracker *trk, const void *obj, const void *holder,
-                    struct trk_site site)
+                              struct trk_site site)
 {
     uint32_t stack = trk->opt.stacks ? trk_stack_capture(trk) : 0;
     pthread_mutex_lock(&trk->refs.mu);
@@ -102,7 +102,7 @@ TRK_ENTRY void trk_ref_retain(struct trk_tracker *trk, const void *obj, const vo
 }
 
 TRK_ENTRY void trk_ref_release(struct trk_tracker *trk, const void *obj, const void *holder,
-                     struct trk_site site)
+                               struct trk_site site)
 {
     pthread_mutex_lock(&trk->refs.mu);
     struct trk_refobj *o = find_locked(trk, obj);
@@ -110,7 +110,8 @@ TRK_ENTRY void trk_ref_release(struct trk_tracker *trk, const void *obj, const v
     if (o) {
         for (int i = o->n - 1; i >= 0; i--) {
             if (o->retains[i].holder != holder) continue;
-            memmove(&o->retains[i], &o->retains[i + 1], (size_t)(o->n - i - 1) * sizeof *o->retains);
+            memmove(&o->retains[i], &o->retains[i + 1],
+                    (size_t)(o->n - i - 1) * sizeof *o->retains);
             o->n--;
             found = 1;
             break;

@@ -49,7 +49,8 @@ static void read_smaps_rollup(struct trk_snapshot *s)
         char *nl = strchr(line, '\n');
         for (size_t k = 0; k < LG_ARRAY_LEN(keys); k++) {
             size_t kl = strlen(keys[k].key);
-            if (strncmp(line, keys[k].key, kl) == 0) *keys[k].dst = strtoll(line + kl, NULL, 10) * 1024;
+            if (strncmp(line, keys[k].key, kl) == 0)
+                *keys[k].dst = strtoll(line + kl, NULL, 10) * 1024;
         }
         line = nl ? nl + 1 : NULL;
     }
@@ -105,10 +106,7 @@ static void snapshot(struct trk_tracker *trk, struct trk_snapshot *s, bool devic
         trk->dev.usage(trk->dev.ctx, &s->dev_used, &s->dev_total, &s->dev_process);
 }
 
-void trk_snapshot(struct trk_tracker *trk, struct trk_snapshot *s)
-{
-    snapshot(trk, s, true);
-}
+void trk_snapshot(struct trk_tracker *trk, struct trk_snapshot *s) { snapshot(trk, s, true); }
 
 void trk_snapshot_light(struct trk_tracker *trk, struct trk_snapshot *s)
 {
@@ -160,7 +158,9 @@ const char *trk_allocator_name(void)
     static char name[96];
     const char *v = NULL;
     size_t len = sizeof v;
-    if (!name[0]) snprintf(name, sizeof name, "jemalloc %s", mallctl("version", &v, &len, NULL, 0) == 0 && v ? v : "?");
+    if (!name[0])
+        snprintf(name, sizeof name, "jemalloc %s",
+                 mallctl("version", &v, &len, NULL, 0) == 0 && v ? v : "?");
     return name;
 #else
     return "system malloc (no jemalloc in this build)";

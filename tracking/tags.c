@@ -49,7 +49,8 @@ int trk_tags_init(struct trk_tracker *trk)
 void trk_tags_fini(struct trk_tracker *trk)
 {
     struct trk_tags *t = &trk->tags;
-    for (size_t i = 0; i < TRK_TAG_MAX_CHUNKS && t->chunks[i]; i++) trk_meta_free(trk, t->chunks[i]);
+    for (size_t i = 0; i < TRK_TAG_MAX_CHUNKS && t->chunks[i]; i++)
+        trk_meta_free(trk, t->chunks[i]);
     for (struct trk_tag_index *x = atomic_load(&t->index), *next; x; x = next) {
         next = x->retired;
         trk_meta_free(trk, x);
@@ -229,7 +230,8 @@ void trk_tag_diff_print(const struct trk_tag_stat *a, size_t na, const struct tr
         int64_t d = b[j].live_bytes - before;
         if (d == 0) continue;
         char buf[32];
-        fprintf(f, "  %+14lld B  %-10s %s %s\n", (long long)d, lg_fmt_bytes(buf, sizeof buf, (double)d),
+        fprintf(f, "  %+14lld B  %-10s %s %s\n", (long long)d,
+                lg_fmt_bytes(buf, sizeof buf, (double)d),
                 b[j].space == TRK_DEVICE ? "[device]" : "[host]  ", b[j].tag);
     }
 }

@@ -285,7 +285,9 @@ TRK_ENTRY static int record_new(struct trk_tracker *trk, void *p, size_t size, c
                                 uint32_t space)
 {
     uint32_t id = trk_tag_intern(trk, tag);
-    struct trk_rec rec = {.ptr = (uintptr_t)p, .size = size, .tag = id,
+    struct trk_rec rec = {.ptr = (uintptr_t)p,
+                          .size = size,
+                          .tag = id,
                           .gen = atomic_load_explicit(&trk->gen, memory_order_relaxed),
                           .space = space};
     int rc = LG_ENOMEM;
@@ -313,8 +315,7 @@ TRK_ENTRY static void *track_new(struct trk_tracker *trk, void *p, size_t size, 
     return NULL;
 }
 
-TRK_ENTRY static void *alloc_impl(struct trk_tracker *trk, size_t size,
-                                                   const char *tag)
+TRK_ENTRY static void *alloc_impl(struct trk_tracker *trk, size_t size, const char *tag)
 {
     void *p = raw_alloc(trk, size);
     if (!p) {
@@ -368,8 +369,7 @@ TRK_ENTRY void *trk_calloc(struct trk_tracker *trk, size_t size, const char *tag
     return p;
 }
 
-TRK_ENTRY void *trk_allocf(struct trk_tracker *trk, size_t size, const char *fmt,
-                                           ...)
+TRK_ENTRY void *trk_allocf(struct trk_tracker *trk, size_t size, const char *fmt, ...)
 {
     char tag[LG_MAX_NAME];
     va_list ap;
@@ -433,8 +433,7 @@ void trk_set_device_backend(struct trk_tracker *trk, const struct trk_device_bac
 
 bool trk_has_device(const struct trk_tracker *trk) { return trk->have_dev; }
 
-TRK_ENTRY void *trk_dev_alloc(struct trk_tracker *trk, size_t size,
-                                              const char *tag)
+TRK_ENTRY void *trk_dev_alloc(struct trk_tracker *trk, size_t size, const char *tag)
 {
     if (!trk->have_dev) {
         lg_fail(LG_EUNAVAIL, "no device backend: %s needs CUDA", tag ? tag : "untagged");

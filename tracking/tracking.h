@@ -40,11 +40,11 @@ struct trk_tracker;
 enum trk_space { TRK_HOST = 0, TRK_DEVICE = 1, TRK_NSPACES = 2 };
 
 struct trk_options {
-    bool stacks;      /* capture a call stack per allocation and per retain (costly) */
-    int stack_depth;  /* frames to keep; 0 means 16 */
-    bool no_arena;    /* use jemalloc's default arenas instead of a dedicated one */
-    bool raw_stacks;  /* stack texts are return addresses ("0x7f3a2b1c4d5e", one a line), to be
-                         symbolised by another process (leakgate exec's parent) */
+    bool stacks;     /* capture a call stack per allocation and per retain (costly) */
+    int stack_depth; /* frames to keep; 0 means 16 */
+    bool no_arena;   /* use jemalloc's default arenas instead of a dedicated one */
+    bool raw_stacks; /* stack texts are return addresses ("0x7f3a2b1c4d5e", one a line), to be
+                        symbolised by another process (leakgate exec's parent) */
 };
 
 /* Creates a tracker; *out is freed with trk_tracker_free. */
@@ -88,8 +88,8 @@ void *trk_alloc_aligned(struct trk_tracker *trk, size_t size, size_t align, cons
 /* ---- device allocations (through a backend; see trk_cuda.h) --------------------- */
 
 struct trk_device_backend {
-    const char *name;                                   /* "cuda" */
-    int (*alloc)(void *ctx, void **out, size_t size);   /* LG_OK or an lg status */
+    const char *name;                                 /* "cuda" */
+    int (*alloc)(void *ctx, void **out, size_t size); /* LG_OK or an lg status */
     void (*free)(void *ctx, void *p);
     /* quiesce: wait for the device; LG_OK, or an lg status (lg_fail's message set) naming
      * the device fault the wait found, so it is charged to the work before it */
@@ -147,8 +147,8 @@ struct trk_leak_group {
     enum trk_space space;
     uint32_t generation;
     int64_t bytes, count;
-    int n_stacks;        /* distinct allocation stacks kept (at most TRK_MAX_GROUP_STACKS) */
-    char **stacks;       /* each a symbolised multi-line string, innermost frame first */
+    int n_stacks;  /* distinct allocation stacks kept (at most TRK_MAX_GROUP_STACKS) */
+    char **stacks; /* each a symbolised multi-line string, innermost frame first */
     int64_t *stack_counts;
 };
 #define TRK_MAX_GROUP_STACKS 3
@@ -156,14 +156,14 @@ struct trk_leak_group {
 /* A retain on a tracked object that was never matched by a release. */
 struct trk_retain_site {
     const void *holder;
-    char site[160];      /* "func (file:line)" */
+    char site[160]; /* "func (file:line)" */
     uint32_t generation;
-    char *stack;         /* symbolised, or NULL when stacks are off */
+    char *stack; /* symbolised, or NULL when stacks are off */
 };
 
 /* A tracked shared object still alive at a session's end, with its outstanding retains. */
 struct trk_ref_leak {
-    char kind[32];       /* "varmap" */
+    char kind[32]; /* "varmap" */
     char name[LG_MAX_NAME];
     const void *object;
     uint32_t generation; /* when the object was created */
@@ -175,11 +175,11 @@ struct trk_ref_leak {
 struct trk_leaks {
     uint32_t generation;
     int64_t host_bytes, host_count, device_bytes, device_count;
-    size_t n_groups;                 /* sorted by bytes, largest first */
+    size_t n_groups; /* sorted by bytes, largest first */
     struct trk_leak_group *groups;
     size_t n_refs;
     struct trk_ref_leak *refs;
-    size_t n_invalid_frees;          /* invalid frees recorded during the generation */
+    size_t n_invalid_frees; /* invalid frees recorded during the generation */
 };
 
 /* Ends the current generation and sets the tracker back to generation 0.
@@ -222,8 +222,8 @@ void trk_ref_untrack(struct trk_tracker *trk, const void *obj, struct trk_site s
 /* ---- errors the tracker saw (invalid frees and releases) ----------------------------- */
 
 struct trk_error {
-    char what[200];     /* "free of unknown pointer 0x...", "double free of ... (tag x)" */
-    char *stack;        /* symbolised, or NULL */
+    char what[200]; /* "free of unknown pointer 0x...", "double free of ... (tag x)" */
+    char *stack;    /* symbolised, or NULL */
 };
 size_t trk_error_count(struct trk_tracker *trk);
 /* Copies the recorded errors (at most the 64 most recent) into *out; the caller frees them
@@ -235,16 +235,16 @@ void trk_errors_free(struct trk_error *e, size_t n);
 
 /* -1 in any field means "not available in this build or on this machine". */
 struct trk_snapshot {
-    double t;                                     /* lg_now() when taken */
+    double t; /* lg_now() when taken */
     uint32_t generation;
-    int64_t tagged_host, tagged_host_count;       /* tracker ledger */
+    int64_t tagged_host, tagged_host_count; /* tracker ledger */
     int64_t tagged_device, tagged_device_count;
     int64_t je_allocated, je_active, je_resident, je_mapped, je_retained, je_metadata;
     int64_t arena_allocated, arena_active, arena_dirty; /* the dedicated arena's own */
-    int64_t rss, rss_anon, rss_file, lazyfree;    /* /proc/self/smaps_rollup */
-    int64_t dev_used, dev_total, dev_process;     /* device driver view (backend usage) */
-    int64_t tracker_overhead;                     /* bytes the tracker's own tables use (usable
-                                                     size of their heap blocks) */
+    int64_t rss, rss_anon, rss_file, lazyfree;          /* /proc/self/smaps_rollup */
+    int64_t dev_used, dev_total, dev_process;           /* device driver view (backend usage) */
+    int64_t tracker_overhead; /* bytes the tracker's own tables use (usable
+                                 size of their heap blocks) */
 };
 /* Fills a snapshot. Reads jemalloc stats after an epoch write, and the device backend's
  * driver view as it is now (a query of the driver, no synchronise: trk_quiesce first for a

@@ -391,10 +391,7 @@ bool trk_cuda_available(void)
     return true;
 }
 
-const char *trk_cuda_unavailable_reason(void)
-{
-    return g.why;
-}
+const char *trk_cuda_unavailable_reason(void) { return g.why; }
 
 int trk_cuda_device_name(char *buf, size_t size)
 {

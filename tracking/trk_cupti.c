@@ -74,8 +74,7 @@ static bool table_grow(void)
     for (size_t i = 0; i < cp.cap; i++) {
         if (cp.t[i].address <= 1) continue;
         size_t j = slot_of(cp.t[i].address, ncap);
-        while (n[j].address)
-            j = (j + 1) & (ncap - 1);
+        while (n[j].address) j = (j + 1) & (ncap - 1);
         n[j] = cp.t[i];
     }
     free(cp.t);
@@ -99,8 +98,7 @@ static void table_put(uint64_t a, uint64_t bytes, const char *source)
 {
     if ((cp.used + cp.dead + 1) * 2 > cp.cap && !table_grow()) return; /* out of memory: drop */
     size_t j = slot_of(a, cp.cap);
-    while (cp.t[j].address > 1 && cp.t[j].address != a)
-        j = (j + 1) & (cp.cap - 1);
+    while (cp.t[j].address > 1 && cp.t[j].address != a) j = (j + 1) & (cp.cap - 1);
     if (cp.t[j].address != a) cp.used++;
     if (cp.t[j].address == 1) cp.dead--;
     cp.t[j] = (struct live){a, bytes, intern_source(source)};
@@ -225,10 +223,7 @@ void trk_cupti_stop(void)
     cp.active = false;
 }
 
-bool trk_cupti_active(void)
-{
-    return cp.active;
-}
+bool trk_cupti_active(void) { return cp.active; }
 
 int64_t trk_cupti_each_live(void (*fn)(void *, uint64_t, uint64_t, const char *), void *user)
 {
@@ -250,10 +245,7 @@ int trk_cupti_start(void)
 }
 void trk_cupti_stop(void) {}
 void trk_cupti_flush(void) {}
-bool trk_cupti_active(void)
-{
-    return false;
-}
+bool trk_cupti_active(void) { return false; }
 int64_t trk_cupti_each_live(void (*fn)(void *, uint64_t, uint64_t, const char *), void *user)
 {
     (void)fn;
@@ -348,8 +340,7 @@ void trk_cuda_untagged_print(const struct trk_cuda_untagged *u, FILE *f)
     /* one line per library, in order of first appearance among the largest */
     for (size_t i = 0; i < u->n; i++) {
         bool first = true;
-        for (size_t j = 0; j < i && first; j++)
-            first = strcmp(u->v[j].source, u->v[i].source) != 0;
+        for (size_t j = 0; j < i && first; j++) first = strcmp(u->v[j].source, u->v[i].source) != 0;
         if (!first) continue;
         int64_t bytes = 0, count = 0;
         for (size_t j = i; j < u->n; j++)

@@ -17,8 +17,10 @@ static inline void trk_spin_lock(struct trk_spin *l)
 {
     while (atomic_exchange_explicit(&l->v, 1, memory_order_acquire)) {
         for (int n = 0; atomic_load_explicit(&l->v, memory_order_relaxed); n++) {
-            if (n > 200) sched_yield();
-            else __builtin_ia32_pause();
+            if (n > 200)
+                sched_yield();
+            else
+                __builtin_ia32_pause();
         }
     }
 }
@@ -30,15 +32,15 @@ static inline void trk_spin_unlock(struct trk_spin *l)
 /* ---- the allocation ledger: one open-addressing table keyed by pointer --------------- */
 
 #define TRK_EMPTY ((uintptr_t)0)
-#define TRK_TOMB ((uintptr_t)1)
+#define TRK_TOMB  ((uintptr_t)1)
 
 struct trk_rec {
-    uintptr_t ptr;     /* TRK_EMPTY, TRK_TOMB, or a live pointer */
+    uintptr_t ptr; /* TRK_EMPTY, TRK_TOMB, or a live pointer */
     uint64_t size;
-    uint32_t tag;      /* index into the tag table */
-    uint32_t gen;      /* generation it was born in */
-    uint32_t stack;    /* index into the stack table; 0 = none */
-    uint32_t space;    /* enum trk_space */
+    uint32_t tag;   /* index into the tag table */
+    uint32_t gen;   /* generation it was born in */
+    uint32_t stack; /* index into the stack table; 0 = none */
+    uint32_t space; /* enum trk_space */
 };
 
 /* One lock guards the table, every tag's counters and the totals: an allocation costs one
@@ -48,7 +50,7 @@ struct trk_rec {
 struct trk_ledger {
     struct trk_spin lock;
     struct trk_rec *recs;
-    size_t cap, used, tombs; /* used counts live records */
+    size_t cap, used, tombs;                      /* used counts live records */
     int64_t live[TRK_NSPACES], peak[TRK_NSPACES]; /* totals over all tags */
 };
 
@@ -63,7 +65,7 @@ struct trk_tag {
     int64_t total_bytes[TRK_NSPACES], total_count[TRK_NSPACES];
 };
 
-#define TRK_TAG_CHUNK 1024
+#define TRK_TAG_CHUNK      1024
 #define TRK_TAG_MAX_CHUNKS 1024 /* a million tags */
 
 /* An open-addressing index over tag ids + 1 (0 = empty). Readers probe it without a lock;
@@ -71,13 +73,13 @@ struct trk_tag {
  * index by a larger copy, keeping the old one until the tracker is freed (a reader may still
  * be probing it; doubling bounds what is kept to the size of the current one). */
 struct trk_tag_index {
-    size_t cap;                     /* a power of two */
-    struct trk_tag_index *retired;  /* the index this one replaced */
+    size_t cap;                    /* a power of two */
+    struct trk_tag_index *retired; /* the index this one replaced */
     _Atomic uint32_t slot[];
 };
 
 struct trk_tags {
-    pthread_mutex_t lock;           /* writers only */
+    pthread_mutex_t lock;                       /* writers only */
     struct trk_tag *chunks[TRK_TAG_MAX_CHUNKS]; /* chunks never move: readers need no lock */
     _Atomic uint32_t count;
     _Atomic(struct trk_tag_index *) index;
@@ -97,7 +99,7 @@ struct trk_stacks {
     pthread_mutex_t mu;
     struct trk_stack *v; /* v[0] unused: id 0 means "no stack" */
     size_t n, cap;
-    uint32_t *index;     /* open addressing over ids */
+    uint32_t *index; /* open addressing over ids */
     size_t index_cap;
 };
 
@@ -138,8 +140,8 @@ struct trk_freed {
 
 struct trk_errlog {
     pthread_mutex_t mu;
-    size_t count;                   /* ever */
-    uint32_t gen_count_base;        /* count at the current generation's start */
+    size_t count;            /* ever */
+    uint32_t gen_count_base; /* count at the current generation's start */
     struct {
         char what[200];
         uint32_t stack;
@@ -151,8 +153,8 @@ struct trk_errlog {
 
 struct trk_tracker {
     struct trk_options opt;
-    uint64_t serial;     /* unique per tracker in this process (never 0) */
-    unsigned arena;      /* jemalloc arena index */
+    uint64_t serial; /* unique per tracker in this process (never 0) */
+    unsigned arena;  /* jemalloc arena index */
     int mallocx_flags;
     bool have_arena;
     _Atomic uint32_t gen;         /* current generation; 0 outside sessions */

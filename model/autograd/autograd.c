@@ -127,7 +127,7 @@ static int fail_alloc(struct ag_ctx *ctx, const char *what)
     return ctx->err;
 }
 
-/* ---- temporaries ------------------------------------------------------------------------------- */
+/* ---- temporaries ----------------------------------------------------------------------------- */
 
 /* Grows a pointer array owned by the context; false (nothing changed) when out of memory. */
 static bool grow(struct ag_ctx *ctx, void ***arr, size_t *cap, size_t need, const char *tag)
@@ -166,8 +166,8 @@ void ag_act_name(const struct ag_ctx *ctx, const char *name, char *buf, size_t s
         lg_join(buf, size, 2, "act/", name);
 }
 
-struct tn_tensor *ag_out(struct ag_ctx *ctx, const char *name, enum tn_dtype dt,
-                         enum tn_device dev, int ndim, const int64_t *shape)
+struct tn_tensor *ag_out(struct ag_ctx *ctx, const char *name, enum tn_dtype dt, enum tn_device dev,
+                         int ndim, const int64_t *shape)
 {
     char tag[LG_MAX_NAME];
     ag_act_name(ctx, name, tag, sizeof tag);
@@ -187,7 +187,7 @@ struct tn_tensor *ag_temp(struct ag_ctx *ctx, enum tn_dtype dt, int ndim, const 
     return ag_out(ctx, what, dt, ctx->opt.device, ndim, shape);
 }
 
-/* ---- helpers for ops ----------------------------------------------------------------------------- */
+/* ---- helpers for ops ------------------------------------------------------------------------- */
 
 bool ag_inputs_ok(struct ag_ctx *ctx, const char *op, int n, struct tn_tensor *const *xs)
 {
@@ -215,8 +215,9 @@ const struct kn_backend *ag_kernels(struct ag_ctx *ctx, const char *op, int n,
         any = true;
     }
     const struct kn_backend *kb = kn_backend_for(dev);
-    if (!kb) ag_fail(ctx, LG_EUNAVAIL, "%s: no %s kernels in this build", op,
-                     dev == TN_CUDA ? "CUDA" : "device");
+    if (!kb)
+        ag_fail(ctx, LG_EUNAVAIL, "%s: no %s kernels in this build", op,
+                dev == TN_CUDA ? "CUDA" : "device");
     return kb;
 }
 
@@ -241,7 +242,7 @@ int ag_axis(int axis, int ndim)
     return axis >= 0 && axis < ndim ? axis : -1;
 }
 
-/* ---- the tape ---------------------------------------------------------------------------------- */
+/* ---- the tape -------------------------------------------------------------------------------- */
 
 /* Owned by the tape; freed at reset. */
 struct ag_node *ag_record(struct ag_ctx *ctx, const char *op, ag_backward_fn backward,
@@ -350,8 +351,7 @@ int ag_backward(struct ag_ctx *ctx, struct tn_tensor *loss)
     }
     if (!loss->requires_grad) {
         ag_fail(ctx, LG_EINVAL,
-                "ag_backward: %s does not depend on anything that requires a gradient",
-                loss->name);
+                "ag_backward: %s does not depend on anything that requires a gradient", loss->name);
         return ctx->err;
     }
     const struct kn_backend *kb = ag_kernels(ctx, "ag_backward", 1, &loss);
@@ -376,7 +376,7 @@ int ag_backward(struct ag_ctx *ctx, struct tn_tensor *loss)
     return LG_OK;
 }
 
-/* ---- gradient clipping ---------------------------------------------------------------------------- */
+/* ---- gradient clipping ----------------------------------------------------------------------- */
 
 /* The global norm's Σ g² over every gradient: runs of gradients on one device go to that
  * device's sumsq_many in chunks (one device read-back per chunk, not per gradient). */

@@ -37,9 +37,9 @@
 struct ag_ctx;
 
 struct ag_options {
-    bool training;           /* dropout active */
-    uint64_t seed;           /* dropout RNG */
-    enum tn_device device;   /* where new tensors are made (inputs must agree) */
+    bool training;         /* dropout active */
+    uint64_t seed;         /* dropout RNG */
+    enum tn_device device; /* where new tensors are made (inputs must agree) */
 };
 
 /* New context; freed with ag_ctx_free. NULL + LG_ENOMEM on failure. */

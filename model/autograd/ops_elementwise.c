@@ -4,7 +4,7 @@
 
 #include "ag_impl.h"
 
-/* ---- broadcasting ------------------------------------------------------------------------------ */
+/* ---- broadcasting ---------------------------------------------------------------------------- */
 
 /* Contiguous element strides of t aligned from the right to `nd` output dims, 0 where t has
  * no such dim or a size of 1 (it broadcasts). */
@@ -50,8 +50,7 @@ void ag_geom_init(struct kn_geom *g, int nd, const int64_t *ne, const int64_t *s
     }
 }
 
-bool ag_broadcast_shape(const struct tn_tensor *a, const struct tn_tensor *b, int *nd,
-                        int64_t *ne)
+bool ag_broadcast_shape(const struct tn_tensor *a, const struct tn_tensor *b, int *nd, int64_t *ne)
 {
     *nd = LG_MAX(a->ndim, b->ndim);
     for (int k = 0; k < *nd; k++) {
@@ -81,7 +80,7 @@ static void geom_swap(struct kn_geom *g)
     }
 }
 
-/* ---- add, sub, mul ------------------------------------------------------------------------------- */
+/* ---- add, sub, mul --------------------------------------------------------------------------- */
 
 static const char *const binop_name[] = {"ag_add", "ag_sub", "ag_mul"};
 static const char *const binop_short[] = {"add", "sub", "mul"};
@@ -116,7 +115,8 @@ static int binary_backward(struct ag_ctx *ctx, struct ag_node *nd)
     struct kn_geom g = *(const struct kn_geom *)nd->extra, gb = g;
     geom_swap(&gb);
     int rc = binary_grad(ctx, nd->kb, a, nd->out[0], b, op, 1.0f, &g);
-    if (rc == LG_OK) rc = binary_grad(ctx, nd->kb, b, nd->out[0], a, op, op == KN_SUB ? -1.0f : 1.0f, &gb);
+    if (rc == LG_OK)
+        rc = binary_grad(ctx, nd->kb, b, nd->out[0], a, op, op == KN_SUB ? -1.0f : 1.0f, &gb);
     return rc;
 }
 
@@ -131,8 +131,8 @@ static struct tn_tensor *binary(struct ag_ctx *ctx, struct tn_tensor *a, struct 
     int nd;
     int64_t ne[TN_MAX_DIMS];
     if (!ag_broadcast_shape(a, b, &nd, ne))
-        return ag_fail(ctx, LG_EINVAL, "%s: shapes do not broadcast: a %s b %s", name,
-                       AG_SHAPE(a), AG_SHAPE(b));
+        return ag_fail(ctx, LG_EINVAL, "%s: shapes do not broadcast: a %s b %s", name, AG_SHAPE(a),
+                       AG_SHAPE(b));
     struct kn_geom g;
     ag_geom_of(&g, nd, ne, a, b);
     struct tn_tensor *y = ag_out(ctx, binop_short[op], TN_F32, a->device, nd, ne);
@@ -185,7 +185,7 @@ struct tn_tensor *ag_scale(struct ag_ctx *ctx, struct tn_tensor *x, float s)
     return y;
 }
 
-/* ---- sigmoid, tanh, elu: the backward reads only the saved output --------------------------------- */
+/* ---- sigmoid, tanh, elu: the backward reads only the saved output ---------------------------- */
 
 enum act_kind { ACT_SIGMOID, ACT_TANH, ACT_ELU };
 
@@ -264,7 +264,8 @@ struct tn_tensor *ag_dropout(struct ag_ctx *ctx, struct tn_tensor *x, float p)
         return ag_fail(ctx, LG_EINVAL, "ag_dropout: probability %g outside [0, 1)", (double)p);
     if (!ctx->opt.training || p == 0.0f) return ag_view(ctx, x, x->ndim, x->ne, "dropout");
     struct tn_tensor *y = ag_out(ctx, "dropout", TN_F32, x->device, x->ndim, x->ne);
-    struct tn_tensor *mask = y ? ag_out(ctx, "dropout.mask", TN_I8, x->device, x->ndim, x->ne) : NULL;
+    struct tn_tensor *mask =
+        y ? ag_out(ctx, "dropout.mask", TN_I8, x->device, x->ndim, x->ne) : NULL;
     if (!mask) return NULL;
     float scale = 1.0f / (1.0f - p);
     kb->dropout(tn_f32(y), tn_i8(mask), tn_f32(x), p, scale, tn_rng_next(&ctx->rng), tn_numel(x));

@@ -21,8 +21,10 @@ struct tn_tensor *ag_embedding(struct ag_ctx *ctx, struct tn_tensor *w, struct t
         return ag_fail(ctx, LG_EINVAL, "ag_embedding: indices %s are %s, expected I32", idx->name,
                        tn_dtype_name(idx->dtype));
     if (w->ndim != 2 || idx->ndim + 1 > TN_MAX_DIMS)
-        return ag_fail(ctx, LG_EINVAL, "ag_embedding: weight %s must be [card, H], indices %s at "
-                       "most %d-D", AG_SHAPE(w), AG_SHAPE(idx), TN_MAX_DIMS - 1);
+        return ag_fail(ctx, LG_EINVAL,
+                       "ag_embedding: weight %s must be [card, H], indices %s at "
+                       "most %d-D",
+                       AG_SHAPE(w), AG_SHAPE(idx), TN_MAX_DIMS - 1);
     int64_t n = tn_numel(idx), card = w->ne[0], h = w->ne[1];
     if (idx->device == TN_CPU) {
         const int32_t *p = tn_i32(idx);

@@ -4,7 +4,7 @@
 #include "ag_impl.h"
 #include "tn_device.h"
 
-/* ---- pinball loss ----------------------------------------------------------------------------- */
+/* ---- pinball loss ---------------------------------------------------------------------------- */
 
 /* ia: 0 rows (B·T), 1 nq; saved[0] the quantiles */
 static int pinball_backward(struct ag_ctx *ctx, struct ag_node *nd)
@@ -57,7 +57,7 @@ struct tn_tensor *ag_pinball_loss(struct ag_ctx *ctx, struct tn_tensor *yhat, st
     return loss;
 }
 
-/* ---- fake quantisation ---------------------------------------------------------------------------- */
+/* ---- fake quantisation ----------------------------------------------------------------------- */
 
 /* ia: 0 rows; saved[0] the scales */
 static int fake_quant_backward(struct ag_ctx *ctx, struct ag_node *nd)
@@ -78,8 +78,10 @@ struct tn_tensor *ag_fake_quant(struct ag_ctx *ctx, struct tn_tensor *x, bool pe
     const struct kn_backend *kb = ag_kernels(ctx, "ag_fake_quant", 1, &x);
     if (!kb || !ag_check_f32(ctx, "ag_fake_quant", "x", x)) return NULL;
     if (per_row && x->ndim != 2)
-        return ag_fail(ctx, LG_EINVAL, "ag_fake_quant: per-row quantisation needs a 2-D weight, "
-                       "not %s %s", x->name, AG_SHAPE(x));
+        return ag_fail(ctx, LG_EINVAL,
+                       "ag_fake_quant: per-row quantisation needs a 2-D weight, "
+                       "not %s %s",
+                       x->name, AG_SHAPE(x));
     int64_t rows = per_row ? x->ne[0] : 1;
     if (rows == 0 || tn_numel(x) == 0)
         return ag_fail(ctx, LG_EINVAL, "ag_fake_quant: %s %s is empty", x->name, AG_SHAPE(x));
@@ -89,7 +91,8 @@ struct tn_tensor *ag_fake_quant(struct ag_ctx *ctx, struct tn_tensor *x, bool pe
     if (!scale) return NULL;
     kb->fake_quant(tn_f32(y), tn_f32(scale), tn_f32(x), rows, tn_numel(x) / rows);
     if (ag_wants_grad(ctx, 1, &x)) {
-        struct ag_node *nd = ag_record(ctx, "ag_fake_quant", fake_quant_backward, kb, 1, &x, 1, &y, 0);
+        struct ag_node *nd =
+            ag_record(ctx, "ag_fake_quant", fake_quant_backward, kb, 1, &x, 1, &y, 0);
         if (!nd) return NULL;
         nd->ia[0] = rows;
         ag_save(nd, 0, scale);

@@ -59,8 +59,8 @@ static int lstm_backward(struct ag_ctx *ctx, struct ag_node *nd)
         }
         float *dg_t = dg + (int64_t)t * G;
         kb->dlstm_cell(dg_t, dc, dout ? dout + (int64_t)t * H : zero, dh_rec,
-                       gates + (int64_t)t * G, cells + (int64_t)t * H, c_prev, B, H,
-                       (int64_t)T * G, (int64_t)T * H, dout ? (int64_t)T * H : 0, ldcp);
+                       gates + (int64_t)t * G, cells + (int64_t)t * H, c_prev, B, H, (int64_t)T * G,
+                       (int64_t)T * H, dout ? (int64_t)T * H : 0, ldcp);
         if (t > 0)
             kb->gemm(dh_rec, dg_t, w_hh, false, false, B, H, G, 1.0f, T * G, H, 0.0f, H);
         else if (d[L_H0])
@@ -75,16 +75,20 @@ static int lstm_backward(struct ag_ctx *ctx, struct ag_node *nd)
 
     int BT = B * T;
     if (d[L_X])
-        kb->gemm(d[L_X], dg, tn_f32(in[L_WIH]), false, false, BT, In, G, 1.0f, G, In, BETA(L_X), In);
+        kb->gemm(d[L_X], dg, tn_f32(in[L_WIH]), false, false, BT, In, G, 1.0f, G, In, BETA(L_X),
+                 In);
     if (d[L_WIH])
-        kb->gemm(d[L_WIH], dg, tn_f32(in[L_X]), true, false, G, In, BT, 1.0f, G, In, BETA(L_WIH), In);
+        kb->gemm(d[L_WIH], dg, tn_f32(in[L_X]), true, false, G, In, BT, 1.0f, G, In, BETA(L_WIH),
+                 In);
     if (d[L_WHH]) {
         float *hp = tn_f32(hprev);
         if (in[L_H0])
             kb->copy2d(hp, tn_f32(in[L_H0]), B, H, (int64_t)T * H, H);
         else
             kb->zero(hp, (int64_t)BT * H);
-        if (T > 1) kb->copy2d(hp + H, tn_f32(out), B, (int64_t)(T - 1) * H, (int64_t)T * H, (int64_t)T * H);
+        if (T > 1)
+            kb->copy2d(hp + H, tn_f32(out), B, (int64_t)(T - 1) * H, (int64_t)T * H,
+                       (int64_t)T * H);
         kb->gemm(d[L_WHH], dg, hp, true, false, G, H, BT, 1.0f, G, H, BETA(L_WHH), H);
     }
     if (d[L_BIH] || d[L_BHH]) {
@@ -107,7 +111,10 @@ cleanup:
     return rc;
 }
 
-static bool is_vec(const struct tn_tensor *t, int64_t n) { return !t || (t->ndim == 1 && t->ne[0] == n); }
+static bool is_vec(const struct tn_tensor *t, int64_t n)
+{
+    return !t || (t->ndim == 1 && t->ne[0] == n);
+}
 static bool is_mat(const struct tn_tensor *t, int64_t r, int64_t c)
 {
     return !t || (t->ndim == 2 && t->ne[0] == r && t->ne[1] == c);
@@ -151,9 +158,12 @@ struct ag_lstm_out ag_lstm(struct ag_ctx *ctx, struct tn_tensor *x, struct tn_te
     }
     int64_t ldg = T * G, ldh = T * H;
     struct tn_tensor *out = ag_out(ctx, "lstm", TN_F32, x->device, 3, (int64_t[]){B, T, H});
-    struct tn_tensor *c_last = out ? ag_out(ctx, "lstm.c_last", TN_F32, x->device, 2, (int64_t[]){B, H}) : NULL;
-    struct tn_tensor *gt = c_last ? ag_out(ctx, "lstm.gates", TN_F32, x->device, 3, (int64_t[]){B, T, G}) : NULL;
-    struct tn_tensor *ct = gt ? ag_out(ctx, "lstm.cells", TN_F32, x->device, 3, (int64_t[]){B, T, H}) : NULL;
+    struct tn_tensor *c_last =
+        out ? ag_out(ctx, "lstm.c_last", TN_F32, x->device, 2, (int64_t[]){B, H}) : NULL;
+    struct tn_tensor *gt =
+        c_last ? ag_out(ctx, "lstm.gates", TN_F32, x->device, 3, (int64_t[]){B, T, G}) : NULL;
+    struct tn_tensor *ct =
+        gt ? ag_out(ctx, "lstm.cells", TN_F32, x->device, 3, (int64_t[]){B, T, H}) : NULL;
     if (!ct) return r;
     float *gates = tn_f32(gt), *cells = tn_f32(ct), *h = tn_f32(out);
 

@@ -38,9 +38,11 @@ static int matmul_backward(struct ag_ctx *ctx, struct ag_node *nd)
         if (fold)
             kb->gemm(da, dc, pb, false, !tb, batch * M, K, N, 1.0f, N, ldb, beta_a, K);
         else if (!ta)
-            kb->gemm_batched(da, dc, pb, false, !tb, M, K, N, 1.0f, N, ldb, beta_a, K, batch, sc, sb, sa);
+            kb->gemm_batched(da, dc, pb, false, !tb, M, K, N, 1.0f, N, ldb, beta_a, K, batch, sc,
+                             sb, sa);
         else
-            kb->gemm_batched(da, pb, dc, tb, true, K, M, N, 1.0f, ldb, N, beta_a, M, batch, sb, sc, sa);
+            kb->gemm_batched(da, pb, dc, tb, true, K, M, N, 1.0f, ldb, N, beta_a, M, batch, sb, sc,
+                             sa);
     }
     if (db) {
         int64_t sdb = shared ? 0 : (int64_t)K * N;
@@ -49,9 +51,11 @@ static int matmul_backward(struct ag_ctx *ctx, struct ag_node *nd)
         else if (fold && tb)
             kb->gemm(db, dc, pa, true, false, N, K, batch * M, 1.0f, N, K, beta_b, K);
         else if (!tb)
-            kb->gemm_batched(db, pa, dc, !ta, false, K, N, M, 1.0f, lda, N, beta_b, N, batch, sa, sc, sdb);
+            kb->gemm_batched(db, pa, dc, !ta, false, K, N, M, 1.0f, lda, N, beta_b, N, batch, sa,
+                             sc, sdb);
         else
-            kb->gemm_batched(db, dc, pa, true, ta, N, K, M, 1.0f, N, lda, beta_b, K, batch, sc, sa, sdb);
+            kb->gemm_batched(db, dc, pa, true, ta, N, K, M, 1.0f, N, lda, beta_b, K, batch, sc, sa,
+                             sdb);
     }
     return LG_OK;
 }
@@ -99,7 +103,8 @@ struct tn_tensor *ag_matmul(struct ag_ctx *ctx, struct tn_tensor *a, struct tn_t
     int m = (int)M, n = (int)N, k = (int)Ka, nbat = (int)batch;
     int lda = ta ? m : k, ldb = tb ? k : n;
     if (shared && !ta)
-        kb->gemm(tn_f32(y), tn_f32(a), tn_f32(b), false, tb, nbat * m, n, k, 1.0f, lda, ldb, 0.0f, n);
+        kb->gemm(tn_f32(y), tn_f32(a), tn_f32(b), false, tb, nbat * m, n, k, 1.0f, lda, ldb, 0.0f,
+                 n);
     else
         kb->gemm_batched(tn_f32(y), tn_f32(a), tn_f32(b), ta, tb, m, n, k, 1.0f, lda, ldb, 0.0f, n,
                          nbat, (int64_t)m * k, shared ? 0 : (int64_t)k * n, (int64_t)m * n);
@@ -112,7 +117,7 @@ struct tn_tensor *ag_matmul(struct ag_ctx *ctx, struct tn_tensor *a, struct tn_t
     return y;
 }
 
-/* ---- linear ----------------------------------------------------------------------------------- */
+/* ---- linear ---------------------------------------------------------------------------------- */
 
 /* ia: 0 rows, 1 in, 2 out */
 static int linear_backward(struct ag_ctx *ctx, struct ag_node *nd)
@@ -130,8 +135,10 @@ static int linear_backward(struct ag_ctx *ctx, struct ag_node *nd)
         if (fw && dw) kb->zero(dw, tn_numel(w));
         return rc;
     }
-    if (dx) kb->gemm(dx, dy, tn_f32(w), false, false, R, in, out, 1.0f, out, in, fx ? 0.0f : 1.0f, in);
-    if (dw) kb->gemm(dw, dy, tn_f32(x), true, false, out, in, R, 1.0f, out, in, fw ? 0.0f : 1.0f, in);
+    if (dx)
+        kb->gemm(dx, dy, tn_f32(w), false, false, R, in, out, 1.0f, out, in, fx ? 0.0f : 1.0f, in);
+    if (dw)
+        kb->gemm(dw, dy, tn_f32(x), true, false, out, in, R, 1.0f, out, in, fw ? 0.0f : 1.0f, in);
     if (db) kb->dbias(db, dy, R, out);
     return LG_OK;
 }

@@ -4,7 +4,7 @@
 
 static int64_t last_dim(const struct tn_tensor *x) { return x->ndim ? x->ne[x->ndim - 1] : 1; }
 
-/* ---- softmax ----------------------------------------------------------------------------------- */
+/* ---- softmax --------------------------------------------------------------------------------- */
 
 static int softmax_backward(struct ag_ctx *ctx, struct ag_node *nd)
 {
@@ -33,7 +33,7 @@ struct tn_tensor *ag_softmax(struct ag_ctx *ctx, struct tn_tensor *x)
     return y;
 }
 
-/* ---- additive mask ----------------------------------------------------------------------------- */
+/* ---- additive mask --------------------------------------------------------------------------- */
 
 static int mask_backward(struct ag_ctx *ctx, struct ag_node *nd)
 {
@@ -61,12 +61,13 @@ struct tn_tensor *ag_add_mask(struct ag_ctx *ctx, struct tn_tensor *x, struct tn
     if (!y) return NULL;
     kb->binary(tn_f32(y), tn_f32(x), tn_f32(mask), KN_ADD, &g);
     /* the mask is a constant: only x is an input of the node */
-    if (ag_wants_grad(ctx, 1, &x) && !ag_record(ctx, "ag_add_mask", mask_backward, kb, 1, &x, 1, &y, 0))
+    if (ag_wants_grad(ctx, 1, &x) &&
+        !ag_record(ctx, "ag_add_mask", mask_backward, kb, 1, &x, 1, &y, 0))
         return NULL;
     return y;
 }
 
-/* ---- layer norm ---------------------------------------------------------------------------------- */
+/* ---- layer norm ------------------------------------------------------------------------------ */
 
 static int layernorm_backward(struct ag_ctx *ctx, struct ag_node *nd)
 {
@@ -103,7 +104,8 @@ struct tn_tensor *ag_layernorm(struct ag_ctx *ctx, struct tn_tensor *x, struct t
     float *st = tn_f32(stats);
     kb->layernorm(tn_f32(y), st, st + rows, tn_f32(x), tn_f32(w), tn_f32(b), rows, n, eps);
     if (ag_wants_grad(ctx, 3, in)) {
-        struct ag_node *nd = ag_record(ctx, "ag_layernorm", layernorm_backward, kb, 3, in, 1, &y, 0);
+        struct ag_node *nd =
+            ag_record(ctx, "ag_layernorm", layernorm_backward, kb, 3, in, 1, &y, 0);
         if (!nd) return NULL;
         ag_save(nd, 0, stats); /* mean and 1/σ per row; x is retained as an input */
     }

@@ -23,7 +23,7 @@ static int64_t prod(const int64_t *ne, int from, int to)
     return p;
 }
 
-/* ---- views: reshape ---------------------------------------------------------------------------- */
+/* ---- views: reshape -------------------------------------------------------------------------- */
 
 static int view_backward(struct ag_ctx *ctx, struct ag_node *nd)
 {
@@ -40,7 +40,8 @@ struct tn_tensor *ag_view(struct ag_ctx *ctx, struct tn_tensor *x, int ndim, con
     ag_act_name(ctx, name, tag, sizeof tag);
     struct tn_tensor *v = ag_own(ctx, tn_reshape(x, ndim, shape, tag));
     if (!v) return ctx->err ? NULL : ag_fail(ctx, lg_errcode(), "ag_reshape: %s", lg_errmsg());
-    if (ag_wants_grad(ctx, 1, &x) && !ag_record(ctx, "ag_reshape", view_backward, kb, 1, &x, 1, &v, 0))
+    if (ag_wants_grad(ctx, 1, &x) &&
+        !ag_record(ctx, "ag_reshape", view_backward, kb, 1, &x, 1, &v, 0))
         return NULL;
     return v;
 }
@@ -60,7 +61,7 @@ struct tn_tensor *ag_reshape(struct ag_ctx *ctx, struct tn_tensor *x, int ndim,
     return ag_view(ctx, x, ndim, shape, "reshape");
 }
 
-/* ---- block copies: concat, slice, split, stack ----------------------------------------------------- */
+/* ---- block copies: concat, slice, split, stack ----------------------------------------------- */
 
 /* ia[0] rows, ia[1] the output's row length; extra holds n + 1 column offsets: input k filled
  * columns [off[k], off[k+1]) of every row. */
@@ -94,8 +95,8 @@ static struct tn_tensor *blocks(struct ag_ctx *ctx, const char *op, const char *
     for (int64_t k = 0, off = 0; k < n; off += width[k], k++)
         kb->copy2d(tn_f32(y) + off, tn_f32(xs[k]), outer, width[k], ld, width[k]);
     if (ag_wants_grad(ctx, n, xs)) {
-        struct ag_node *nd =
-            ag_record(ctx, op, blocks_backward, kb, n, xs, 1, &y, (size_t)(n + 1) * sizeof(int64_t));
+        struct ag_node *nd = ag_record(ctx, op, blocks_backward, kb, n, xs, 1, &y,
+                                       (size_t)(n + 1) * sizeof(int64_t));
         if (!nd) return NULL;
         nd->ia[0] = outer;
         nd->ia[1] = ld;
@@ -132,7 +133,8 @@ struct tn_tensor *ag_concat(struct ag_ctx *ctx, struct tn_tensor **xs, int n, in
         shape[ax] += xs[k]->ne[ax];
         width[k] = xs[k]->ne[ax] * inner;
     }
-    y = blocks(ctx, "ag_concat", "concat", kb, xs, n, prod(shape, 0, ax), width, xs[0]->ndim, shape);
+    y = blocks(ctx, "ag_concat", "concat", kb, xs, n, prod(shape, 0, ax), width, xs[0]->ndim,
+               shape);
 cleanup:
     if (width != width_small) trk_free(ctx->trk, width);
     return y;
@@ -263,7 +265,7 @@ struct tn_tensor *ag_stack(struct ag_ctx *ctx, struct tn_tensor **xs, int n, int
     return y;
 }
 
-/* ---- strided gathers: permute, expand ---------------------------------------------------------- */
+/* ---- strided gathers: permute, expand -------------------------------------------------------- */
 
 /* extra: the forward geometry, then (permute only, ia[0] = 1) the inverse permutation's */
 static int gather_backward(struct ag_ctx *ctx, struct ag_node *nd)
@@ -305,7 +307,8 @@ struct tn_tensor *ag_permute(struct ag_ctx *ctx, struct tn_tensor *x, const int 
     const struct kn_backend *kb = ag_kernels(ctx, "ag_permute", 1, &x);
     if (!kb || !ag_check_f32(ctx, "ag_permute", "x", x)) return NULL;
     int nd = x->ndim, seen = 0;
-    int64_t xs[TN_MAX_DIMS], shape[TN_MAX_DIMS], sa[TN_MAX_DIMS], ys[TN_MAX_DIMS], sinv[TN_MAX_DIMS];
+    int64_t xs[TN_MAX_DIMS], shape[TN_MAX_DIMS], sa[TN_MAX_DIMS], ys[TN_MAX_DIMS],
+        sinv[TN_MAX_DIMS];
     for (int i = 0; i < nd; i++) {
         if (perm[i] < 0 || perm[i] >= nd || (seen & (1 << perm[i])))
             return ag_fail(ctx, LG_EINVAL, "ag_permute: not a permutation of the %d axes of x %s",
@@ -316,8 +319,8 @@ struct tn_tensor *ag_permute(struct ag_ctx *ctx, struct tn_tensor *x, const int 
     for (int64_t i = nd - 1, s = 1; i >= 0; s *= x->ne[i], i--) xs[i] = s;
     for (int64_t i = nd - 1, s = 1; i >= 0; s *= shape[i], i--) ys[i] = s;
     for (int i = 0; i < nd; i++) {
-        sa[i] = shape[i] == 1 ? 0 : xs[perm[i]];            /* y[i…] reads x */
-        sinv[perm[i]] = shape[i] == 1 ? 0 : ys[i];           /* x[j…] reads y (the inverse) */
+        sa[i] = shape[i] == 1 ? 0 : xs[perm[i]];   /* y[i…] reads x */
+        sinv[perm[i]] = shape[i] == 1 ? 0 : ys[i]; /* x[j…] reads y (the inverse) */
     }
     struct kn_geom g, inv;
     ag_geom_init(&g, nd, shape, sa, NULL);
@@ -325,8 +328,7 @@ struct tn_tensor *ag_permute(struct ag_ctx *ctx, struct tn_tensor *x, const int 
     return gather(ctx, "ag_permute", "permute", kb, x, nd, shape, &g, &inv);
 }
 
-struct tn_tensor *ag_expand(struct ag_ctx *ctx, struct tn_tensor *x, int ndim,
-                            const int64_t *shape)
+struct tn_tensor *ag_expand(struct ag_ctx *ctx, struct tn_tensor *x, int ndim, const int64_t *shape)
 {
     if (!ag_inputs_ok(ctx, "ag_expand", 1, &x)) return NULL;
     const struct kn_backend *kb = ag_kernels(ctx, "ag_expand", 1, &x);

@@ -5,10 +5,7 @@
 
 #include "cuda_impl.h"
 
-static cublasOperation_t op_of(bool t)
-{
-    return t ? CUBLAS_OP_T : CUBLAS_OP_N;
-}
+static cublasOperation_t op_of(bool t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; }
 
 /* c[i, j] = beta·c[i, j] (0 when beta is 0: an empty sum) for i < m, j < n */
 __global__ void k_scale2d(float *c /* [m, ldc] */, float beta, int64_t m, int64_t n, int64_t ldc)
@@ -65,10 +62,7 @@ void kn_cuda_gemm_batched(float *c, const float *a, const float *b, bool ta, boo
 #define Q8_MAX_K (INT64_C(1) << 17) /* 131072 · 128² = 2³¹: as q8_gemm_s8s8s32 */
 
 static bool force_kernel;
-extern "C" void kn_cuda_int8_force_kernel(bool on)
-{
-    force_kernel = on;
-}
+extern "C" void kn_cuda_int8_force_kernel(bool on) { force_kernel = on; }
 
 /* C[m, n] = Σ_k A[m, k]·B[n, k]: 16×16 tiles of C, 16-wide slices of k staged in shared memory,
  * int32 accumulation (exact: |a·b| ≤ 128², and K ≤ 2¹⁷ keeps the sum below 2³¹). */
@@ -88,8 +82,7 @@ __global__ void k_gemm_s8s8s32(int32_t *C /* [M, N] */, const int8_t *A /* [M, K
             sa[ty][tx] = m < M && k < K ? (int32_t)A[m * K + k] : 0;
             sb[ty][tx] = brow < N && k < K ? (int32_t)B[brow * K + k] : 0;
             __syncthreads();
-            for (int kk = 0; kk < Q8_TILE; kk++)
-                acc += sa[ty][kk] * sb[tx][kk];
+            for (int kk = 0; kk < Q8_TILE; kk++) acc += sa[ty][kk] * sb[tx][kk];
             __syncthreads();
         }
         if (m < M && n < N) C[m * N + n] = acc;
@@ -130,10 +123,7 @@ static bool s8_blas_declined(cublasStatus_t st)
 }
 
 static int s8_blas_fallbacks; /* how often cuBLAS declined and the kernel ran instead */
-extern "C" int kn_cuda_int8_fallbacks(void)
-{
-    return s8_blas_fallbacks;
-}
+extern "C" int kn_cuda_int8_fallbacks(void) { return s8_blas_fallbacks; }
 
 extern "C" int kn_cuda_gemm_s8s8s32(int32_t *C, const int8_t *A, const int8_t *B, int64_t M,
                                     int64_t N, int64_t K)

@@ -31,8 +31,8 @@ static inline unsigned kn_grid(int64_t n, int threads = KN_THREADS)
 }
 
 /* Grid-stride loop over i in [0, n). */
-#define KN_LOOP(i, n)                                                                           \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                   \
+#define KN_LOOP(i, n)                                                                              \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                      \
          i += (int64_t)gridDim.x * blockDim.x)
 
 /* Records the first failure of asynchronous work (device.cu); `what` names the call. */
@@ -95,9 +95,9 @@ __device__ inline float kn_warp_max(float v)
 
 /* ---- math: the CPU kernels' formulas (kn_math.h), compiled for the device ---------------- */
 
-#define kn_dexp kn_exp
+#define kn_dexp     kn_exp
 #define kn_dsigmoid kn_sigmoid
-#define kn_dtanh kn_tanh
+#define kn_dtanh    kn_tanh
 
 /* ---- the kernel files' members of kn_cuda (kernels.h has the contracts) ------------------- */
 

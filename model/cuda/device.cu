@@ -37,14 +37,8 @@ void kn_cuda_record_blas(cublasStatus_t s, const char *what)
     snprintf(S.msg, sizeof S.msg, "%s: %s", what, kn_cublas_status(s));
 }
 
-extern "C" int kn_cuda_error(void)
-{
-    return S.err;
-}
-extern "C" const char *kn_cuda_errmsg(void)
-{
-    return S.msg;
-}
+extern "C" int kn_cuda_error(void) { return S.err; }
+extern "C" const char *kn_cuda_errmsg(void) { return S.msg; }
 
 extern "C" void kn_cuda_clear_error(void)
 {
@@ -167,10 +161,7 @@ extern "C" void kn_cuda_fini(void)
     S.tf32 = false;
 }
 
-extern "C" bool kn_cuda_tf32(void)
-{
-    return S.blas && S.tf32;
-}
+extern "C" bool kn_cuda_tf32(void) { return S.blas && S.tf32; }
 
 /* ---- tn_device.h ----------------------------------------------------------------------------- */
 
@@ -184,10 +175,7 @@ extern "C" void *tn_device_alloc(struct trk_tracker *trk, size_t nbytes, const c
     return trk_dev_alloc(trk, nbytes, tag);
 }
 
-extern "C" void tn_device_free(struct trk_tracker *trk, void *p)
-{
-    trk_dev_free(trk, p);
-}
+extern "C" void tn_device_free(struct trk_tracker *trk, void *p) { trk_dev_free(trk, p); }
 
 extern "C" int tn_device_memset(void *p, int value, size_t nbytes)
 {
@@ -218,10 +206,7 @@ extern "C" int tn_device_copy(void *dst, enum tn_device ddev, const void *src, e
                    cudaGetErrorString(e));
 }
 
-extern "C" bool tn_device_available(void)
-{
-    return trk_cuda_available();
-}
+extern "C" bool tn_device_available(void) { return trk_cuda_available(); }
 
 /* ---- set-up for a tracker (tn_device.h) ------------------------------------------------------ */
 

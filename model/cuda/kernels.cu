@@ -157,15 +157,9 @@ static void cu_binary(float *out, const float *a, const float *b, enum kn_binop 
     int64_t n = geom_numel(g);
     if (n <= 0) return;
     switch (op) {
-    case KN_ADD:
-        k_binary<KN_ADD><<<kn_grid(n), KN_THREADS>>>(out, a, b, *g, n);
-        break;
-    case KN_SUB:
-        k_binary<KN_SUB><<<kn_grid(n), KN_THREADS>>>(out, a, b, *g, n);
-        break;
-    case KN_MUL:
-        k_binary<KN_MUL><<<kn_grid(n), KN_THREADS>>>(out, a, b, *g, n);
-        break;
+    case KN_ADD: k_binary<KN_ADD><<<kn_grid(n), KN_THREADS>>>(out, a, b, *g, n); break;
+    case KN_SUB: k_binary<KN_SUB><<<kn_grid(n), KN_THREADS>>>(out, a, b, *g, n); break;
+    case KN_MUL: k_binary<KN_MUL><<<kn_grid(n), KN_THREADS>>>(out, a, b, *g, n); break;
     }
     KN_CHECK_LAUNCH("k_binary");
 }
@@ -192,8 +186,7 @@ static bool rplan_make(struct kn_rplan *p, const int64_t *ne, const int64_t *st,
 {
     int64_t cs[4]; /* dy's contiguous strides */
     cs[3] = 1;
-    for (int k = 2; k >= 0; k--)
-        cs[k] = cs[k + 1] * ne[k + 1];
+    for (int k = 2; k >= 0; k--) cs[k] = cs[k + 1] * ne[k + 1];
     memset(p, 0, sizeof *p);
     p->nkept = p->nred = 1;
     for (int k = 0; k < 4; k++) {
@@ -266,8 +259,7 @@ __global__ void k_reduce_thread(float *dst /* through p's target strides */,
         int64_t od, oy, oo;
         rplan_kept(p, t, &od, &oy, &oo);
         float acc = 0.0f;
-        for (int64_t r = 0; r < p.nred; r++)
-            acc += rplan_value<OTHER>(p, r, oy, oo, dy, other);
+        for (int64_t r = 0; r < p.nred; r++) acc += rplan_value<OTHER>(p, r, oy, oo, dy, other);
         dst[od] += OTHER ? acc : alpha * acc;
     }
 }
@@ -471,8 +463,7 @@ __global__ void k_sum_axis(float *y /* [outer, inner] */, const float *x /* [out
         int64_t o = t / inner, i = t % inner;
         const float *xo = x + o * n * inner + i;
         float acc = xo[0];
-        for (int64_t k = 1; k < n; k++)
-            acc += xo[k * inner];
+        for (int64_t k = 1; k < n; k++) acc += xo[k * inner];
         y[t] = acc * alpha;
     }
 }
@@ -484,8 +475,7 @@ __global__ void k_sum_rows(float *y /* [outer] */, const float *x /* [outer, n] 
     __shared__ double sh[32];
     for (int64_t o = blockIdx.x; o < outer; o += gridDim.x) {
         double acc = 0.0;
-        for (int64_t k = threadIdx.x; k < n; k += blockDim.x)
-            acc += x[o * n + k];
+        for (int64_t k = threadIdx.x; k < n; k += blockDim.x) acc += x[o * n + k];
         acc = kn_block_sum(acc, sh);
         if (threadIdx.x == 0) y[o] = (float)(alpha * acc);
     }
@@ -568,8 +558,7 @@ __global__ void k_sumsq_parts(struct kn_sumsq_batch b /* x[i] [n[i]] → kn_sums
         int64_t begin = (p - b.first[lo]) * b.tile, end = begin + b.tile;
         if (end > b.n[lo]) end = b.n[lo];
         double acc = 0.0;
-        for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
-            acc += (double)x[i] * x[i];
+        for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) acc += (double)x[i] * x[i];
         acc = kn_block_sum(acc, sh);
         if (threadIdx.x == 0) kn_sumsq_part[b.base + p] = acc;
     }
@@ -579,8 +568,7 @@ __global__ void k_sumsq_total(int64_t parts /* kn_sumsq_part [parts] → kn_sums
 {
     __shared__ double sh[32];
     double acc = 0.0;
-    for (int64_t p = threadIdx.x; p < parts; p += blockDim.x)
-        acc += kn_sumsq_part[p];
+    for (int64_t p = threadIdx.x; p < parts; p += blockDim.x) acc += kn_sumsq_part[p];
     acc = kn_block_sum(acc, sh);
     if (threadIdx.x == 0) kn_sumsq_total = acc;
 }
@@ -627,8 +615,7 @@ extern "C" double kn_cuda_sumsq_many(const float *const *x, const int64_t *n, in
     double total = 0.0;
     for (int i0 = 0; i0 < count;) { /* rounds of at most SUMSQ_ROUND non-empty tensors */
         int i1 = i0, live = 0;
-        for (; i1 < count && live < SUMSQ_ROUND; i1++)
-            live += n[i1] > 0;
+        for (; i1 < count && live < SUMSQ_ROUND; i1++) live += n[i1] > 0;
         if (live) total += sumsq_round(x, n, i0, i1);
         i0 = i1;
     }

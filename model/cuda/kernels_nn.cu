@@ -31,8 +31,7 @@ __global__ void k_softmax(float *y /* [rows, n] */, const float *x /* [rows, n] 
         const float *xr = x + r * n;
         float *yr = y + r * n;
         float mx = -INFINITY;
-        for (int64_t j = lane; j < n; j += 32)
-            mx = xr[j] > mx ? xr[j] : mx;
+        for (int64_t j = lane; j < n; j += 32) mx = xr[j] > mx ? xr[j] : mx;
         mx = kn_warp_max(mx);
         float sum = 0.0f;
         for (int64_t j = lane; j < n; j += 32) {
@@ -41,8 +40,7 @@ __global__ void k_softmax(float *y /* [rows, n] */, const float *x /* [rows, n] 
             sum += e;
         }
         float inv = 1.0f / kn_warp_sum(sum);
-        for (int64_t j = lane; j < n; j += 32)
-            yr[j] *= inv;
+        for (int64_t j = lane; j < n; j += 32) yr[j] *= inv;
     }
 }
 
@@ -62,11 +60,9 @@ __global__ void k_dsoftmax(float *dx /* [rows, n] */, const float *y /* [rows, n
         const float *yr = y + r * n, *dyr = dy + r * n;
         float *dxr = dx + r * n;
         float dot = 0.0f;
-        for (int64_t j = lane; j < n; j += 32)
-            dot += yr[j] * dyr[j];
+        for (int64_t j = lane; j < n; j += 32) dot += yr[j] * dyr[j];
         dot = kn_warp_sum(dot);
-        for (int64_t j = lane; j < n; j += 32)
-            dxr[j] += yr[j] * (dyr[j] - dot);
+        for (int64_t j = lane; j < n; j += 32) dxr[j] += yr[j] * (dyr[j] - dot);
     }
 }
 
@@ -90,14 +86,11 @@ __global__ void k_layernorm(float *y /* [rows, n] */, float *mean /* [rows] */,
         const float *xr = x + r * n;
         float *yr = y + r * n;
         float s = 0.0f;
-        for (int64_t j = lane; j < n; j += 32)
-            s += xr[j];
+        for (int64_t j = lane; j < n; j += 32) s += xr[j];
         float m = kn_warp_sum(s) / (float)n, v = 0.0f;
-        for (int64_t j = lane; j < n; j += 32)
-            v += (xr[j] - m) * (xr[j] - m);
+        for (int64_t j = lane; j < n; j += 32) v += (xr[j] - m) * (xr[j] - m);
         float rs = 1.0f / sqrtf(kn_warp_sum(v) / (float)n + eps);
-        for (int64_t j = lane; j < n; j += 32)
-            yr[j] = (xr[j] - m) * rs * w[j] + b[j];
+        for (int64_t j = lane; j < n; j += 32) yr[j] = (xr[j] - m) * rs * w[j] + b[j];
         if (lane == 0) {
             mean[r] = m;
             rstd[r] = rs;
@@ -331,8 +324,7 @@ __global__ void k_pinball_sum(float *loss /* [1] */, int64_t parts, int64_t rows
 {
     __shared__ double sh[32];
     double acc = 0.0;
-    for (int64_t p = threadIdx.x; p < parts; p += blockDim.x)
-        acc += kn_pinball_part[p];
+    for (int64_t p = threadIdx.x; p < parts; p += blockDim.x) acc += kn_pinball_part[p];
     acc = kn_block_sum(acc, sh);
     if (threadIdx.x == 0) loss[0] = rows ? (float)(acc / (double)rows) : 0.0f;
 }
@@ -446,7 +438,8 @@ __global__ void k_adamw(float *p /* [n] */, float *m /* [n] */, float *v /* [n] 
                         const float *g /* [n] */, int64_t n, float beta1, float beta2, float eps,
                         float decay, float step, float inv_sqrt_bc2)
 {
-    KN_LOOP(i, n) kn_adamw_elem(&p[i], &m[i], &v[i], g[i], beta1, beta2, eps, decay, step, inv_sqrt_bc2);
+    KN_LOOP(i, n)
+    kn_adamw_elem(&p[i], &m[i], &v[i], g[i], beta1, beta2, eps, decay, step, inv_sqrt_bc2);
 }
 
 void kn_cuda_adamw(float *p, float *m, float *v, const float *g, int64_t n, float lr, float beta1,

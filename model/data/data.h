@@ -116,11 +116,11 @@ struct data_scale {
 /* ---- making and freeing data sets ------------------------------------------------------ */
 
 struct data_synth_options {
-    uint64_t seed;   /* same seed and config, same data (bit for bit) */
-    int n_series;    /* 0: per preset (tiny 64, electricity 370, foxhunt-815 128, else 64) */
-    int n_train;     /* training steps per series; 0: per preset (tiny 140, electricity 672,
-                        foxhunt-815 365, else 12 seasons or 4·T, whichever is longer) */
-    int val_steps;   /* steps after the training range; 0: T + 2·T_dec (must be >= T) */
+    uint64_t seed; /* same seed and config, same data (bit for bit) */
+    int n_series;  /* 0: per preset (tiny 64, electricity 370, foxhunt-815 128, else 64) */
+    int n_train;   /* training steps per series; 0: per preset (tiny 140, electricity 672,
+                      foxhunt-815 365, else 12 seasons or 4·T, whichever is longer) */
+    int val_steps; /* steps after the training range; 0: T + 2·T_dec (must be >= T) */
 };
 
 /* Generates synthetic series for any valid config; *out is freed with data_free.

@@ -4,7 +4,6 @@
 
 #include "data_impl.h"
 
-
 void data_cursor_init(struct data_cursor *cur, uint64_t seed)
 {
     tn_rng_seed(&cur->rng, seed);
@@ -22,7 +21,9 @@ static void gather(const struct data_set *ds, int v, struct data_window w, int b
                    struct tn_tensor *x)
 {
     const struct tft_var *var = &ds->cfg.vars[v];
-    int64_t n = var->role == TFT_STATIC ? 1 : var->role == TFT_OBSERVED ? ds->cfg.T_enc : data_T(ds);
+    int64_t n = var->role == TFT_STATIC     ? 1
+                : var->role == TFT_OBSERVED ? ds->cfg.T_enc
+                                            : data_T(ds);
     int64_t from = var->role == TFT_STATIC ? w.series : ds->start[w.series] + w.start;
     if (var->kind == TFT_CAT)
         memcpy(tn_i32(x) + b * n, data_col_i32(ds, v) + from, (size_t)n * sizeof(int32_t));
@@ -38,7 +39,8 @@ int data_batch_windows(const struct data_set *ds, int B, const struct data_windo
     int64_t T = data_T(ds);
     for (int b = 0; b < B; b++)
         LG_ASSERT(w[b].series >= 0 && w[b].series < ds->n_series && w[b].start >= 0 &&
-                  w[b].start + T <= data_series_len(ds, w[b].series) && "window outside its series");
+                  w[b].start + T <= data_series_len(ds, w[b].series) &&
+                  "window outside its series");
     struct tft_batch nb = {.B = B};
     for (int v = 0; v < c->n_vars; v++) {
         const struct tft_var *var = &c->vars[v];
@@ -70,8 +72,9 @@ int data_batch(const struct data_set *ds, enum data_split split, int B, struct d
     int64_t n = data_n_windows(ds, split);
     if (B < 1) return lg_fail(LG_EINVAL, "data: batch size %d must be positive", B);
     if (n == 0)
-        return lg_fail(LG_EINVAL, "data: the %s split has no windows (series too short for "
-                                  "T_enc + T_dec plus the validation steps)",
+        return lg_fail(LG_EINVAL,
+                       "data: the %s split has no windows (series too short for "
+                       "T_enc + T_dec plus the validation steps)",
                        split == DATA_TRAIN ? "training" : "validation");
     struct data_window *w = trk_alloc(ds->trk, (size_t)B * sizeof *w, "data/windows");
     if (!w) return lg_fail(LG_ENOMEM, "data: out of memory for %d windows", B);
@@ -113,7 +116,8 @@ struct tn_tensor *data_seasonal_naive(struct trk_tracker *trk, const struct tft_
         for (int t = 0; t < Td; t++) {
             int src = Te + t - season; /* position over all T steps */
             while (src >= Te) src -= season;
-            for (int q = 0; q < Q; q++) o[((int64_t)i * Td + t) * Q + q] = enc[(int64_t)i * Te + src];
+            for (int q = 0; q < Q; q++)
+                o[((int64_t)i * Td + t) * Q + q] = enc[(int64_t)i * Te + src];
         }
     return out;
 }
@@ -125,7 +129,8 @@ double data_pinball(const struct tft_config *cfg, const struct tn_tensor *yhat,
     LG_ASSERT(yhat->dtype == TN_F32 && y->dtype == TN_F32 && yhat->device == TN_CPU &&
               y->device == TN_CPU && "pinball: f32 CPU tensors");
     LG_ASSERT(yhat->ndim == 3 && y->ndim == 2 && yhat->ne[0] == y->ne[0] &&
-              yhat->ne[1] == y->ne[1] && yhat->ne[2] == Q && "pinball: yhat [B, T_dec, Q], y [B, T_dec]");
+              yhat->ne[1] == y->ne[1] && yhat->ne[2] == Q &&
+              "pinball: yhat [B, T_dec, Q], y [B, T_dec]");
     const float *p = tn_f32(yhat), *t = tn_f32(y);
     int64_t n = y->ne[0] * y->ne[1];
     double sum = 0.0;

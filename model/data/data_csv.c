@@ -45,7 +45,8 @@ static void strmap_fini(struct strmap *m)
 static int64_t *strmap_put(struct strmap *m, const char *key, int64_t val, bool *added)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++) h = (h ^ *p) * 1099511628211ull;
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
     size_t i = (size_t)h & (m->cap - 1);
     while (m->key[i] && strcmp(m->key[i], key) != 0) i = (i + 1) & (m->cap - 1);
     *added = !m->key[i];
@@ -60,15 +61,15 @@ static int64_t *strmap_put(struct strmap *m, const char *key, int64_t val, bool 
 
 struct loader {
     struct trk_tracker *trk;
-    const char *csv, *json;        /* names for messages */
+    const char *csv, *json; /* names for messages */
     struct data_csv_roles r;
     struct data_csv_table t;
     int64_t col_id, col_time, col[TFT_MAX_VARS];
-    int64_t n;                     /* data rows; row i is record i + 1 */
+    int64_t n; /* data rows; row i is record i + 1 */
     int n_series;
-    int64_t *first;                /* [n_series + 1] into order ("data/csv.series") */
-    int64_t *order;                /* [n] records by series, then time ("data/csv.order") */
-    double *tkey;                  /* [n_rec] numeric times, when every time is a number */
+    int64_t *first; /* [n_series + 1] into order ("data/csv.series") */
+    int64_t *order; /* [n] records by series, then time ("data/csv.order") */
+    double *tkey;   /* [n_rec] numeric times, when every time is a number */
     struct data_set *ds;
 };
 
@@ -118,9 +119,12 @@ static int real_at(const struct loader *L, int64_t rec, int64_t col, double *x)
     const char *s = field(L, rec, col);
     switch (parse_real(s, x)) {
     case 0: return LG_OK;
-    case 1: return lg_fail(LG_EFORMAT, "%s: empty value, a number is needed",
-                           where(L, rec, col, wb, sizeof wb));
-    case 2: return lg_fail(LG_EFORMAT, "%s: '%.40s' is not a number", where(L, rec, col, wb, sizeof wb), s);
+    case 1:
+        return lg_fail(LG_EFORMAT, "%s: empty value, a number is needed",
+                       where(L, rec, col, wb, sizeof wb));
+    case 2:
+        return lg_fail(LG_EFORMAT, "%s: '%.40s' is not a number", where(L, rec, col, wb, sizeof wb),
+                       s);
     default:
         return lg_fail(LG_EFORMAT, "%s: '%.40s' is not a finite 32-bit number",
                        where(L, rec, col, wb, sizeof wb), s);
@@ -136,9 +140,9 @@ static int find_columns(struct loader *L)
         bool added;
         int64_t *v = strmap_put(&m, field(L, 0, j), j, &added);
         if (!added)
-            rc = lg_fail(LG_EFORMAT, "%s:%lld: column '%.60s' appears twice (columns %lld and %lld)",
-                         L->csv, (long long)L->t.line[0], field(L, 0, j), (long long)*v + 1,
-                         (long long)j + 1);
+            rc = lg_fail(
+                LG_EFORMAT, "%s:%lld: column '%.60s' appears twice (columns %lld and %lld)", L->csv,
+                (long long)L->t.line[0], field(L, 0, j), (long long)*v + 1, (long long)j + 1);
     }
     const struct tft_config *c = &L->r.cfg;
     for (int k = -2; rc == LG_OK && k < c->n_vars; k++) {
@@ -146,9 +150,12 @@ static int find_columns(struct loader *L)
         bool added;
         int64_t *v = strmap_put(&m, want, -1, &added);
         if (added)
-            rc = lg_fail(LG_EFORMAT, "%s:%lld: no column '%.60s' in the header (%s names it as %s%s)",
-                         L->csv, (long long)L->t.line[0], want, L->json,
-                         k == -2 ? "the id" : k == -1 ? "the time" : "variable ",
+            rc = lg_fail(LG_EFORMAT,
+                         "%s:%lld: no column '%.60s' in the header (%s names it as %s%s)", L->csv,
+                         (long long)L->t.line[0], want, L->json,
+                         k == -2   ? "the id"
+                         : k == -1 ? "the time"
+                                   : "variable ",
                          k >= 0 ? c->vars[k].name : "");
         else if (k == -2)
             L->col_id = *v;
@@ -252,9 +259,11 @@ static int check_lengths(const struct loader *L)
         for (int64_t k = 1; k < len; k++) rec = LG_MIN(rec, L->order[L->first[s] + k]);
         if (len < T) {
             char wb[160];
-            return lg_fail(LG_EFORMAT, "%s: series '%.40s' has %lld rows, fewer than T_enc + T_dec"
-                                       " = %lld", where(L, rec, L->col_id, wb, sizeof wb),
-                           field(L, rec, L->col_id), (long long)len, (long long)T);
+            return lg_fail(LG_EFORMAT,
+                           "%s: series '%.40s' has %lld rows, fewer than T_enc + T_dec"
+                           " = %lld",
+                           where(L, rec, L->col_id, wb, sizeof wb), field(L, rec, L->col_id),
+                           (long long)len, (long long)T);
         }
     }
     return LG_OK;
@@ -266,10 +275,11 @@ static int static_differs(const struct loader *L, int v, int s, int64_t k)
 {
     char wb[160];
     int64_t rec = L->order[L->first[s] + k], rec0 = L->order[L->first[s]];
-    return lg_fail(LG_EFORMAT, "%s: static value '%.40s' differs from '%.40s' on line %lld in "
-                               "series '%.40s'", where(L, rec, L->col[v], wb, sizeof wb),
-                   field(L, rec, L->col[v]), field(L, rec0, L->col[v]), (long long)L->t.line[rec0],
-                   field(L, rec, L->col_id));
+    return lg_fail(LG_EFORMAT,
+                   "%s: static value '%.40s' differs from '%.40s' on line %lld in "
+                   "series '%.40s'",
+                   where(L, rec, L->col[v], wb, sizeof wb), field(L, rec, L->col[v]),
+                   field(L, rec0, L->col[v]), (long long)L->t.line[rec0], field(L, rec, L->col_id));
 }
 
 static int fill_real(struct loader *L, int v)
@@ -336,9 +346,10 @@ static int fill_cat(struct loader *L, int v)
             if (!added) continue;
             if (given && (int64_t)m.n > given) {
                 char wb[160];
-                rc = lg_fail(LG_EFORMAT, "%s: '%.40s' is distinct value number %zu of a categorical"
-                                         " with cardinality %lld", where(L, rec, col, wb, sizeof wb),
-                             f, m.n, (long long)given);
+                rc = lg_fail(LG_EFORMAT,
+                             "%s: '%.40s' is distinct value number %zu of a categorical"
+                             " with cardinality %lld",
+                             where(L, rec, col, wb, sizeof wb), f, m.n, (long long)given);
                 goto cleanup;
             }
             label[idx[rec]] = f;

@@ -32,8 +32,10 @@ static int get_str(json_t *o, const char *key, bool opt, char *dst, size_t size,
     const char *s = json_string_value(v);
     if (!s[0]) return lg_fail(LG_EFORMAT, "%s: %skey \"%s\" is an empty string", name, in, key);
     if (strlen(s) != json_string_length(v) || lg_strlcpy(dst, s, size))
-        return lg_fail(LG_EFORMAT, "%s: %skey \"%s\": \"%.40s...\" is too long or holds a NUL "
-                                   "(at most %zu bytes)", name, in, key, s, size - 1);
+        return lg_fail(LG_EFORMAT,
+                       "%s: %skey \"%s\": \"%.40s...\" is too long or holds a NUL "
+                       "(at most %zu bytes)",
+                       name, in, key, s, size - 1);
     return LG_OK;
 }
 
@@ -99,8 +101,8 @@ static int add_var(struct data_csv_roles *r, json_t *e, const char *list, size_t
     struct tft_var *v = &r->cfg.vars[r->cfg.n_vars];
     char *col = r->column[r->cfg.n_vars];
     int64_t card = 0;
-    if ((rc = only_keys(e, keys, name, in)) || (rc = get_str(e, "name", false, v->name,
-                                                             sizeof v->name, name, in)) ||
+    if ((rc = only_keys(e, keys, name, in)) ||
+        (rc = get_str(e, "name", false, v->name, sizeof v->name, name, in)) ||
         (rc = get_str(e, "kind", false, kind, sizeof kind, name, in)) ||
         (rc = get_int(e, "cardinality", true, 1, 100000000, &card, name, in)) ||
         (rc = get_str(e, "column", true, col, DATA_COL_NAME, name, in)))
@@ -129,7 +131,8 @@ static int add_list(struct data_csv_roles *r, json_t *o, const char *key, enum t
     if (!a && !required) return LG_OK;
     if (!a) return lg_fail(LG_EFORMAT, "%s: key \"%s\" is missing", name, key);
     if (!json_is_array(a))
-        return lg_fail(LG_EFORMAT, "%s: key \"%s\" must be an array, not %s", name, key, type_name(a));
+        return lg_fail(LG_EFORMAT, "%s: key \"%s\" must be an array, not %s", name, key,
+                       type_name(a));
     if (required && json_array_size(a) == 0)
         return lg_fail(LG_EFORMAT, "%s: key \"%s\" needs at least one variable", name, key);
     json_array_foreach(a, i, e)
@@ -147,23 +150,26 @@ static int add_list(struct data_csv_roles *r, json_t *o, const char *key, enum t
 int data_csv_roles_parse(struct data_csv_roles *r, const char *json, size_t len, const char *name)
 {
     static const char *const keys[] = {
-        "id", "time", "target", "static", "observed", "known", "hidden", "n_head",
-        "lstm_layers", "T_enc", "T_dec", "quantiles", "name", "season", "val_steps", "dropout",
-        "batch", "lr", "max_grad_norm", NULL};
+        "id",        "time",        "target", "static", "observed",      "known", "hidden",
+        "n_head",    "lstm_layers", "T_enc",  "T_dec",  "quantiles",     "name",  "season",
+        "val_steps", "dropout",     "batch",  "lr",     "max_grad_norm", NULL};
     json_error_t err;
     int rc = LG_OK;
     memset(r, 0, sizeof *r);
     json_t *o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &err);
-    if (!o) return lg_fail(LG_EFORMAT, "%s:%d:%d: bad JSON: %s", name, err.line, err.column, err.text);
+    if (!o)
+        return lg_fail(LG_EFORMAT, "%s:%d:%d: bad JSON: %s", name, err.line, err.column, err.text);
     struct tft_config *c = &r->cfg;
     int64_t hidden = 0, heads = 0, layers = 0, te = 0, td = 0, season = 1, batch = 8, val = -1;
     double dropout = 0.1, lr = 1e-3, clip = 1.0;
     if (!json_is_object(o)) {
-        rc = lg_fail(LG_EFORMAT, "%s: the config must be a JSON object, not %s", name, type_name(o));
+        rc =
+            lg_fail(LG_EFORMAT, "%s: the config must be a JSON object, not %s", name, type_name(o));
         goto cleanup;
     }
     lg_strlcpy(c->preset, "csv", sizeof c->preset);
-    if ((rc = only_keys(o, keys, name, "")) || (rc = get_str(o, "id", false, r->id, sizeof r->id, name, "")) ||
+    if ((rc = only_keys(o, keys, name, "")) ||
+        (rc = get_str(o, "id", false, r->id, sizeof r->id, name, "")) ||
         (rc = get_str(o, "time", false, r->time, sizeof r->time, name, "")) ||
         (rc = get_str(o, "name", true, c->preset, sizeof c->preset, name, "")) ||
         (rc = get_int(o, "hidden", false, 1, 65536, &hidden, name, "")) ||
@@ -189,7 +195,8 @@ int data_csv_roles_parse(struct data_csv_roles *r, const char *json, size_t len,
     if (!q) {
         c->n_quantiles = 3;
         c->quantiles[0] = 0.1f, c->quantiles[1] = 0.5f, c->quantiles[2] = 0.9f;
-    } else if (!json_is_array(q) || json_array_size(q) < 1 || json_array_size(q) > TFT_MAX_QUANTILES) {
+    } else if (!json_is_array(q) || json_array_size(q) < 1 ||
+               json_array_size(q) > TFT_MAX_QUANTILES) {
         rc = lg_fail(LG_EFORMAT, "%s: key \"quantiles\" must be an array of 1..%d numbers", name,
                      TFT_MAX_QUANTILES);
         goto cleanup;
@@ -212,8 +219,9 @@ int data_csv_roles_parse(struct data_csv_roles *r, const char *json, size_t len,
         (rc = add_list(r, o, "static", TFT_STATIC, TFT_REAL, true, name)))
         goto cleanup;
     if (c->n_vars >= TFT_MAX_VARS || lg_strlcpy(c->vars[c->n_vars].name, target, TFT_VAR_NAME)) {
-        rc = lg_fail(LG_EFORMAT, "%s: key \"target\": name \"%.60s\" is too long (at most %d bytes)",
-                     name, target, TFT_VAR_NAME - 1);
+        rc =
+            lg_fail(LG_EFORMAT, "%s: key \"target\": name \"%.60s\" is too long (at most %d bytes)",
+                    name, target, TFT_VAR_NAME - 1);
         goto cleanup;
     }
     c->vars[c->n_vars].kind = TFT_REAL;
@@ -227,7 +235,8 @@ int data_csv_roles_parse(struct data_csv_roles *r, const char *json, size_t len,
     /* check what the config validator checks now, with a stand-in for inferred cardinalities */
     struct tft_config probe = *c;
     for (int v = 0; v < probe.n_vars; v++)
-        if (probe.vars[v].kind == TFT_CAT && !probe.vars[v].cardinality) probe.vars[v].cardinality = 1;
+        if (probe.vars[v].kind == TFT_CAT && !probe.vars[v].cardinality)
+            probe.vars[v].cardinality = 1;
     if ((rc = tft_config_validate(&probe)) != LG_OK) {
         rc = lg_fail_ctx(LG_EFORMAT, "%s: ", name);
         goto cleanup;

@@ -67,8 +67,10 @@ int data_csv_read(struct data_csv_table *t, struct trk_tracker *trk, const char 
         int64_t rec_line = line, nf = 0;
         for (;;) { /* one field */
             if (t->n_rec > 0 && nf >= t->ncol)
-                return lg_fail(LG_EFORMAT, "%s:%lld: row has more fields than the header's %lld "
-                                           "columns", name, (long long)rec_line, (long long)t->ncol);
+                return lg_fail(LG_EFORMAT,
+                               "%s:%lld: row has more fields than the header's %lld "
+                               "columns",
+                               name, (long long)rec_line, (long long)t->ncol);
             int rc = grow(trk, (void **)&t->field, &t->fcap, (size_t)(t->n_rec * t->ncol + nf + 1),
                           sizeof *t->field, "data/csv.fields");
             if (rc != LG_OK) return rc;
@@ -77,8 +79,8 @@ int data_csv_read(struct data_csv_table *t, struct trk_tracker *trk, const char 
                 int64_t qline = line;
                 for (pos++;; pos++) {
                     if (pos >= len)
-                        return lg_fail(LG_EFORMAT, "%s:%lld: %s: unterminated quoted field",
-                                       name, (long long)qline, col_name(t, nf, cb, sizeof cb));
+                        return lg_fail(LG_EFORMAT, "%s:%lld: %s: unterminated quoted field", name,
+                                       (long long)qline, col_name(t, nf, cb, sizeof cb));
                     if (src[pos] == '"') {
                         if (pos + 1 < len && src[pos + 1] == '"') {
                             t->text[out++] = '"', pos++;
@@ -95,13 +97,14 @@ int data_csv_read(struct data_csv_table *t, struct trk_tracker *trk, const char 
                     t->text[out++] = src[pos];
                 }
                 if (pos < len && src[pos] != ',' && !line_break(src, len, pos))
-                    return lg_fail(LG_EFORMAT, "%s:%lld: %s: text after the closing quote",
-                                   name, (long long)line, col_name(t, nf, cb, sizeof cb));
+                    return lg_fail(LG_EFORMAT, "%s:%lld: %s: text after the closing quote", name,
+                                   (long long)line, col_name(t, nf, cb, sizeof cb));
             } else {
                 for (; pos < len && src[pos] != ',' && !line_break(src, len, pos); pos++) {
                     if (src[pos] == '"' || src[pos] == '\0')
-                        return lg_fail(LG_EFORMAT, "%s:%lld: %s: %s inside an unquoted field (quote "
-                                                   "the whole field and double inner quotes)",
+                        return lg_fail(LG_EFORMAT,
+                                       "%s:%lld: %s: %s inside an unquoted field (quote "
+                                       "the whole field and double inner quotes)",
                                        name, (long long)line, col_name(t, nf, cb, sizeof cb),
                                        src[pos] ? "a quote" : "a NUL byte");
                     t->text[out++] = src[pos];
@@ -119,9 +122,11 @@ int data_csv_read(struct data_csv_table *t, struct trk_tracker *trk, const char 
         if (t->n_rec == 0) {
             t->ncol = nf;
         } else if (nf < t->ncol) {
-            return lg_fail(LG_EFORMAT, "%s:%lld: %s is missing: the row has %lld fields, the "
-                                       "header %lld", name, (long long)rec_line,
-                           col_name(t, nf, cb, sizeof cb), (long long)nf, (long long)t->ncol);
+            return lg_fail(LG_EFORMAT,
+                           "%s:%lld: %s is missing: the row has %lld fields, the "
+                           "header %lld",
+                           name, (long long)rec_line, col_name(t, nf, cb, sizeof cb), (long long)nf,
+                           (long long)t->ncol);
         }
         int rc = grow(trk, (void **)&t->line, &t->lcap, (size_t)t->n_rec + 1, sizeof *t->line,
                       "data/csv.lines");

@@ -8,21 +8,21 @@
 struct data_set {
     struct trk_tracker *trk;
     struct tft_config cfg;
-    uint64_t seed;            /* shuffles the validation list */
+    uint64_t seed; /* shuffles the validation list */
     int season;
     char time_unit[8];
     int n_series;
-    int64_t n_rows;           /* steps of all series together */
-    int64_t *start;           /* [n_series + 1] first row of each series ("data/set.index") */
-    int64_t *train_len;       /* [n_series] ("data/set.index") */
+    int64_t n_rows;     /* steps of all series together */
+    int64_t *start;     /* [n_series + 1] first row of each series ("data/set.index") */
+    int64_t *train_len; /* [n_series] ("data/set.index") */
     /* per variable (cfg.vars order): statics [n_series], observed and known [n_rows];
      * float for reals, int32_t for categoricals ("data/set.<var>") */
     void *col[TFT_MAX_VARS];
     struct data_scale scale[TFT_MAX_VARS]; /* reals; the target's is per series below */
     struct data_scale *target_scale;       /* [n_series] ("data/set.scale") */
-    int64_t *train_cum;       /* [n_series + 1] training windows before series s */
+    int64_t *train_cum;                    /* [n_series + 1] training windows before series s */
     int64_t n_val;
-    struct data_window *val;  /* [n_val] the fixed validation list ("data/set.windows") */
+    struct data_window *val; /* [n_val] the fixed validation list ("data/set.windows") */
 };
 
 static inline float *data_col_f32(const struct data_set *ds, int v) { return (float *)ds->col[v]; }
@@ -47,9 +47,9 @@ int data_set_finish(struct data_set *ds, int64_t val_steps);
 #define DATA_COL_NAME 256 /* CSV column names, NUL included */
 
 struct data_csv_roles {
-    char id[DATA_COL_NAME], time[DATA_COL_NAME];  /* columns naming the series and the step */
-    struct tft_config cfg;   /* spec order; categoricals without a given cardinality have 0 */
-    char column[TFT_MAX_VARS][DATA_COL_NAME];      /* the CSV column of each variable */
+    char id[DATA_COL_NAME], time[DATA_COL_NAME]; /* columns naming the series and the step */
+    struct tft_config cfg; /* spec order; categoricals without a given cardinality have 0 */
+    char column[TFT_MAX_VARS][DATA_COL_NAME]; /* the CSV column of each variable */
     int season;
     int64_t val_steps;
 };
@@ -63,9 +63,9 @@ int data_csv_roles_parse(struct data_csv_roles *r, const char *json, size_t len,
 
 struct data_csv_table {
     struct trk_tracker *trk;
-    char *text;      /* the fields unquoted, each NUL-terminated ("data/csv.text") */
-    int64_t *field;  /* [n_rec * ncol] offset of each field in text ("data/csv.fields") */
-    int64_t *line;   /* [n_rec] line where each record starts, the header first ("data/csv.lines") */
+    char *text;     /* the fields unquoted, each NUL-terminated ("data/csv.text") */
+    int64_t *field; /* [n_rec * ncol] offset of each field in text ("data/csv.fields") */
+    int64_t *line;  /* [n_rec] line where each record starts, the header first ("data/csv.lines") */
     int64_t n_rec, ncol;
     size_t fcap, lcap; /* capacities of field and line */
 };

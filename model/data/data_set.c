@@ -119,8 +119,10 @@ int data_set_finish(struct data_set *ds, int64_t val_steps)
 {
     int64_t T = data_T(ds);
     if (val_steps < T)
-        return lg_fail(LG_EINVAL, "data: %lld validation steps cannot hold one window of "
-                                  "T_enc + T_dec = %lld steps", (long long)val_steps, (long long)T);
+        return lg_fail(LG_EINVAL,
+                       "data: %lld validation steps cannot hold one window of "
+                       "T_enc + T_dec = %lld steps",
+                       (long long)val_steps, (long long)T);
     ds->n_val = 0;
     for (int s = 0; s < ds->n_series; s++) {
         int64_t len = ds->start[s + 1] - ds->start[s];
@@ -131,8 +133,8 @@ int data_set_finish(struct data_set *ds, int64_t val_steps)
     }
     normalise(ds);
     trk_free(ds->trk, ds->val);
-    ds->val = trk_alloc(ds->trk, (size_t)LG_MAX(ds->n_val, 1) * sizeof *ds->val,
-                        "data/set.windows");
+    ds->val =
+        trk_alloc(ds->trk, (size_t)LG_MAX(ds->n_val, 1) * sizeof *ds->val, "data/set.windows");
     if (!ds->val) return lg_fail(LG_ENOMEM, "data: out of memory for the validation windows");
     int64_t k = 0;
     for (int s = 0; s < ds->n_series; s++) {

@@ -42,8 +42,21 @@ static double hnorm(uint64_t h)
 
 /* What a variable means to the generator. */
 enum role {
-    R_ID, R_STATIC_CAT, R_STATIC_REAL, R_TARGET, R_OBS_LOG, R_OBS,
-    R_DOW, R_HOUR, R_MONTH, R_DOM, R_HOLIDAY_NAT, R_HOLIDAY_LOCAL, R_PROMO, R_TIME, R_KNOWN_CAT,
+    R_ID,
+    R_STATIC_CAT,
+    R_STATIC_REAL,
+    R_TARGET,
+    R_OBS_LOG,
+    R_OBS,
+    R_DOW,
+    R_HOUR,
+    R_MONTH,
+    R_DOM,
+    R_HOLIDAY_NAT,
+    R_HOLIDAY_LOCAL,
+    R_PROMO,
+    R_TIME,
+    R_KNOWN_CAT,
     R_KNOWN_REAL,
 };
 
@@ -79,7 +92,8 @@ static int make_plan(struct plan *p, const struct tft_config *c, const struct da
     memset(p, 0, sizeof *p);
     int first_cat = -1;
     for (int v = 0; v < c->n_vars; v++)
-        if (first_cat < 0 && c->vars[v].role == TFT_STATIC && c->vars[v].kind == TFT_CAT) first_cat = v;
+        if (first_cat < 0 && c->vars[v].role == TFT_STATIC && c->vars[v].kind == TFT_CAT)
+            first_cat = v;
     for (int v = 0; v < c->n_vars; v++) {
         p->role[v] = role_of(c, v, first_cat);
         if (p->role[v] == R_HOUR) p->hourly = 1;
@@ -127,7 +141,8 @@ static void profile(double *out, int n, uint64_t h)
     for (int k = 0; k < n; k++) {
         out[k] = 0.0;
         for (int j = 1; j <= 3; j++)
-            out[k] += hnorm(h + 2 * j) / j * cos(TWO_PI * j * k / n + TWO_PI * hunif(h + 2 * j + 1));
+            out[k] +=
+                hnorm(h + 2 * j) / j * cos(TWO_PI * j * k / n + TWO_PI * hunif(h + 2 * j + 1));
         mean += out[k] / n;
     }
     for (int k = 0; k < n; k++) sq += (out[k] - mean) * (out[k] - mean) / n;
@@ -149,8 +164,9 @@ static void draw_statics(struct data_set *ds, const struct plan *p, uint64_t see
         if (c->vars[v].role != TFT_STATIC) continue;
         if (c->vars[v].kind == TFT_CAT) {
             int card = c->vars[v].cardinality;
-            int32_t k = p->role[v] == R_ID ? s % card
-                                           : (int32_t)(hash4(seed, 1, (uint64_t)v, (uint64_t)s) % (uint64_t)card);
+            int32_t k = p->role[v] == R_ID
+                            ? s % card
+                            : (int32_t)(hash4(seed, 1, (uint64_t)v, (uint64_t)s) % (uint64_t)card);
             data_col_i32(ds, v)[s] = k;
             loglev += 0.5 * hnorm(hash4(seed, 2, (uint64_t)v, (uint64_t)k));
             logamp += 0.25 * hnorm(hash4(seed, 3, (uint64_t)v, (uint64_t)k));
@@ -174,8 +190,8 @@ static void draw_statics(struct data_set *ds, const struct plan *p, uint64_t see
 }
 
 /* Fills the known inputs of series s at step t and returns their effect on the target. */
-static double known_step(struct data_set *ds, const struct plan *p, uint64_t seed, int s,
-                         int64_t t, int64_t row)
+static double known_step(struct data_set *ds, const struct plan *p, uint64_t seed, int s, int64_t t,
+                         int64_t row)
 {
     const struct tft_config *c = &ds->cfg;
     int64_t day = p->hourly ? t / 24 : t;
@@ -261,7 +277,8 @@ static void fill_series(struct data_set *ds, const struct plan *p, uint64_t seed
             if (p->role[v] == R_OBS_LOG)
                 x[t] = (float)log1p(y[t] > 0 ? y[t] : 0.0);
             else
-                x[t] = (float)(rho * dev / (lk.amp + 0.1) + sqrt(1.0 - rho * rho) * tn_rng_normal(&r));
+                x[t] =
+                    (float)(rho * dev / (lk.amp + 0.1) + sqrt(1.0 - rho * rho) * tn_rng_normal(&r));
         }
     }
 }

@@ -55,7 +55,7 @@ int q8_quantize(struct q8_model **out, struct tft_model *model, const struct q8_
 void q8_attach(struct q8_model *q, struct tft_model *model);
 void q8_detach(struct q8_model *q, struct tft_model *model);
 int q8_layers(const struct q8_model *q);
-int64_t q8_bytes(const struct q8_model *q);   /* int8 weights + scales */
+int64_t q8_bytes(const struct q8_model *q); /* int8 weights + scales */
 /* Saves the int8 model: "<layer>.weight" I8 and "<layer>.weight.scale" F32 [out] for every
  * quantised layer, "<layer>.input_scale" F32 [1], every other parameter F32 under its name. */
 int q8_save(struct q8_model *q, struct tft_model *model, const char *path, const char *config_json);
@@ -64,10 +64,9 @@ void q8_free(struct q8_model *q);
 /* int8 GEMM with int32 accumulation: C[m, n] = Σ_k A[m, k] · B[n, k]  (B row-major [n, k], as a
  * Linear weight), exact for K < 131072 (asserted). The kernel the quantised linears use;
  * exposed for tests and benchmarks. */
-void q8_gemm_s8s8s32(int32_t *C, const int8_t *A, const int8_t *B, int64_t M, int64_t N,
-                     int64_t K);
+void q8_gemm_s8s8s32(int32_t *C, const int8_t *A, const int8_t *B, int64_t M, int64_t N, int64_t K);
 
-/* ---- quantisation-aware training -------------------------------------------------------------- */
+/* ---- quantisation-aware training ------------------------------------------------------------- */
 
 struct q8_qat;
 /* Observers ("qat/observer.<layer>") and the fake-quantising hook; freed with q8_qat_free. */

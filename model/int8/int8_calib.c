@@ -105,8 +105,7 @@ fail:
 void q8_observed_fini(struct q8_observed *o)
 {
     LG_ASSERT(!o->attached && "int8: freeing observers still attached to a model; detach first");
-    for (int i = 0; o->obs && i < o->n; i++)
-        trk_free(o->trk, o->obs[i]);
+    for (int i = 0; o->obs && i < o->n; i++) trk_free(o->trk, o->obs[i]);
     trk_free(o->trk, o->obs);
     trk_free(o->trk, o->layers);
     memset(o, 0, sizeof *o);
@@ -187,8 +186,7 @@ void q8_observe(struct q8_observer *ob, float amax, int64_t values)
 int q8_observed_batches(const struct q8_observed *o)
 {
     int64_t most = 0;
-    for (int i = 0; i < o->n; i++)
-        most = LG_MAX(most, o->obs[i]->batches);
+    for (int i = 0; i < o->n; i++) most = LG_MAX(most, o->obs[i]->batches);
     return (int)most;
 }
 
@@ -239,10 +237,7 @@ void q8_calib_detach(struct q8_calib *cal, struct tft_model *model)
     q8_observed_detach(&cal->o, model, cal);
 }
 
-int q8_calib_batches(const struct q8_calib *cal)
-{
-    return q8_observed_batches(&cal->o);
-}
+int q8_calib_batches(const struct q8_calib *cal) { return q8_observed_batches(&cal->o); }
 
 float q8_calib_range(const struct q8_calib *cal, const char *layer)
 {

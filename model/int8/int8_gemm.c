@@ -49,8 +49,7 @@ static inline __m256i hsum8(__m256i v0, __m256i v1, __m256i v2, __m256i v3, __m2
 static inline int32_t dot_tail(const int8_t *a, const int8_t *b, int64_t k0, int64_t K)
 {
     int32_t s = 0;
-    for (int64_t k = k0; k < K; k++)
-        s += (int32_t)a[k] * (int32_t)b[k];
+    for (int64_t k = k0; k < K; k++) s += (int32_t)a[k] * (int32_t)b[k];
     return s;
 }
 
@@ -132,8 +131,7 @@ static void kernel_4x2(const struct out *o, int64_t m, int64_t n, const int8_t *
     if (k < K) {
         int32_t t[8];
         for (int i = 0; i < MR; i++)
-            for (int j = 0; j < NR; j++)
-                t[i * NR + j] = dot_tail(A + i * K, B + j * K, k, K);
+            for (int j = 0; j < NR; j++) t[i * NR + j] = dot_tail(A + i * K, B + j * K, k, K);
         r = _mm256_add_epi32(r, _mm256_loadu_si256((const __m256i *)t));
     }
     put_4x2(o, m, n, r);
@@ -150,15 +148,12 @@ static void gemm(const struct out *o, const int8_t *A /* [M, K] */, const int8_t
         int64_t n1 = LG_MIN(N, n0 + nb), n2 = n0 + (n1 - n0) / NR * NR, m = 0;
         for (; m + MR <= M; m += MR) {
             const int8_t *a = A + m * K;
-            for (int64_t n = n0; n < n2; n += NR)
-                kernel_4x2(o, m, n, a, B + n * K, K);
+            for (int64_t n = n0; n < n2; n += NR) kernel_4x2(o, m, n, a, B + n * K, K);
             for (int64_t n = n2; n < n1; n++)
-                for (int i = 0; i < MR; i++)
-                    put(o, m + i, n, dot_1x1(a + i * K, B + n * K, K));
+                for (int i = 0; i < MR; i++) put(o, m + i, n, dot_1x1(a + i * K, B + n * K, K));
         }
         for (; m < M; m++)
-            for (int64_t n = n0; n < n1; n++)
-                put(o, m, n, dot_1x1(A + m * K, B + n * K, K));
+            for (int64_t n = n0; n < n1; n++) put(o, m, n, dot_1x1(A + m * K, B + n * K, K));
     }
 }
 

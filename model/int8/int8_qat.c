@@ -26,11 +26,9 @@ static int fake_quant_range_backward(struct ag_ctx *ctx, struct ag_node *nd)
     float s = tn_f32(nd->saved[0])[0], inv = s > 0.0f ? 1.0f / s : 0.0f;
     int64_t n = tn_numel(x);
     if (s > 0.0f) {
-        for (int64_t i = 0; i < n; i++)
-            dx[i] += fabsf(xp[i]) * inv < Q8_QMAX + 0.5f ? dy[i] : 0.0f;
+        for (int64_t i = 0; i < n; i++) dx[i] += fabsf(xp[i]) * inv < Q8_QMAX + 0.5f ? dy[i] : 0.0f;
     } else { /* range 0: only zeros lie inside it */
-        for (int64_t i = 0; i < n; i++)
-            dx[i] += xp[i] == 0.0f ? dy[i] : 0.0f;
+        for (int64_t i = 0; i < n; i++) dx[i] += xp[i] == 0.0f ? dy[i] : 0.0f;
     }
     return rc;
 }

@@ -40,8 +40,7 @@ void q8_quantize_rows(int8_t *q, float *scale, const float *w, int64_t rows, int
     for (int64_t r = 0; r < rows; r++) {
         const float *wr = w + r * cols;
         float amax = 0.0f;
-        for (int64_t j = 0; j < cols; j++)
-            amax = fmaxf(amax, fabsf(wr[j]));
+        for (int64_t j = 0; j < cols; j++) amax = fmaxf(amax, fabsf(wr[j]));
         float s = amax / (float)Q8_QMAX;
         scale[r] = s;
         q8_quantize_values(q + r * cols, wr, s > 0.0f ? 1.0f / s : 0.0f, cols);
@@ -106,8 +105,7 @@ int q8_build(struct q8_model **out, struct tft_model *model, const struct q8_obs
     struct trk_tracker *trk = o->trk;
     char pn[LG_MAX_NAME];
     int rc = LG_OK, observed = 0;
-    for (int i = 0; i < o->n; i++)
-        observed += o->obs[i]->batches > 0;
+    for (int i = 0; i < o->n; i++) observed += o->obs[i]->batches > 0;
     for (int i = 0; i < o->n && rc == LG_OK; i++) { /* check everything before allocating */
         const struct q8_observer *ob = o->obs[i];
         const char *name = o->layers[i].name;
@@ -168,10 +166,7 @@ void q8_free(struct q8_model *q)
     trk_free(q->trk, q);
 }
 
-int q8_layers(const struct q8_model *q)
-{
-    return q->n;
-}
+int q8_layers(const struct q8_model *q) { return q->n; }
 
 int64_t q8_bytes(const struct q8_model *q)
 {

@@ -68,8 +68,8 @@ struct kn_backend {
                          int k, float alpha, int lda, int ldb, float beta, int ldc, int batch,
                          int64_t stride_a, int64_t stride_b, int64_t stride_c);
     /* y[r, j] = b1[j] + b2[j] (either may be NULL: zero) — a bias written before a GEMM */
-    void (*bias_fill)(float *y /* [rows, n] */, const float *b1 /* [n] */, const float *b2 /* [n] */,
-                      int64_t rows, int64_t n);
+    void (*bias_fill)(float *y /* [rows, n] */, const float *b1 /* [n] */,
+                      const float *b2 /* [n] */, int64_t rows, int64_t n);
     /* db[j] += Σ_r dy[r, j] */
     void (*dbias)(float *db /* [n] */, const float *dy /* [rows, n] */, int64_t rows, int64_t n);
 

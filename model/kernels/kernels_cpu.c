@@ -48,18 +48,18 @@ static void cpu_dcopy2d(float *dsrc, const float *ddst, int64_t rows, int64_t co
 
 /* The outer three dims of a geometry: runs body once per innermost row, with row_ the row's
  * number, oa_/ob_ the operands' offsets and po the output row (when out is not NULL). */
-#define KN_FOR_ROWS(g, out, ...)                                                        \
-    do {                                                                                      \
-        int64_t row_ = 0;                                                                     \
-        for (int64_t i0 = 0; i0 < (g)->ne[0]; i0++)                                           \
-            for (int64_t i1 = 0; i1 < (g)->ne[1]; i1++)                                       \
-                for (int64_t i2 = 0; i2 < (g)->ne[2]; i2++, row_++) {                         \
-                    int64_t oa_ = i0 * (g)->sa[0] + i1 * (g)->sa[1] + i2 * (g)->sa[2];        \
-                    int64_t ob_ = i0 * (g)->sb[0] + i1 * (g)->sb[1] + i2 * (g)->sb[2];        \
-                    float *po = (out) ? (out) + row_ * (g)->ne[3] : NULL;                     \
-                    (void)ob_;                                                                \
-                    __VA_ARGS__;                                                              \
-                }                                                                             \
+#define KN_FOR_ROWS(g, out, ...)                                                                   \
+    do {                                                                                           \
+        int64_t row_ = 0;                                                                          \
+        for (int64_t i0 = 0; i0 < (g)->ne[0]; i0++)                                                \
+            for (int64_t i1 = 0; i1 < (g)->ne[1]; i1++)                                            \
+                for (int64_t i2 = 0; i2 < (g)->ne[2]; i2++, row_++) {                              \
+                    int64_t oa_ = i0 * (g)->sa[0] + i1 * (g)->sa[1] + i2 * (g)->sa[2];             \
+                    int64_t ob_ = i0 * (g)->sb[0] + i1 * (g)->sb[1] + i2 * (g)->sb[2];             \
+                    float *po = (out) ? (out) + row_ * (g)->ne[3] : NULL;                          \
+                    (void)ob_;                                                                     \
+                    __VA_ARGS__;                                                                   \
+                }                                                                                  \
     } while (0)
 
 static inline void gather_row(float *restrict o, const float *restrict x, int64_t n, int64_t s)
@@ -94,7 +94,9 @@ static inline void dgather_row(float *restrict dx, const float *restrict dy, int
 
 static void cpu_dgather(float *dx, const float *dy, float alpha, const struct kn_geom *g)
 {
-    KN_FOR_ROWS(g, (float *)NULL, dgather_row(dx + oa_, dy + row_ * g->ne[3], g->ne[3], g->sa[3], alpha); (void)po);
+    KN_FOR_ROWS(g, (float *)NULL,
+                dgather_row(dx + oa_, dy + row_ * g->ne[3], g->ne[3], g->sa[3], alpha);
+                (void)po);
 }
 
 /* ---- GEMM ----------------------------------------------------------------------------------- */
@@ -105,11 +107,12 @@ static void cpu_gemm(float *c, const float *a, const float *b, bool ta, bool tb,
     if (m == 0 || n == 0) return;
     if (k == 0) { /* an empty sum: C = beta·C (BLAS would reject lda = 0) */
         for (int i = 0; i < m; i++)
-            for (int j = 0; j < n; j++) c[(int64_t)i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[(int64_t)i * ldc + j];
+            for (int j = 0; j < n; j++)
+                c[(int64_t)i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[(int64_t)i * ldc + j];
         return;
     }
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
-                n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+                k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 static void cpu_gemm_batched(float *c, const float *a, const float *b, bool ta, bool tb, int m,
@@ -117,8 +120,8 @@ static void cpu_gemm_batched(float *c, const float *a, const float *b, bool ta, 
                              int batch, int64_t stride_a, int64_t stride_b, int64_t stride_c)
 {
     for (int i = 0; i < batch; i++)
-        cpu_gemm(c + i * stride_c, a + i * stride_a, b + i * stride_b, ta, tb, m, n, k, alpha,
-                 lda, ldb, beta, ldc);
+        cpu_gemm(c + i * stride_c, a + i * stride_a, b + i * stride_b, ta, tb, m, n, k, alpha, lda,
+                 ldb, beta, ldc);
 }
 
 static void cpu_bias_fill(float *y, const float *b1, const float *b2, int64_t rows, int64_t n)
@@ -150,17 +153,29 @@ static inline void binary_row(float *restrict o, const float *restrict a, const 
                               int64_t n, int64_t sa, int64_t sb, enum kn_binop op)
 {
     /* one loop per (op, stride pattern) so that each vectorises */
-#define KN_BIN_LOOPS(EXPR)                                                                   \
-    if (sa == 1 && sb == 1)                                                                  \
-        for (int64_t j = 0; j < n; j++) { float x = a[j], z = b[j]; o[j] = EXPR; }           \
-    else if (sa == 1 && sb == 0) {                                                           \
-        float z = b[0];                                                                      \
-        for (int64_t j = 0; j < n; j++) { float x = a[j]; o[j] = EXPR; }                     \
-    } else if (sa == 0 && sb == 1) {                                                         \
-        float x = a[0];                                                                      \
-        for (int64_t j = 0; j < n; j++) { float z = b[j]; o[j] = EXPR; }                     \
-    } else                                                                                   \
-        for (int64_t j = 0; j < n; j++) { float x = a[j * sa], z = b[j * sb]; o[j] = EXPR; }
+#define KN_BIN_LOOPS(EXPR)                                                                         \
+    if (sa == 1 && sb == 1)                                                                        \
+        for (int64_t j = 0; j < n; j++) {                                                          \
+            float x = a[j], z = b[j];                                                              \
+            o[j] = EXPR;                                                                           \
+        }                                                                                          \
+    else if (sa == 1 && sb == 0) {                                                                 \
+        float z = b[0];                                                                            \
+        for (int64_t j = 0; j < n; j++) {                                                          \
+            float x = a[j];                                                                        \
+            o[j] = EXPR;                                                                           \
+        }                                                                                          \
+    } else if (sa == 0 && sb == 1) {                                                               \
+        float x = a[0];                                                                            \
+        for (int64_t j = 0; j < n; j++) {                                                          \
+            float z = b[j];                                                                        \
+            o[j] = EXPR;                                                                           \
+        }                                                                                          \
+    } else                                                                                         \
+        for (int64_t j = 0; j < n; j++) {                                                          \
+            float x = a[j * sa], z = b[j * sb];                                                    \
+            o[j] = EXPR;                                                                           \
+        }
     switch (op) {
     case KN_ADD: KN_BIN_LOOPS(x + z); break;
     case KN_SUB: KN_BIN_LOOPS(x - z); break;
@@ -388,8 +403,7 @@ static double cpu_sumsq(const float *x, int64_t n)
 static double cpu_sumsq_many(const float *const *x, const int64_t *n, int count)
 {
     double acc = 0.0;
-    for (int i = 0; i < count; i++)
-        acc += n[i] > 0 ? cpu_sumsq(x[i], n[i]) : 0.0;
+    for (int i = 0; i < count; i++) acc += n[i] > 0 ? cpu_sumsq(x[i], n[i]) : 0.0;
     return acc;
 }
 
@@ -401,8 +415,7 @@ static void cpu_embedding(float *y, const float *w, const int32_t *idx, int64_t 
         memcpy(y + r * h, w + (int64_t)idx[r] * h, (size_t)h * sizeof *y);
 }
 
-static void cpu_dembedding(float *dw, const float *dy, const int32_t *idx, int64_t n_idx,
-                           int64_t h)
+static void cpu_dembedding(float *dw, const float *dy, const int32_t *idx, int64_t n_idx, int64_t h)
 {
     for (int64_t r = 0; r < n_idx; r++) cpu_axpy(dw + (int64_t)idx[r] * h, dy + r * h, 1.0f, h);
 }
@@ -415,10 +428,11 @@ static void cpu_adamw(float *restrict p, float *restrict m, float *restrict v,
                       float eps, float wd, float bc1, float bc2)
 {
     float decay = 1.0f - lr * wd, step = lr / bc1, inv_sqrt_bc2 = 1.0f / sqrtf(bc2);
-    for (int64_t i = 0; i < n; i++) kn_adamw_elem(&p[i], &m[i], &v[i], g[i], beta1, beta2, eps, decay, step, inv_sqrt_bc2);
+    for (int64_t i = 0; i < n; i++)
+        kn_adamw_elem(&p[i], &m[i], &v[i], g[i], beta1, beta2, eps, decay, step, inv_sqrt_bc2);
 }
 
-/* ---- the table -------------------------------------------------------------------------------- */
+/* ---- the table ------------------------------------------------------------------------------- */
 
 const struct kn_backend kn_cpu = {
     .name = "cpu",

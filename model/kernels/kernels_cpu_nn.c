@@ -5,7 +5,7 @@
 #include "kernels_cpu.h"
 #include "kn_math.h"
 
-/* ---- LSTM cell (gate order i, f, g, o) -------------------------------------------------------- */
+/* ---- LSTM cell (gate order i, f, g, o) ------------------------------------------------------- */
 
 /* One row of the cell; cp NULL means c_prev = 0 (two loops, each vectorised). */
 static inline void cell_row(float *restrict gi, float *restrict gf, float *restrict gg,
@@ -80,7 +80,7 @@ void kn_cpu_dlstm_cell(float *dg, float *dc, const float *dout, const float *dh_
     }
 }
 
-/* ---- pinball loss ------------------------------------------------------------------------------ */
+/* ---- pinball loss ---------------------------------------------------------------------------- */
 
 void kn_cpu_pinball(float *loss, const float *yhat, const float *y, const float *q, int64_t rows,
                     int64_t nq)
@@ -95,8 +95,8 @@ void kn_cpu_pinball(float *loss, const float *yhat, const float *y, const float 
 }
 
 /* d/dŷ = −q where y > ŷ, 1 − q where y < ŷ, 0 at the kink; d/dy is the opposite */
-void kn_cpu_dpinball(float *dyhat, float *dy, const float *dloss, const float *yhat,
-                     const float *y, const float *q, int64_t rows, int64_t nq)
+void kn_cpu_dpinball(float *dyhat, float *dy, const float *dloss, const float *yhat, const float *y,
+                     const float *q, int64_t rows, int64_t nq)
 {
     float s = rows ? dloss[0] / (float)rows : 0.0f;
     for (int64_t r = 0; r < rows; r++)
@@ -108,7 +108,7 @@ void kn_cpu_dpinball(float *dyhat, float *dy, const float *dloss, const float *y
         }
 }
 
-/* ---- fake quantisation ------------------------------------------------------------------------- */
+/* ---- fake quantisation ----------------------------------------------------------------------- */
 
 void kn_cpu_fake_quant(float *y, float *scale, const float *x, int64_t rows, int64_t n)
 {

@@ -2,8 +2,9 @@
  * (no libm calls, no branches: both sides computed, then selected). One definition for both
  * devices: the CPU kernels (kernels_cpu.c, kernels_cpu_nn.c) and the CUDA kernels (cuda/,
  * where KN_HD makes them __host__ __device__) compute the same formulas, operation for
- * operation, so both round alike. Accuracy (checked against libm in test_autograd): exp within 2 ulp on [−87.3, 88.3],
- * 0 below, +inf above; tanh within 1e-6 relative; sigmoid within 2e-7 absolute. */
+ * operation, so both round alike. Accuracy (checked against libm in test_autograd): exp within 2
+ * ulp on [−87.3, 88.3], 0 below, +inf above; tanh within 1e-6 relative; sigmoid within 2e-7
+ * absolute. */
 #ifndef LG_KN_MATH_H
 #define LG_KN_MATH_H
 
@@ -64,8 +65,9 @@ KN_HD static inline float kn_tanh(float x)
 {
     float ax = x < 0 ? -x : x;
     float x2 = x * x;
-    float poly = x * (1.0f + x2 * (-0.333333333f +
-                                   x2 * (0.133333333f + x2 * (-0.0539682540f + x2 * 0.0218694885f))));
+    float poly =
+        x * (1.0f + x2 * (-0.333333333f +
+                          x2 * (0.133333333f + x2 * (-0.0539682540f + x2 * 0.0218694885f))));
     float big = 1.0f - 2.0f / (kn_exp(2.0f * ax) + 1.0f);
     big = x < 0 ? -big : big;
     return ax < 0.2f ? poly : big;
@@ -98,8 +100,9 @@ KN_HD static inline int8_t kn_dropout_keep(int64_t i, uint32_t s0, uint32_t s1, 
 
 /* One element of PyTorch's AdamW: m, v updated, then p <- p*decay - step*m / (sqrt(v)/sqrt(bc2)
  * + eps), with decay = 1 - lr*wd, step = lr/bc1 and inv_sqrt_bc2 = 1/sqrt(bc2) computed once. */
-KN_HD static inline void kn_adamw_elem(float *p, float *m, float *v, float g, float beta1, float beta2, float eps,
-                                       float decay, float step, float inv_sqrt_bc2)
+KN_HD static inline void kn_adamw_elem(float *p, float *m, float *v, float g, float beta1,
+                                       float beta2, float eps, float decay, float step,
+                                       float inv_sqrt_bc2)
 {
     float mi = beta1 * *m + (1.0f - beta1) * g;
     float vi = beta2 * *v + (1.0f - beta2) * g * g;

@@ -111,8 +111,7 @@ static int parse_entry(const struct st_file *f, const char *name, const json_t *
     e->ndim = (int)json_array_size(sh);
     uint64_t numel = 1;
     int overflow = 0;
-    for (int d = 0; d < ST_MAX_DIMS; d++)
-        e->shape[d] = 1;
+    for (int d = 0; d < ST_MAX_DIMS; d++) e->shape[d] = 1;
     for (int d = 0; d < e->ndim; d++) {
         uint64_t k;
         if (!get_uint(json_array_get(sh, (size_t)d), &k))
@@ -274,8 +273,7 @@ static int load_tables(struct st_file *f, json_t *root)
     }
     qsort(f->ents, (size_t)f->n, sizeof *f->ents, cmp_offset);
     if ((rc = check_tiling(f)) != LG_OK) return rc;
-    for (i = 0; i < f->n; i++)
-        f->by_name[i] = i;
+    for (i = 0; i < f->n; i++) f->by_name[i] = i;
     qsort_r(f->by_name, (size_t)f->n, sizeof *f->by_name, cmp_name_idx, f->ents);
     return LG_OK;
 }
@@ -293,8 +291,7 @@ static int read_header(struct st_file *f, uint64_t size, json_t **root)
                        f->path, (unsigned long long)size);
     if ((rc = pread_all(f->fd, f->path, len8, 8, 0)) != LG_OK) return rc;
     uint64_t n = 0;
-    for (int i = 7; i >= 0; i--)
-        n = (n << 8) | len8[i];
+    for (int i = 7; i >= 0; i--) n = (n << 8) | len8[i];
     if (n > ST_MAX_HEADER)
         return lg_fail(LG_EFORMAT, "%s: header length %llu is over the %llu-byte limit", f->path,
                        (unsigned long long)n, (unsigned long long)ST_MAX_HEADER);
@@ -380,14 +377,8 @@ void st_close(struct st_file *f)
     trk_free(f->trk, f);
 }
 
-const char *st_path(const struct st_file *f)
-{
-    return f->path;
-}
-int st_count(const struct st_file *f)
-{
-    return f->n;
-}
+const char *st_path(const struct st_file *f) { return f->path; }
+int st_count(const struct st_file *f) { return f->n; }
 
 const struct st_info *st_info(const struct st_file *f, int i)
 {
@@ -432,10 +423,7 @@ const char *st_meta(const struct st_file *f, const char *key)
     return NULL;
 }
 
-int st_meta_count(const struct st_file *f)
-{
-    return f->n_meta;
-}
+int st_meta_count(const struct st_file *f) { return f->n_meta; }
 
 void st_meta_at(const struct st_file *f, int i, const char **key, const char **value)
 {

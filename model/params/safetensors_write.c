@@ -5,8 +5,9 @@
  * 8-byte length and padded with spaces to a multiple of 8. Tensor data is then written
  * straight from tensor memory: no staging copy of the data buffer, which for foxhunt-815 would
  * be 815 MiB. Device tensors pass through one tracked host buffer ("ckpt/staging.device", at
- * most STAGE_MAX bytes, reused chunk by chunk). Everything goes to "<path>.tmp", which is synced and renamed over `path`; on any
- * failure the .tmp file is removed, so `path` holds either the old file or the whole new one.
+ * most STAGE_MAX bytes, reused chunk by chunk). Everything goes to "<path>.tmp", which is synced
+ * and renamed over `path`; on any failure the .tmp file is removed, so `path` holds either the old
+ * file or the whole new one.
  */
 #define _GNU_SOURCE
 #include "safetensors.h"
@@ -136,8 +137,7 @@ int st_save(struct trk_tracker *trk, const char *path, const struct st_entry *e,
         rc = lg_fail(LG_ENOMEM, "%s: out of memory for a %zu-byte header", path, padded);
         goto cleanup;
     }
-    for (int i = 0; i < 8; i++)
-        hdr[i] = (char)(uint8_t)((uint64_t)padded >> (8 * i));
+    for (int i = 0; i < 8; i++) hdr[i] = (char)(uint8_t)((uint64_t)padded >> (8 * i));
     json_dumpb(root, hdr + 8, len, JSON_COMPACT);
     memset(hdr + 8 + len, ' ', padded - len);
 
@@ -149,7 +149,8 @@ int st_save(struct trk_tracker *trk, const char *path, const struct st_entry *e,
     created = 1;
     if ((rc = write_all(fd, tmp, hdr, 8 + padded)) != LG_OK) goto cleanup;
     for (int i = 0; i < n; i++)
-        if (e[i].t->device != TN_CPU) stage_size = LG_MAX(stage_size, LG_MIN(tn_nbytes(e[i].t), STAGE_MAX));
+        if (e[i].t->device != TN_CPU)
+            stage_size = LG_MAX(stage_size, LG_MIN(tn_nbytes(e[i].t), STAGE_MAX));
     if (stage_size && !(stage = trk_alloc(trk, stage_size, "ckpt/staging.device"))) {
         rc = lg_fail(LG_ENOMEM, "%s: out of memory for a %zu-byte device staging buffer", path,
                      stage_size);

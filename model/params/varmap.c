@@ -55,23 +55,16 @@ void vm_release(struct vm_varmap *vm, const void *holder, struct trk_site site)
     LG_ASSERT(left >= 0 && "vm_release: more releases than references");
     if (left > 0) return;
     trk_ref_untrack(trk, vm, site);
-    for (int i = 0; i < vm->n; i++)
-        tn_release(vm->vars[i]); /* and their grads */
+    for (int i = 0; i < vm->n; i++) tn_release(vm->vars[i]); /* and their grads */
     trk_free(trk, vm->vars);
     trk_free(trk, vm);
 }
 
-int vm_refs(const struct vm_varmap *vm)
-{
-    return __atomic_load_n(&vm->refs, __ATOMIC_RELAXED);
-}
+int vm_refs(const struct vm_varmap *vm) { return __atomic_load_n(&vm->refs, __ATOMIC_RELAXED); }
 
 /* ---- the name-ordered table -------------------------------------------------------- */
 
-static const char *var_name(const struct tn_tensor *t)
-{
-    return t->name + strlen(VM_PREFIX);
-}
+static const char *var_name(const struct tn_tensor *t) { return t->name + strlen(VM_PREFIX); }
 
 /* Index of `name` if present (*found = 1), else where it would be inserted. */
 static int search(const struct vm_varmap *vm, const char *name, int *found)
@@ -119,8 +112,7 @@ static int insert_at(struct vm_varmap *vm, int pos, struct tn_tensor *t)
 static uint64_t name_hash(const char *s)
 {
     uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
     return h;
 }
 
@@ -136,12 +128,8 @@ static int init_values(struct vm_varmap *vm, struct tn_tensor *t, const char *na
     struct tn_rng rng;
     tn_rng_seed(&rng, vm_param_seed(vm->seed, name));
     switch (init.kind) {
-    case VM_ZEROS:
-        tn_fill(t, 0.0f);
-        return LG_OK;
-    case VM_ONES:
-        tn_fill(t, 1.0f);
-        return LG_OK;
+    case VM_ZEROS: tn_fill(t, 0.0f); return LG_OK;
+    case VM_ONES: tn_fill(t, 1.0f); return LG_OK;
     case VM_KAIMING_UNIFORM: {
         if (t->ndim < 1)
             return lg_fail(LG_EINVAL, "varmap %s: %s: Kaiming init needs at least one dimension",
@@ -189,8 +177,7 @@ struct tn_tensor *vm_get(struct vm_varmap *vm, const char *name, int ndim, const
     if (found) {
         struct tn_tensor *t = vm->vars[pos];
         int same = t->ndim == ndim;
-        for (int i = 0; same && i < ndim; i++)
-            same = t->ne[i] == shape[i];
+        for (int i = 0; same && i < ndim; i++) same = t->ne[i] == shape[i];
         if (same) return t;
         char have[96], want[96];
         tn_shape_str(t, have, sizeof have);
@@ -225,10 +212,7 @@ struct tn_tensor *vm_find(const struct vm_varmap *vm, const char *name)
     return found ? vm->vars[pos] : NULL;
 }
 
-int vm_count(const struct vm_varmap *vm)
-{
-    return vm->n;
-}
+int vm_count(const struct vm_varmap *vm) { return vm->n; }
 
 struct tn_tensor *vm_at(const struct vm_varmap *vm, int i)
 {
@@ -248,24 +232,9 @@ int vm_all_vars(struct vm_varmap *vm, struct tn_tensor ***out, int *n)
     return LG_OK;
 }
 
-void vm_list_free(struct vm_varmap *vm, struct tn_tensor **list)
-{
-    trk_free(vm->trk, list);
-}
+void vm_list_free(struct vm_varmap *vm, struct tn_tensor **list) { trk_free(vm->trk, list); }
 
-int64_t vm_param_count(const struct vm_varmap *vm)
-{
-    return vm->param_count;
-}
-size_t vm_bytes(const struct vm_varmap *vm)
-{
-    return vm->bytes;
-}
-const char *vm_name(const struct vm_varmap *vm)
-{
-    return vm->name;
-}
-struct trk_tracker *vm_tracker(const struct vm_varmap *vm)
-{
-    return vm->trk;
-}
+int64_t vm_param_count(const struct vm_varmap *vm) { return vm->param_count; }
+size_t vm_bytes(const struct vm_varmap *vm) { return vm->bytes; }
+const char *vm_name(const struct vm_varmap *vm) { return vm->name; }
+struct trk_tracker *vm_tracker(const struct vm_varmap *vm) { return vm->trk; }

@@ -21,8 +21,7 @@ int vm_save(struct vm_varmap *vm, const char *path, const char *config_json)
 {
     struct st_entry *e = trk_alloc(vm->trk, (size_t)vm->n * sizeof *e, "ckpt/entries");
     if (!e) return lg_fail(LG_ENOMEM, "saving varmap %s to %s: out of memory", vm->name, path);
-    for (int i = 0; i < vm->n; i++)
-        e[i] = (struct st_entry){tn_basename(vm->vars[i]), vm->vars[i]};
+    for (int i = 0; i < vm->n; i++) e[i] = (struct st_entry){tn_basename(vm->vars[i]), vm->vars[i]};
     const char *meta[] = {"config", config_json, NULL};
     int rc = st_save(vm->trk, path, e, vm->n, config_json ? meta : NULL);
     trk_free(vm->trk, e);
@@ -78,8 +77,7 @@ static int check_types(const struct vm_varmap *vm, const struct st_file *f)
             return lg_fail(LG_EFORMAT, "%s: parameter %s is %s in the file, varmap %s needs F32",
                            st_path(f), e->name, tn_dtype_name(e->dtype), vm->name);
         int same = e->ndim == t->ndim;
-        for (int d = 0; same && d < t->ndim; d++)
-            same = e->shape[d] == t->ne[d];
+        for (int d = 0; same && d < t->ndim; d++) same = e->shape[d] == t->ne[d];
         if (!same) {
             struct tn_tensor shaped = {.ndim = e->ndim};
             memcpy(shaped.ne, e->shape, sizeof shaped.ne);

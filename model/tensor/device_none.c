@@ -39,8 +39,9 @@ int tn_device_init(struct trk_tracker *trk, enum tn_device dev)
 {
     (void)trk;
     if (dev == TN_CPU) return LG_OK;
-    return lg_fail(LG_EUNAVAIL, "--device cuda: this build of leakgate has no CUDA support (configure with "
-                                "-DLG_CUDA=ON on a machine with nvcc)");
+    return lg_fail(LG_EUNAVAIL,
+                   "--device cuda: this build of leakgate has no CUDA support (configure with "
+                   "-DLG_CUDA=ON on a machine with nvcc)");
 }
 
 void tn_device_fini(struct trk_tracker *trk) { (void)trk; }

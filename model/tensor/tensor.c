@@ -34,7 +34,10 @@ int64_t tn_numel(const struct tn_tensor *t)
     return n;
 }
 
-size_t tn_nbytes(const struct tn_tensor *t) { return (size_t)tn_numel(t) * tn_dtype_size(t->dtype); }
+size_t tn_nbytes(const struct tn_tensor *t)
+{
+    return (size_t)tn_numel(t) * tn_dtype_size(t->dtype);
+}
 
 bool tn_same_shape(const struct tn_tensor *a, const struct tn_tensor *b)
 {
@@ -59,7 +62,10 @@ const char *tn_basename(const struct tn_tensor *t)
     return s ? s + 1 : t->name;
 }
 
-void tn_set_name(struct tn_tensor *t, const char *name) { lg_strlcpy(t->name, name, sizeof t->name); }
+void tn_set_name(struct tn_tensor *t, const char *name)
+{
+    lg_strlcpy(t->name, name, sizeof t->name);
+}
 
 static int check_shape(int ndim, const int64_t *shape, const char *name)
 {
@@ -132,8 +138,8 @@ fail:
     return NULL;
 }
 
-struct tn_tensor *tn_zeros(struct trk_tracker *trk, enum tn_dtype dt, enum tn_device dev,
-                           int ndim, const int64_t *shape, const char *name)
+struct tn_tensor *tn_zeros(struct trk_tracker *trk, enum tn_dtype dt, enum tn_device dev, int ndim,
+                           const int64_t *shape, const char *name)
 {
     struct tn_tensor *t = tn_new(trk, dt, dev, ndim, shape, name);
     if (!t) return NULL;
@@ -168,8 +174,8 @@ struct tn_tensor *tn_clone(const struct tn_tensor *t, const char *name)
 static struct tn_tensor *new_view(struct tn_tensor *t, int ndim, const int64_t *shape,
                                   size_t offset, const char *name)
 {
-    struct tn_tensor *v = new_header(t->st->trk, t->dtype, t->device, ndim, shape,
-                                     name ? name : t->name);
+    struct tn_tensor *v =
+        new_header(t->st->trk, t->dtype, t->device, ndim, shape, name ? name : t->name);
     if (!v) return NULL;
     v->st = t->st;
     __atomic_add_fetch(&t->st->refs, 1, __ATOMIC_RELAXED);
@@ -286,7 +292,8 @@ int tn_move(struct tn_tensor *t, enum tn_device dev)
     if (!data) return lg_errcode() ? lg_errcode() : LG_ENOMEM;
     int rc = tn_device_copy(data, dev, st->data, st->device, st->nbytes);
     if (rc == LG_OK && t->grad) rc = tn_move(t->grad, dev);
-    void *old = rc == LG_OK ? st->data : data; /* what goes: the old memory, or the new on failure */
+    void *old =
+        rc == LG_OK ? st->data : data; /* what goes: the old memory, or the new on failure */
     enum tn_device old_dev = rc == LG_OK ? st->device : dev;
     if (old_dev == TN_CPU)
         trk_free(st->trk, old);

@@ -33,30 +33,30 @@ enum tn_device { TN_CPU = 0, TN_CUDA = 1 };
 
 /* Memory shared by a tensor and its views. */
 struct tn_storage {
-    void *data;                /* host pointer (TN_CPU) or device pointer (TN_CUDA) */
+    void *data; /* host pointer (TN_CPU) or device pointer (TN_CUDA) */
     size_t nbytes;
     enum tn_device device;
-    struct trk_tracker *trk;   /* where data came from and goes back to */
-    int refs;                  /* holders; atomically updated */
+    struct trk_tracker *trk; /* where data came from and goes back to */
+    int refs;                /* holders; atomically updated */
 };
 
 struct ag_node; /* autograd.h */
 
 struct tn_tensor {
-    char name[LG_MAX_NAME];    /* also the tracking tag of storage it allocated */
+    char name[LG_MAX_NAME]; /* also the tracking tag of storage it allocated */
     enum tn_dtype dtype;
     enum tn_device device;
     int ndim;
-    int64_t ne[TN_MAX_DIMS];   /* shape; ne[ndim-1] varies fastest; unused dims are 1 */
-    size_t offset;             /* bytes from st->data to the first element */
+    int64_t ne[TN_MAX_DIMS]; /* shape; ne[ndim-1] varies fastest; unused dims are 1 */
+    size_t offset;           /* bytes from st->data to the first element */
     struct tn_storage *st;
-    int refs;                  /* holders of this struct; atomically updated */
+    int refs; /* holders of this struct; atomically updated */
 
     /* autograd (autograd.h) */
-    bool requires_grad;        /* a leaf parameter, or computed from one on the tape */
-    struct tn_tensor *grad;    /* accumulated gradient, same shape; owned by this tensor */
-    struct ag_node *node;      /* the tape node that produced it; NULL for leaves */
-    void *user;                /* free for the owner (e.g. the VarMap entry); not managed */
+    bool requires_grad;     /* a leaf parameter, or computed from one on the tape */
+    struct tn_tensor *grad; /* accumulated gradient, same shape; owned by this tensor */
+    struct ag_node *node;   /* the tape node that produced it; NULL for leaves */
+    void *user;             /* free for the owner (e.g. the VarMap entry); not managed */
 };
 
 /* New uninitialised tensor; the caller releases it with tn_release. NULL + LG_ENOMEM or
@@ -64,16 +64,15 @@ struct tn_tensor {
 struct tn_tensor *tn_new(struct trk_tracker *trk, enum tn_dtype dt, enum tn_device dev, int ndim,
                          const int64_t *shape, const char *name);
 /* As tn_new, zero-filled. */
-struct tn_tensor *tn_zeros(struct trk_tracker *trk, enum tn_dtype dt, enum tn_device dev,
-                           int ndim, const int64_t *shape, const char *name);
+struct tn_tensor *tn_zeros(struct trk_tracker *trk, enum tn_dtype dt, enum tn_device dev, int ndim,
+                           const int64_t *shape, const char *name);
 /* Shorthand for f32 CPU tensors: tn_new_f32(trk, "x", 2, (int64_t[]){3, 4}). */
 struct tn_tensor *tn_new_f32(struct trk_tracker *trk, const char *name, int ndim,
                              const int64_t *shape);
 /* A deep copy (new storage) on the same device; the caller releases it. */
 struct tn_tensor *tn_clone(const struct tn_tensor *t, const char *name);
 /* A view with another shape over the same storage (numel must match); caller releases. */
-struct tn_tensor *tn_reshape(struct tn_tensor *t, int ndim, const int64_t *shape,
-                             const char *name);
+struct tn_tensor *tn_reshape(struct tn_tensor *t, int ndim, const int64_t *shape, const char *name);
 /* A view of rows [start, start+len) along axis 0; caller releases. */
 struct tn_tensor *tn_rows(struct tn_tensor *t, int64_t start, int64_t len, const char *name);
 
@@ -116,8 +115,8 @@ struct tn_rng {
 };
 void tn_rng_seed(struct tn_rng *r, uint64_t seed);
 uint64_t tn_rng_next(struct tn_rng *r);
-float tn_rng_uniform(struct tn_rng *r);  /* [0, 1) */
-float tn_rng_normal(struct tn_rng *r);   /* N(0, 1) */
+float tn_rng_uniform(struct tn_rng *r); /* [0, 1) */
+float tn_rng_normal(struct tn_rng *r);  /* N(0, 1) */
 void tn_fill_uniform(struct tn_tensor *t, struct tn_rng *r, float lo, float hi);
 void tn_fill_normal(struct tn_tensor *t, struct tn_rng *r, float mean, float std);
 

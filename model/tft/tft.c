@@ -28,7 +28,8 @@ static struct tft_net *as_tft(struct tft_model *m)
 /* The four static covariate encoders, by what their context is for (spec/TFT.md): the VSNs' (cs),
  * the enrichment's (ce), the LSTMs' cell (cc) and hidden (ch) states. Parameters and activations
  * are named alike ("varmap/static_enc.cs.fc1.weight", "act/static_enc.cs.fc1"). */
-static const char *const static_enc_names[4] = {"static_enc.cs", "static_enc.ce", "static_enc.cc", "static_enc.ch"};
+static const char *const static_enc_names[4] = {"static_enc.cs", "static_enc.ce", "static_enc.cc",
+                                                "static_enc.ch"};
 
 /* ---- building ----------------------------------------------------------------------------- */
 
@@ -42,12 +43,14 @@ static int embeddings_init(struct tft_net *t, const struct tft_config *cfg)
         e->kind = v->kind;
         if (v->kind == TFT_CAT) {
             snprintf(pn, sizeof pn, "emb.cat.%s.weight", v->name);
-            e->w = vm_get(t->vm, pn, 2, (int64_t[]){v->cardinality, H}, (struct vm_init){VM_NORMAL, 1.0f});
+            e->w = vm_get(t->vm, pn, 2, (int64_t[]){v->cardinality, H},
+                          (struct vm_init){VM_NORMAL, 1.0f});
         } else {
             snprintf(pn, sizeof pn, "emb.real.%s.weight", v->name);
             e->w = vm_get(t->vm, pn, 2, (int64_t[]){H, 1}, (struct vm_init){VM_KAIMING_UNIFORM, 0});
             snprintf(pn, sizeof pn, "emb.real.%s.bias", v->name);
-            e->b = e->w ? vm_get(t->vm, pn, 1, (int64_t[]){H}, (struct vm_init){VM_ZEROS, 0}) : NULL;
+            e->b =
+                e->w ? vm_get(t->vm, pn, 1, (int64_t[]){H}, (struct vm_init){VM_ZEROS, 0}) : NULL;
             if (!e->b) return lg_errcode();
         }
         if (!e->w) return lg_errcode();
@@ -75,7 +78,8 @@ static int lstm_init(struct tft_lstm *l, struct vm_varmap *vm, const char *prefi
     return LG_OK;
 }
 
-/* Additive causal mask [T_dec, T]: query i (absolute position T_enc + i) sees keys j <= T_enc + i. */
+/* Additive causal mask [T_dec, T]: query i (absolute position T_enc + i) sees keys j <= T_enc + i.
+ */
 static int mask_init(struct tft_net *t, struct trk_tracker *trk, const struct tft_config *cfg)
 {
     int T = cfg->T_enc + cfg->T_dec;
@@ -179,7 +183,8 @@ static struct tn_tensor *embed(struct tft_net *t, struct ag_ctx *ctx, int i, str
 {
     const struct tft_embedding *e = &t->emb[i];
     memset(f, 0, sizeof *f);
-    if (!x) return ag_fail(ctx, LG_EINVAL, "tft forward: input %s missing", t->base.cfg.vars[i].name);
+    if (!x)
+        return ag_fail(ctx, LG_EINVAL, "tft forward: input %s missing", t->base.cfg.vars[i].name);
     ag_scope_pushf(ctx, "emb.%s", t->base.cfg.vars[i].name);
     struct tn_tensor *y;
     if (e->kind == TFT_CAT) {
@@ -197,7 +202,8 @@ static struct tn_tensor *embed(struct tft_net *t, struct ag_ctx *ctx, int i, str
 }
 
 /* The factors of a time-varying input over steps [start, start + len). */
-static struct tft_factor factor_steps(struct ag_ctx *ctx, struct tft_factor f, int64_t start, int64_t len)
+static struct tft_factor factor_steps(struct ag_ctx *ctx, struct tft_factor f, int64_t start,
+                                      int64_t len)
 {
     if (f.x) f.x = ag_slice(ctx, f.x, 1, start, len);
     return f;
@@ -234,8 +240,8 @@ static struct tn_tensor *attention(struct tft_net *t, struct ag_ctx *ctx, struct
     int64_t B = theta->ne[0], T = c->T_enc + c->T_dec, Td = c->T_dec, nh = c->n_head;
     int64_t da = c->hidden / nh;
     ag_scope_push(ctx, "attn");
-    struct tn_tensor *q = tft_apply_linear(m, ctx, &t->attn.q, theta_dec);     /* [B, Td, H] */
-    struct tn_tensor *k = tft_apply_linear(m, ctx, &t->attn.k, theta);         /* [B, T, H] */
+    struct tn_tensor *q = tft_apply_linear(m, ctx, &t->attn.q, theta_dec); /* [B, Td, H] */
+    struct tn_tensor *k = tft_apply_linear(m, ctx, &t->attn.k, theta);     /* [B, T, H] */
     q = ag_permute(ctx, ag_reshape(ctx, q, 4, (int64_t[]){B, Td, nh, da}), (int[]){0, 2, 1, 3});
     k = ag_permute(ctx, ag_reshape(ctx, k, 4, (int64_t[]){B, T, nh, da}), (int[]){0, 2, 1, 3});
     struct tn_tensor *s = ag_scale(ctx, ag_matmul(ctx, q, k, false, true), 1.0f / sqrtf((float)da));
@@ -282,7 +288,7 @@ static struct tn_tensor *net_forward(struct tft_model *m, struct ag_ctx *ctx,
         xs[j] = observed ? full[v] : ag_slice(ctx, full[v], 1, 0, Te);
         fs[j] = observed ? ffull[v] : factor_steps(ctx, ffull[v], 0, Te);
     }
-    struct tn_tensor *xi_enc = tft_vsn_forward(m, ctx, &t->enc_vsn, xs, c_s, fs);  /* [B, Te, H] */
+    struct tn_tensor *xi_enc = tft_vsn_forward(m, ctx, &t->enc_vsn, xs, c_s, fs); /* [B, Te, H] */
     ag_scope_pop(ctx);
     ag_scope_push(ctx, "dec_vsn");
     for (int j = 0; j < t->dec_vsn.n; j++) {
@@ -290,7 +296,7 @@ static struct tn_tensor *net_forward(struct tft_model *m, struct ag_ctx *ctx,
         xs[j] = ag_slice(ctx, full[v], 1, Te, Td);
         fs[j] = factor_steps(ctx, ffull[v], Te, Td);
     }
-    struct tn_tensor *xi_dec = tft_vsn_forward(m, ctx, &t->dec_vsn, xs, c_s, fs);  /* [B, Td, H] */
+    struct tn_tensor *xi_dec = tft_vsn_forward(m, ctx, &t->dec_vsn, xs, c_s, fs); /* [B, Td, H] */
     ag_scope_pop(ctx);
 
     /* LSTM encoder from (c_h, c_c) in every layer; decoder from the encoder's final state */
@@ -301,8 +307,9 @@ static struct tn_tensor *net_forward(struct tft_model *m, struct ag_ctx *ctx,
                                        t->lstm_enc.b_ih[k], t->lstm_enc.b_hh[k]);
         h = o.out;
         c_last[k] = o.c_last;
-        h_last[k] = h ? ag_reshape(ctx, ag_slice(ctx, h, 1, Te - 1, 1), 2, (int64_t[]){h->ne[0], h->ne[2]})
-                      : NULL;
+        h_last[k] =
+            h ? ag_reshape(ctx, ag_slice(ctx, h, 1, Te - 1, 1), 2, (int64_t[]){h->ne[0], h->ne[2]})
+              : NULL;
     }
     ag_scope_pop(ctx);
     struct tn_tensor *phi_enc = h;
@@ -310,16 +317,18 @@ static struct tn_tensor *net_forward(struct tft_model *m, struct ag_ctx *ctx,
     ag_scope_push(ctx, "lstm_dec");
     for (int k = 0; k < L; k++)
         h = ag_lstm(ctx, h, h_last[k], c_last[k], t->lstm_dec.w_ih[k], t->lstm_dec.w_hh[k],
-                    t->lstm_dec.b_ih[k], t->lstm_dec.b_hh[k]).out;
+                    t->lstm_dec.b_ih[k], t->lstm_dec.b_hh[k])
+                .out;
     ag_scope_pop(ctx);
-    struct tn_tensor *phi = ag_concat(ctx, (struct tn_tensor *[]){phi_enc, h}, 2, 1);   /* [B, T, H] */
+    struct tn_tensor *phi =
+        ag_concat(ctx, (struct tn_tensor *[]){phi_enc, h}, 2, 1); /* [B, T, H] */
     struct tn_tensor *xi = ag_concat(ctx, (struct tn_tensor *[]){xi_enc, xi_dec}, 2, 1);
 
     ag_scope_push(ctx, "post_lstm");
-    struct tn_tensor *phi_t = tft_gan_forward(m, ctx, &t->post_lstm, phi, xi);    /* φ̃ [B, T, H] */
+    struct tn_tensor *phi_t = tft_gan_forward(m, ctx, &t->post_lstm, phi, xi); /* φ̃ [B, T, H] */
     ag_scope_pop(ctx);
     ag_scope_push(ctx, "enrich");
-    struct tn_tensor *theta = tft_grn_forward(m, ctx, &t->enrich, phi_t, c_e);    /* θ [B, T, H] */
+    struct tn_tensor *theta = tft_grn_forward(m, ctx, &t->enrich, phi_t, c_e); /* θ [B, T, H] */
     ag_scope_pop(ctx);
     struct tn_tensor *theta_dec = ag_slice(ctx, theta, 1, Te, Td);
     struct tn_tensor *beta = theta_dec ? attention(t, ctx, theta, theta_dec) : NULL;
@@ -330,9 +339,10 @@ static struct tn_tensor *net_forward(struct tft_model *m, struct ag_ctx *ctx,
     struct tn_tensor *psi = tft_grn_forward(m, ctx, &t->pos_ff, delta, NULL);
     ag_scope_pop(ctx);
     ag_scope_push(ctx, "pre_out");
-    struct tn_tensor *psi_t = tft_gan_forward(m, ctx, &t->pre_out, psi, ag_slice(ctx, phi_t, 1, Te, Td));
+    struct tn_tensor *psi_t =
+        tft_gan_forward(m, ctx, &t->pre_out, psi, ag_slice(ctx, phi_t, 1, Te, Td));
     ag_scope_pop(ctx);
-    return tft_apply_linear(m, ctx, &t->out, psi_t);                          /* [B, Td, Q] */
+    return tft_apply_linear(m, ctx, &t->out, psi_t); /* [B, Td, Q] */
 }
 
 struct tn_tensor *tft_loss(struct tft_model *m, struct ag_ctx *ctx, struct tn_tensor *yhat,
@@ -341,7 +351,8 @@ struct tn_tensor *tft_loss(struct tft_model *m, struct ag_ctx *ctx, struct tn_te
     return ag_pinball_loss(ctx, yhat, batch->y, m->cfg.quantiles, m->cfg.n_quantiles);
 }
 
-static struct vm_varmap *tft_get_varmap(struct tft_model *m, const void *holder, struct trk_site site)
+static struct vm_varmap *tft_get_varmap(struct tft_model *m, const void *holder,
+                                        struct trk_site site)
 {
     return vm_retain(as_tft(m)->vm, holder, site);
 }
@@ -362,7 +373,8 @@ static const struct tft_model_vt tft_vt = {
     .free = net_free,
 };
 
-struct tn_tensor *tft_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_batch *batch)
+struct tn_tensor *tft_forward(struct tft_model *m, struct ag_ctx *ctx,
+                              const struct tft_batch *batch)
 {
     return m->vt->forward(m, ctx, batch);
 }

@@ -66,7 +66,8 @@ struct vm_varmap *tft_varmap_borrow(struct tft_model *m);
 int tft_to_device(struct tft_model *m, enum tn_device dev);
 
 /* Quantile forecasts [B, T_dec, Q], owned by ctx; NULL on error (ag_errmsg(ctx)). */
-struct tn_tensor *tft_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_batch *batch);
+struct tn_tensor *tft_forward(struct tft_model *m, struct ag_ctx *ctx,
+                              const struct tft_batch *batch);
 /* Frees the model (it releases its VarMap reference); NULL does nothing. */
 void tft_free(struct tft_model *m);
 

@@ -10,7 +10,7 @@
 /* ---- parameter creation ---------------------------------------------------------------- */
 
 int tft_linear_init(struct tft_linear *l, struct vm_varmap *vm, const char *name, int in, int out,
-                bool bias)
+                    bool bias)
 {
     char pn[LG_MAX_NAME];
     memset(l, 0, sizeof *l);
@@ -51,7 +51,7 @@ int tft_gan_init(struct tft_gan *g, struct vm_varmap *vm, const char *prefix, in
 }
 
 int tft_grn_init(struct tft_grn *g, struct vm_varmap *vm, const char *prefix, int d_in, int d_h,
-             int d_out, int d_c)
+                 int d_out, int d_c)
 {
     char pn[TFT_PNAME];
     int rc;
@@ -77,7 +77,7 @@ int tft_grn_init(struct tft_grn *g, struct vm_varmap *vm, const char *prefix, in
 }
 
 int tft_vsn_init(struct tft_vsn *v, struct vm_varmap *vm, const struct tft_config *cfg,
-             const char *prefix, int n, const int *vars, bool context)
+                 const char *prefix, int n, const int *vars, bool context)
 {
     char pn[TFT_PNAME];
     int H = cfg->hidden, rc;
@@ -113,7 +113,7 @@ struct tn_tensor *tft_apply_linear(struct tft_model *m, struct ag_ctx *ctx,
 
 /* out = z[:d] ⊙ σ(z[d:]) with z = fc(x): first half value, second half gate. */
 struct tn_tensor *tft_glu_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_glu *g,
-                              struct tn_tensor *x)
+                                  struct tn_tensor *x)
 {
     struct tn_tensor *z = tft_apply_linear(m, ctx, &g->fc, x), *half[2] = {NULL, NULL};
     if (!z || ag_split(ctx, z, -1, 2, half) != LG_OK) return NULL;
@@ -121,7 +121,7 @@ struct tn_tensor *tft_glu_forward(struct tft_model *m, struct ag_ctx *ctx, const
 }
 
 struct tn_tensor *tft_gan_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_gan *g,
-                              struct tn_tensor *x, struct tn_tensor *skip)
+                                  struct tn_tensor *x, struct tn_tensor *skip)
 {
     struct tn_tensor *s = ag_add(ctx, skip, tft_glu_forward(m, ctx, &g->glu, x));
     return ag_layernorm(ctx, s, g->norm.w, g->norm.b, LN_EPS);
@@ -147,7 +147,7 @@ static struct tn_tensor *grn_tail(struct tft_model *m, struct ag_ctx *ctx, const
 }
 
 struct tn_tensor *tft_grn_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_grn *g,
-                              struct tn_tensor *a, struct tn_tensor *c)
+                                  struct tn_tensor *a, struct tn_tensor *c)
 {
     if (!a) return NULL;
     struct tn_tensor *h = tft_apply_linear(m, ctx, &g->fc1, a);
@@ -169,11 +169,14 @@ static struct tn_tensor *linear_concat(struct ag_ctx *ctx, const struct tft_line
     int nf = 0;
     ag_scope_push(ctx, l->name);
     for (int j = 0; j < n; j++) {
-        struct tn_tensor *wj = n == 1 ? l->w : ag_slice(ctx, l->w, 1, (int64_t)j * H, H); /* [out, H] */
+        struct tn_tensor *wj =
+            n == 1 ? l->w : ag_slice(ctx, l->w, 1, (int64_t)j * H, H); /* [out, H] */
         if (f[j].x) {
-            xf[nf] = f[j].x;                                                             /* [..., 1] */
-            uf[nf++] = ag_linear(ctx, ag_reshape(ctx, f[j].w, 2, (int64_t[]){1, H}), wj, NULL); /* [1, out] */
-            struct tn_tensor *cj = ag_linear(ctx, ag_reshape(ctx, f[j].b, 2, (int64_t[]){1, H}), wj, NULL);
+            xf[nf] = f[j].x; /* [..., 1] */
+            uf[nf++] = ag_linear(ctx, ag_reshape(ctx, f[j].w, 2, (int64_t[]){1, H}), wj,
+                                 NULL); /* [1, out] */
+            struct tn_tensor *cj =
+                ag_linear(ctx, ag_reshape(ctx, f[j].b, 2, (int64_t[]){1, H}), wj, NULL);
             cst = cst ? ag_add(ctx, cst, cj) : cj;
         } else {
             struct tn_tensor *term = ag_linear(ctx, xs[j], wj, NULL);
@@ -183,7 +186,7 @@ static struct tn_tensor *linear_concat(struct ag_ctx *ctx, const struct tft_line
     if (nf) {
         struct tn_tensor *X = nf == 1 ? xf[0] : ag_concat(ctx, xf, nf, -1); /* [..., n_f] */
         struct tn_tensor *U = nf == 1 ? uf[0] : ag_concat(ctx, uf, nf, 0);  /* [n_f, out] */
-        struct tn_tensor *term = ag_matmul(ctx, X, U, false, false);         /* [..., out] */
+        struct tn_tensor *term = ag_matmul(ctx, X, U, false, false);        /* [..., out] */
         acc = acc ? ag_add(ctx, acc, term) : term;
     }
     struct tn_tensor *y = cst ? ag_add(ctx, acc, cst) : acc;
@@ -195,7 +198,8 @@ static struct tn_tensor *linear_concat(struct ag_ctx *ctx, const struct tft_line
  * With factors (f non-NULL) and no linear hook installed, the first layers (var_grn fc1,
  * flat_grn fc1 and skip) take the factored path of linear_concat. */
 struct tn_tensor *tft_vsn_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_vsn *v,
-                              struct tn_tensor **xs, struct tn_tensor *c, const struct tft_factor *f)
+                                  struct tn_tensor **xs, struct tn_tensor *c,
+                                  const struct tft_factor *f)
 {
     struct tn_tensor *proc[TFT_MAX_VARS];
     int H = m->cfg.hidden;
@@ -204,7 +208,8 @@ struct tn_tensor *tft_vsn_forward(struct tft_model *m, struct ag_ctx *ctx, const
         if (!xs[j]) return NULL;
         const struct tft_grn *g = &v->var_grn[j];
         if (factored && f[j].x) /* d_in = d_out: the skip is ξ itself */
-            proc[j] = grn_tail(m, ctx, g, linear_concat(ctx, &g->fc1, &xs[j], &f[j], 1, H), xs[j], NULL);
+            proc[j] =
+                grn_tail(m, ctx, g, linear_concat(ctx, &g->fc1, &xs[j], &f[j], 1, H), xs[j], NULL);
         else
             proc[j] = tft_grn_forward(m, ctx, g, xs[j], NULL);
     }
@@ -216,15 +221,15 @@ struct tn_tensor *tft_vsn_forward(struct tft_model *m, struct ag_ctx *ctx, const
         struct tn_tensor *skip = linear_concat(ctx, &v->flat.skip, xs, f, v->n, H);
         gate = grn_tail(m, ctx, &v->flat, h, skip, c);
     } else {
-        struct tn_tensor *flat = ag_concat(ctx, xs, v->n, -1);          /* [..., n·H] */
+        struct tn_tensor *flat = ag_concat(ctx, xs, v->n, -1); /* [..., n·H] */
         gate = tft_grn_forward(m, ctx, &v->flat, flat, c);
     }
-    struct tn_tensor *w = ag_softmax(ctx, gate);                        /* [..., n] */
-    struct tn_tensor *stacked = ag_stack(ctx, proc, v->n, nd - 1);      /* [..., n, H] */
+    struct tn_tensor *w = ag_softmax(ctx, gate);                   /* [..., n] */
+    struct tn_tensor *stacked = ag_stack(ctx, proc, v->n, nd - 1); /* [..., n, H] */
     if (!w || !stacked) return NULL;
     int64_t shape[TN_MAX_DIMS];
     for (int i = 0; i < nd; i++) shape[i] = w->ne[i];
-    shape[nd] = 1;                                                      /* [..., n, 1] */
+    shape[nd] = 1; /* [..., n, 1] */
     struct tn_tensor *w1 = ag_reshape(ctx, w, nd + 1, shape);
-    return ag_sum(ctx, ag_mul(ctx, stacked, w1), nd - 1, false);        /* [..., H] */
+    return ag_sum(ctx, ag_mul(ctx, stacked, w1), nd - 1, false); /* [..., H] */
 }

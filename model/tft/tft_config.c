@@ -64,11 +64,11 @@ int tft_config_preset(struct tft_config *c, const char *name)
         static const struct {
             const char *n;
             int card;
-        } st[] = {{"item", 3600}, {"store", 54}, {"city", 22}, {"state", 16}, {"type", 5},
+        } st[] = {{"item", 3600},  {"store", 54},  {"city", 22},   {"state", 16},    {"type", 5},
                   {"cluster", 17}, {"family", 33}, {"class", 337}, {"perishable", 0}},
-          kn[] = {{"onpromotion", 2}, {"day_of_week", 7}, {"day_of_month", 31}, {"month", 12},
-                  {"national_holiday", 2}, {"local_holiday", 2}, {"days_from_start", 0},
-                  {"oil_known", 0}};
+          kn[] = {{"onpromotion", 2},     {"day_of_week", 7},      {"day_of_month", 31},
+                  {"month", 12},          {"national_holiday", 2}, {"local_holiday", 2},
+                  {"days_from_start", 0}, {"oil_known", 0}};
         for (size_t i = 0; i < LG_ARRAY_LEN(st); i++) add_var(c, st[i].n, TFT_STATIC, st[i].card);
         add_var(c, "unit_sales", TFT_OBSERVED, 0);
         add_var(c, "transactions", TFT_OBSERVED, 0);
@@ -106,7 +106,8 @@ int tft_config_validate(const struct tft_config *c)
         return lg_fail(LG_EINVAL, "config: T_enc %d / T_dec %d must be positive", c->T_enc,
                        c->T_dec);
     if (c->n_quantiles < 1 || c->n_quantiles > TFT_MAX_QUANTILES)
-        return lg_fail(LG_EINVAL, "config: %d quantiles (1..%d)", c->n_quantiles, TFT_MAX_QUANTILES);
+        return lg_fail(LG_EINVAL, "config: %d quantiles (1..%d)", c->n_quantiles,
+                       TFT_MAX_QUANTILES);
     for (int i = 0; i < c->n_quantiles; i++)
         if (!(c->quantiles[i] > 0.0f && c->quantiles[i] < 1.0f))
             return lg_fail(LG_EINVAL, "config: quantile %g outside (0, 1)", c->quantiles[i]);
@@ -115,7 +116,8 @@ int tft_config_validate(const struct tft_config *c)
     for (int i = 0; i < c->n_vars; i++) {
         const struct tft_var *v = &c->vars[i];
         if (!v->name[0] || strchr(v->name, '.') || strchr(v->name, '/'))
-            return lg_fail(LG_EINVAL, "config: variable %d has an empty name or one with '.' or '/'", i);
+            return lg_fail(LG_EINVAL,
+                           "config: variable %d has an empty name or one with '.' or '/'", i);
         if (v->kind == TFT_CAT && v->cardinality < 1)
             return lg_fail(LG_EINVAL, "config: categorical %s needs a cardinality >= 1", v->name);
         if (v->kind == TFT_REAL && v->cardinality != 0)
@@ -123,8 +125,10 @@ int tft_config_validate(const struct tft_config *c)
         if (v->role == TFT_OBSERVED && v->kind != TFT_REAL)
             return lg_fail(LG_EINVAL, "config: observed variable %s must be real", v->name);
         if (i && rank(v) < rank(&c->vars[i - 1]))
-            return lg_fail(LG_EINVAL, "config: variable %s out of the spec's order (statics cat/real,"
-                                      " observed, known cat/real)", v->name);
+            return lg_fail(LG_EINVAL,
+                           "config: variable %s out of the spec's order (statics cat/real,"
+                           " observed, known cat/real)",
+                           v->name);
         for (int j = 0; j < i; j++)
             if (strcmp(c->vars[j].name, v->name) == 0)
                 return lg_fail(LG_EINVAL, "config: variable %s given twice", v->name);
@@ -149,9 +153,18 @@ static int collect(const struct tft_config *c, int *idx, int roles)
     return n;
 }
 
-int tft_static_vars(const struct tft_config *c, int *idx) { return collect(c, idx, 1 << TFT_STATIC); }
-int tft_observed_vars(const struct tft_config *c, int *idx) { return collect(c, idx, 1 << TFT_OBSERVED); }
-int tft_decoder_vars(const struct tft_config *c, int *idx) { return collect(c, idx, 1 << TFT_KNOWN); }
+int tft_static_vars(const struct tft_config *c, int *idx)
+{
+    return collect(c, idx, 1 << TFT_STATIC);
+}
+int tft_observed_vars(const struct tft_config *c, int *idx)
+{
+    return collect(c, idx, 1 << TFT_OBSERVED);
+}
+int tft_decoder_vars(const struct tft_config *c, int *idx)
+{
+    return collect(c, idx, 1 << TFT_KNOWN);
+}
 int tft_encoder_vars(const struct tft_config *c, int *idx)
 {
     return collect(c, idx, (1 << TFT_OBSERVED) | (1 << TFT_KNOWN));
@@ -188,13 +201,13 @@ int64_t tft_config_param_count(const struct tft_config *c)
     p += vsn_params(H, tft_static_vars(c, NULL), false);
     p += vsn_params(H, tft_encoder_vars(c, NULL), true);
     p += vsn_params(H, tft_decoder_vars(c, NULL), true);
-    p += 4 * grn_params(H, H, H, 0);                       /* static covariate encoders */
+    p += 4 * grn_params(H, H, H, 0);                        /* static covariate encoders */
     p += 2 * (int64_t)c->lstm_layers * (8 * H * H + 8 * H); /* lstm_enc, lstm_dec */
-    p += gan_params(H) + grn_params(H, H, H, H);           /* post_lstm, enrich */
+    p += gan_params(H) + grn_params(H, H, H, H);            /* post_lstm, enrich */
     int64_t da = H / c->n_head;
-    p += 2 * H * H + da * H + H * da;                      /* attn q, k, v, out */
+    p += 2 * H * H + da * H + H * da;                            /* attn q, k, v, out */
     p += gan_params(H) + grn_params(H, H, H, 0) + gan_params(H); /* post_attn, pos_ff, pre_out */
-    p += (int64_t)c->n_quantiles * H + c->n_quantiles;     /* out */
+    p += (int64_t)c->n_quantiles * H + c->n_quantiles;           /* out */
     return p;
 }
 
@@ -230,8 +243,9 @@ char *tft_config_to_json(const struct tft_config *c)
     for (int i = 0; i < c->n_vars; i++) {
         const struct tft_var *v = &c->vars[i];
         static const char *roles[] = {"static", "observed", "known"};
-        json_t *d = json_pack("{s:s, s:s, s:i}", "kind", v->kind == TFT_CAT ? "categorical" : "real",
-                              "role", roles[v->role], "cardinality", v->cardinality);
+        json_t *d =
+            json_pack("{s:s, s:s, s:i}", "kind", v->kind == TFT_CAT ? "categorical" : "real",
+                      "role", roles[v->role], "cardinality", v->cardinality);
         json_object_set_new(vars, v->name, d);
     }
     json_object_set_new(o, "variables", vars);
@@ -288,7 +302,8 @@ static int add_named(struct tft_config *c, json_t *o, const char *key, enum tft_
         int cat = strcmp(kind, "categorical") == 0;
         json_int_t k = json_is_integer(card) ? json_integer_value(card) : -1;
         if (cat && (k < 1 || k > 100000000))
-            return lg_fail(LG_EFORMAT, "%s: categorical %s needs a cardinality in 1..1e8", where, nm);
+            return lg_fail(LG_EFORMAT, "%s: categorical %s needs a cardinality in 1..1e8", where,
+                           nm);
         if (c->n_vars >= TFT_MAX_VARS)
             return lg_fail(LG_EFORMAT, "%s: more than %d variables", where, TFT_MAX_VARS);
         if (strlen(nm) >= TFT_VAR_NAME)
@@ -315,9 +330,11 @@ int tft_config_from_json(struct tft_config *c, const char *text, const char *whe
     }
     const char *preset = json_string_value(json_object_get(o, "preset"));
     lg_strlcpy(c->preset, preset ? preset : "custom", sizeof c->preset);
-    if ((rc = get_int(o, "hidden", &c->hidden, where)) || (rc = get_int(o, "n_head", &c->n_head, where)) ||
+    if ((rc = get_int(o, "hidden", &c->hidden, where)) ||
+        (rc = get_int(o, "n_head", &c->n_head, where)) ||
         (rc = get_int(o, "lstm_layers", &c->lstm_layers, where)) ||
-        (rc = get_int(o, "T_enc", &c->T_enc, where)) || (rc = get_int(o, "T_dec", &c->T_dec, where)))
+        (rc = get_int(o, "T_enc", &c->T_enc, where)) ||
+        (rc = get_int(o, "T_dec", &c->T_dec, where)))
         goto out;
     json_t *q = json_object_get(o, "quantiles"), *qv;
     size_t i;
@@ -342,7 +359,8 @@ int tft_config_from_json(struct tft_config *c, const char *text, const char *whe
     if (json_is_number(v = json_object_get(o, "dropout"))) c->dropout = (float)json_number_value(v);
     if (json_is_integer(v = json_object_get(o, "batch"))) c->batch = (int)json_integer_value(v);
     if (json_is_number(v = json_object_get(o, "lr"))) c->lr = json_number_value(v);
-    if (json_is_number(v = json_object_get(o, "max_grad_norm"))) c->max_grad_norm = json_number_value(v);
+    if (json_is_number(v = json_object_get(o, "max_grad_norm")))
+        c->max_grad_norm = json_number_value(v);
     rc = tft_config_validate(c);
     if (rc != LG_OK) lg_fail_ctx(LG_EFORMAT, "%s: ", where), rc = LG_EFORMAT;
 out:
@@ -364,9 +382,10 @@ int tft_batch_to_device(struct tft_batch *b, enum tn_device dev)
 {
     for (int v = 0; v < TFT_MAX_VARS; v++)
         if (b->x[v] && tn_move(b->x[v], dev) != LG_OK)
-            return lg_fail_ctx(lg_errcode(), "moving a batch to the %s: ", dev == TN_CPU ? "host" : "device");
+            return lg_fail_ctx(lg_errcode(),
+                               "moving a batch to the %s: ", dev == TN_CPU ? "host" : "device");
     if (b->y && tn_move(b->y, dev) != LG_OK)
-        return lg_fail_ctx(lg_errcode(), "moving a batch to the %s: ", dev == TN_CPU ? "host" : "device");
+        return lg_fail_ctx(lg_errcode(),
+                           "moving a batch to the %s: ", dev == TN_CPU ? "host" : "device");
     return LG_OK;
 }
-

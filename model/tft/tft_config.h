@@ -23,9 +23,9 @@
 #include "lg_base.h"
 #include "tensor.h"
 
-#define TFT_MAX_VARS 32
+#define TFT_MAX_VARS      32
 #define TFT_MAX_QUANTILES 9
-#define TFT_VAR_NAME 48
+#define TFT_VAR_NAME      48
 
 enum tft_kind { TFT_REAL = 0, TFT_CAT = 1 };
 enum tft_role { TFT_STATIC = 0, TFT_OBSERVED = 1, TFT_KNOWN = 2 };
@@ -39,9 +39,9 @@ struct tft_var {
 
 struct tft_config {
     char preset[32];
-    int hidden;        /* H */
+    int hidden; /* H */
     int n_head;
-    int lstm_layers;   /* L */
+    int lstm_layers; /* L */
     int T_enc, T_dec;
     int n_quantiles;
     float quantiles[TFT_MAX_QUANTILES];

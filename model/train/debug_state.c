@@ -13,7 +13,7 @@ struct names {
 };
 
 int tr_debug_state(struct trk_tracker *trk, const char *preset, uint64_t seed, int batch,
-                      enum tn_device dev, const char *path)
+                   enum tn_device dev, const char *path)
 {
     struct tft_config cfg;
     struct data_set *ds = NULL;
@@ -41,7 +41,8 @@ int tr_debug_state(struct trk_tracker *trk, const char *preset, uint64_t seed, i
     struct tn_tensor *yhat = tft_forward(m, ctx, &b);
     struct tn_tensor *loss = yhat ? tft_loss(m, ctx, yhat, &b) : NULL;
     if (!loss || ag_backward(ctx, loss) != LG_OK) {
-        rc = lg_fail(ag_error(ctx) ? ag_error(ctx) : LG_EINTERNAL, "debug-state: %s", ag_errmsg(ctx));
+        rc = lg_fail(ag_error(ctx) ? ag_error(ctx) : LG_EINTERNAL, "debug-state: %s",
+                     ag_errmsg(ctx));
         goto out;
     }
     if ((rc = vm_all_vars(tft_varmap_borrow(m), &params, &np))) goto out;
@@ -57,7 +58,8 @@ int tr_debug_state(struct trk_tracker *trk, const char *preset, uint64_t seed, i
     for (int i = 0; i < np; i++) {
         struct tn_tensor *g = params[i]->grad;
         if (!g) { /* a parameter the batch did not reach: its gradient is zero */
-            g = zero_grads[i] = tn_zeros(trk, TN_F32, TN_CPU, params[i]->ndim, params[i]->ne, "grad/zero");
+            g = zero_grads[i] =
+                tn_zeros(trk, TN_F32, TN_CPU, params[i]->ndim, params[i]->ne, "grad/zero");
             if (!g) {
                 rc = lg_errcode();
                 goto out;
@@ -96,4 +98,3 @@ out:
     data_free(ds);
     return rc;
 }
-

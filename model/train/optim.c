@@ -18,7 +18,7 @@ struct opt_adamw {
     struct trk_tracker *trk;
     struct opt_adamw_config cfg;
     int64_t steps;
-    struct opt_entry *e;     /* owned, "meta/adamw" */
+    struct opt_entry *e; /* owned, "meta/adamw" */
     int n, cap;
 };
 
@@ -71,7 +71,8 @@ static int add_entry(struct opt_adamw *opt, struct tn_tensor *p)
     e->v = e->m ? tn_zeros(opt->trk, TN_F32, p->device, p->ndim, p->ne, tag) : NULL;
     if (!e->v) {
         tn_release(e->m);
-        return lg_fail_ctx(lg_errcode() ? lg_errcode() : LG_ENOMEM, "AdamW state for %s: ", e->name);
+        return lg_fail_ctx(lg_errcode() ? lg_errcode() : LG_ENOMEM,
+                           "AdamW state for %s: ", e->name);
     }
     e->param = p;
     opt->n++;
@@ -121,15 +122,19 @@ int opt_adamw_step(struct opt_adamw *opt)
             return lg_fail(LG_EINVAL, "opt_adamw_step: gradient %s has %lld elements, %s %lld",
                            g->name, (long long)tn_numel(g), p->name, (long long)tn_numel(p));
         const struct kn_backend *kb = kn_backend_for(p->device);
-        if (!kb) return lg_fail(LG_EUNAVAIL, "opt_adamw_step: no kernels for the device of %s", p->name);
+        if (!kb)
+            return lg_fail(LG_EUNAVAIL, "opt_adamw_step: no kernels for the device of %s", p->name);
         if (e->m->device != p->device || g->device != p->device)
-            return lg_fail(LG_EINVAL, "opt_adamw_step: %s, its gradient and its moments are on "
-                           "different devices (opt_adamw_to_device)", p->name);
+            return lg_fail(LG_EINVAL,
+                           "opt_adamw_step: %s, its gradient and its moments are on "
+                           "different devices (opt_adamw_to_device)",
+                           p->name);
         e->t++;
         float bc1 = (float)(1.0 - pow(c->beta1, (double)e->t));
         float bc2 = (float)(1.0 - pow(c->beta2, (double)e->t));
         kb->adamw(tn_f32(p), tn_f32(e->m), tn_f32(e->v), tn_f32(g), tn_numel(p), (float)c->lr,
-                  (float)c->beta1, (float)c->beta2, (float)c->eps, (float)c->weight_decay, bc1, bc2);
+                  (float)c->beta1, (float)c->beta2, (float)c->eps, (float)c->weight_decay, bc1,
+                  bc2);
     }
     return LG_OK;
 }

@@ -18,7 +18,8 @@ static int resolve_options(struct tr_trainer *tr, const struct tr_options *opt)
     const struct tft_config *c = &tr->model->cfg;
     tr->opt = opt ? *opt : (struct tr_options){0};
     struct tr_options *o = &tr->opt;
-    if (o->steps < 0 || o->batch < 0 || o->val_batches < 0 || o->calib_batches < 0 || o->qat_steps < 0)
+    if (o->steps < 0 || o->batch < 0 || o->val_batches < 0 || o->calib_batches < 0 ||
+        o->qat_steps < 0)
         return lg_fail(LG_EINVAL, "trainer: negative steps, batch or batch counts");
     if (!o->steps) o->steps = 20;
     if (!o->batch) o->batch = c->batch > 0 ? c->batch : 8;
@@ -54,8 +55,9 @@ int tr_new(struct tr_trainer **out, struct tft_model *model, struct data_set *da
     if (tr->opt.faults.varmap_dup_ref) /* the original bug: a handle of its own, never dropped */
         tr->own_varmap = model->vt->get_varmap(model, tr, TRK_HERE);
     if ((rc = vm_all_vars(vm, &tr->params, &tr->n_params))) goto fail;
-    tr->ctx = ag_ctx_new(trk, &(struct ag_options){.training = true, .seed = tr->opt.seed,
-                                                    .device = tr->opt.device});
+    tr->ctx = ag_ctx_new(
+        trk,
+        &(struct ag_options){.training = true, .seed = tr->opt.seed, .device = tr->opt.device});
     if (!tr->ctx) {
         rc = lg_errcode() ? lg_errcode() : LG_ENOMEM;
         goto fail;
@@ -73,8 +75,8 @@ fail:
 int tr_initialize_optimizer(struct tr_trainer *tr)
 {
     if (tr->opt_state) return lg_fail(LG_EINVAL, "trainer: optimizer already initialised");
-    struct opt_adamw_config cfg = {.lr = tr->opt.lr, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
-                                   .weight_decay = 0.0};
+    struct opt_adamw_config cfg = {
+        .lr = tr->opt.lr, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.0};
     int rc = opt_adamw_new(&tr->opt_state, tr->trk, &cfg);
     if (rc == LG_OK) rc = opt_adamw_add(tr->opt_state, tr->params, tr->n_params);
     if (rc != LG_OK) {
@@ -190,8 +192,8 @@ out:
 /* Keeps a reference to every gradient "for a norm report" (the grad-retained fault). */
 static int retain_grads(struct tr_trainer *tr)
 {
-    tr->kept_grads = trk_calloc(tr->trk, (size_t)tr->n_params * sizeof *tr->kept_grads,
-                                "trainer/grad_report");
+    tr->kept_grads =
+        trk_calloc(tr->trk, (size_t)tr->n_params * sizeof *tr->kept_grads, "trainer/grad_report");
     if (!tr->kept_grads) return lg_errcode();
     for (int i = 0; i < tr->n_params; i++)
         if (tr->params[i]->grad) tr->kept_grads[i] = tn_retain(tr->params[i]->grad);
@@ -201,10 +203,12 @@ static int retain_grads(struct tr_trainer *tr)
 int tr_train(struct tr_trainer *tr, struct tr_train_stats *st)
 {
     struct tr_train_stats s = {0};
-    if (!tr->opt_state) return lg_fail(LG_EINVAL, "trainer: tr_train before tr_initialize_optimizer");
+    if (!tr->opt_state)
+        return lg_fail(LG_EINVAL, "trainer: tr_train before tr_initialize_optimizer");
     double t0 = lg_now(), sum = 0;
     int rc = raw_faults(tr);
-    if (rc == LG_OK && tr->opt.faults.device_tensor && tr->opt.device != TN_CPU && !tr->kept_device) {
+    if (rc == LG_OK && tr->opt.faults.device_tensor && tr->opt.device != TN_CPU &&
+        !tr->kept_device) {
         /* fault: a device workspace for the step's reductions, made once and never freed */
         tr->kept_device = tn_device_alloc(tr->trk, 4 << 20, "act/device.scratch");
         if (!tr->kept_device) rc = lg_errcode();
@@ -251,8 +255,9 @@ int tr_validate(struct tr_trainer *tr, double *loss_out)
             (!(host_yhat = tn_to_device(yhat, TN_CPU)) || !(host_y = tn_to_device(b.y, TN_CPU))))
             rc = lg_fail_ctx(lg_errcode(), "validation: ");
         if (rc == LG_OK) {
-            sum += data_pinball(&tr->model->cfg, host_yhat ? host_yhat : yhat,
-                                host_y ? host_y : b.y) * b.B;
+            sum +=
+                data_pinball(&tr->model->cfg, host_yhat ? host_yhat : yhat, host_y ? host_y : b.y) *
+                b.B;
             weight += b.B;
         }
         tn_release(host_yhat);
@@ -262,7 +267,8 @@ int tr_validate(struct tr_trainer *tr, double *loss_out)
     }
     ag_set_training(tr->ctx, was_training);
     ag_set_grad_enabled(tr->ctx, was_grad);
-    if (rc == LG_OK && weight == 0) rc = lg_fail(LG_EINVAL, "validation: the data set has no validation windows");
+    if (rc == LG_OK && weight == 0)
+        rc = lg_fail(LG_EINVAL, "validation: the data set has no validation windows");
     if (rc == LG_OK) *loss_out = sum / (double)weight;
     progress(tr, "validate", -1, rc == LG_OK ? *loss_out : NAN);
     return rc;
@@ -294,7 +300,8 @@ static int verify_checkpoint(struct tr_trainer *tr, const char *path)
         if ((rc = st_read(f, i, staging, nbytes))) break;
         const void *mem = tn_data(p);
         if (p->device != TN_CPU) {
-            if (!from_device && !(from_device = trk_alloc(tr->trk, largest, "ckpt/staging.device"))) {
+            if (!from_device &&
+                !(from_device = trk_alloc(tr->trk, largest, "ckpt/staging.device"))) {
                 rc = lg_errcode();
                 break;
             }

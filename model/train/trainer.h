@@ -32,14 +32,19 @@
 #define TR_FAULTS(X)                                                                               \
     X("varmap-dup-ref", varmap_dup_ref, FLAG, NONE,                                                \
       "the original bug: tr_new takes its own VarMap reference, tr_free never drops it")           \
-    X("adam-state", adam_state, FLAG, NONE, "tr_free forgets the optimizer (adam.m/, adam.v/ stay)") \
-    X("grad-retained", grad_retained, FLAG, NONE, "the last step's gradients kept for a norm report") \
-    X("tape-retained", tape_retained, FLAG, NONE, "the last training step's tape kept for debugging") \
-    X("ckpt-buffer", ckpt_buffer, FLAG, NONE, "the checkpoint verification's staging buffer")        \
-    X("int8-calibration", int8_calibration, FLAG, INT8, "PTQ calibration statistics (int8/calib...)") \
-    X("qat-observer", qat_observer, FLAG, QAT, "QAT observers (qat/observer...)")                   \
-    X("device-tensor", device_tensor, FLAG, CUDA, "the step's device workspace (act/device.scratch)") \
-    X("raw-malloc", raw_malloc, SIZE, NONE, "untagged malloc: only jemalloc's allocated sees it")     \
+    X("adam-state", adam_state, FLAG, NONE,                                                        \
+      "tr_free forgets the optimizer (adam.m/, adam.v/ stay)")                                     \
+    X("grad-retained", grad_retained, FLAG, NONE,                                                  \
+      "the last step's gradients kept for a norm report")                                          \
+    X("tape-retained", tape_retained, FLAG, NONE,                                                  \
+      "the last training step's tape kept for debugging")                                          \
+    X("ckpt-buffer", ckpt_buffer, FLAG, NONE, "the checkpoint verification's staging buffer")      \
+    X("int8-calibration", int8_calibration, FLAG, INT8,                                            \
+      "PTQ calibration statistics (int8/calib...)")                                                \
+    X("qat-observer", qat_observer, FLAG, QAT, "QAT observers (qat/observer...)")                  \
+    X("device-tensor", device_tensor, FLAG, CUDA,                                                  \
+      "the step's device workspace (act/device.scratch)")                                          \
+    X("raw-malloc", raw_malloc, SIZE, NONE, "untagged malloc: only jemalloc's allocated sees it")  \
     X("raw-mmap", raw_mmap, SIZE, NONE, "anonymous mmap outside the allocator: only RSS sees it")
 
 #define TR_FAULT_FIELD_FLAG(field) bool field
@@ -54,16 +59,16 @@ struct tr_faults {
 typedef void (*tr_progress_fn)(void *user, const char *phase, int step, double loss);
 
 struct tr_options {
-    int steps;              /* training steps per tr_train call (default 20) */
-    int batch;              /* 0: the preset's batch */
-    double lr;              /* 0: the preset's */
-    double max_grad_norm;   /* 0: the preset's */
-    uint64_t seed;          /* batches and dropout */
-    int val_batches;        /* validation batches (default 4) */
-    int calib_batches;      /* PTQ calibration batches (default 4) */
-    int qat_steps;          /* QAT fine-tuning steps (default steps / 2, at least 1) */
-    enum tn_device device;  /* where the model runs (tr_new moves it there; INT8 and QAT
-                               finalisation bring it back to the host, where int8 runs) */
+    int steps;             /* training steps per tr_train call (default 20) */
+    int batch;             /* 0: the preset's batch */
+    double lr;             /* 0: the preset's */
+    double max_grad_norm;  /* 0: the preset's */
+    uint64_t seed;         /* batches and dropout */
+    int val_batches;       /* validation batches (default 4) */
+    int calib_batches;     /* PTQ calibration batches (default 4) */
+    int qat_steps;         /* QAT fine-tuning steps (default steps / 2, at least 1) */
+    enum tn_device device; /* where the model runs (tr_new moves it there; INT8 and QAT
+                              finalisation bring it back to the host, where int8 runs) */
     struct tr_faults faults;
     tr_progress_fn progress;
     void *progress_user;
@@ -72,14 +77,14 @@ struct tr_options {
 struct tr_train_stats {
     int steps;
     double first_loss, last_loss, mean_loss; /* training pinball loss */
-    double grad_norm;       /* global norm before clipping, last step */
+    double grad_norm;                        /* global norm before clipping, last step */
     double seconds;
 };
 
 struct tr_quant_stats {
     double fp32_val_loss, quant_val_loss;
-    int64_t int8_bytes;     /* int8 weights + scales */
-    int layers;             /* linear layers quantised */
+    int64_t int8_bytes; /* int8 weights + scales */
+    int layers;         /* linear layers quantised */
 };
 
 struct tr_trainer;

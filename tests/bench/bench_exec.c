@@ -137,8 +137,7 @@ static void detection(const char *out)
     printf("\ndetection: exec_marker keeping N bytes per session, 20 sessions (1 warm-up), marker "
            "mode\n");
     printf("  %10s", "N");
-    for (int c = 0; c < 4; c++)
-        printf(" %14s", ch[c]);
+    for (int c = 0; c < 4; c++) printf(" %14s", ch[c]);
     printf("\n");
     for (int k = 0; k < CLEAN_RUNS; k++) {
         marker_run(out, 0, text, sizeof text);
@@ -173,8 +172,7 @@ static void api_cost(void)
 {
     enum { N = 100000000 };
     double t0 = now();
-    for (int i = 0; i < N; i++)
-        sink += i;
+    for (int i = 0; i < N; i++) sink += i;
     double empty = now() - t0;
     t0 = now();
     for (int i = 0; i < N; i++) {

@@ -103,8 +103,7 @@ int main(int argc, char **argv)
         fill_s8(wq, N * K, &s);
         fill_f32(x, M * K, &s);
         fill_f32(w, N * K, &s);
-        for (int64_t n = 0; n < N; n++)
-            sw[n] = 1.0f / 127.0f;
+        for (int64_t n = 0; n < N; n++) sw[n] = 1.0f / 127.0f;
         memset(acc, 0, (size_t)(M * N) * sizeof *acc); /* first touch outside the timings */
         memset(y, 0, (size_t)(M * N) * sizeof *y);
         memset(xq2, 0, (size_t)(M * K));
@@ -114,8 +113,7 @@ int main(int argc, char **argv)
         double t8 = best_time(0, reps, sh, xq, xq2, wq, acc, x, w, sw, bias, y);
         for (int k = 0; k < 16; k++) { /* spot checks against an int64 reference */
             int64_t m = (k * 7919) % M, n = (k * 104729) % N, ref = 0;
-            for (int64_t j = 0; j < K; j++)
-                ref += (int64_t)xq[m * K + j] * wq[n * K + j];
+            for (int64_t j = 0; j < K; j++) ref += (int64_t)xq[m * K + j] * wq[n * K + j];
             if (ref != acc[m * N + n]) {
                 fprintf(stderr, "bench_int8: %s: C[%lld, %lld] = %d, reference %lld\n", sh->what,
                         (long long)m, (long long)n, acc[m * N + n], (long long)ref);

@@ -34,7 +34,7 @@ static struct tn_tensor *rand_t(const char *name, int nd, const int64_t *shape, 
     return t;
 }
 
-/* ---- part 1: GEMM overhead ------------------------------------------------------------------------ */
+/* ---- part 1: GEMM overhead ------------------------------------------------------------------- */
 
 struct gemm_case {
     const char *what;
@@ -52,20 +52,22 @@ static void bench_gemm(struct ag_ctx *ctx, const struct gemm_case *c)
     double flops = 2.0 * (double)c->batch * c->m * c->n * c->k, best_ag = 1e30, best_blas = 1e30;
     for (int r = -1; r < rounds; r++) { /* round -1 warms up (first-touch page faults) */
         double t0 = lg_now();
-        struct tn_tensor *o = c->linear ? ag_linear(ctx, a, b, NULL) : ag_matmul(ctx, a, b, false, true);
+        struct tn_tensor *o =
+            c->linear ? ag_linear(ctx, a, b, NULL) : ag_matmul(ctx, a, b, false, true);
         double t1 = lg_now();
         if (!o) fprintf(stderr, "bench_ops: %s\n", ag_errmsg(ctx));
         ag_ctx_reset(ctx);
         double t2 = lg_now();
         if (c->linear)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(c->batch * c->m), (int)c->n,
-                        (int)c->k, 1.0f, tn_f32(a), (int)c->k, tn_f32(b), (int)c->k, 0.0f, tn_f32(y),
-                        (int)c->n);
+                        (int)c->k, 1.0f, tn_f32(a), (int)c->k, tn_f32(b), (int)c->k, 0.0f,
+                        tn_f32(y), (int)c->n);
         else
             for (int64_t i = 0; i < c->batch; i++)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)c->m, (int)c->n, (int)c->k,
-                            1.0f, tn_f32(a) + i * c->m * c->k, (int)c->k, tn_f32(b) + i * c->n * c->k,
-                            (int)c->k, 0.0f, tn_f32(y) + i * c->m * c->n, (int)c->n);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)c->m, (int)c->n,
+                            (int)c->k, 1.0f, tn_f32(a) + i * c->m * c->k, (int)c->k,
+                            tn_f32(b) + i * c->n * c->k, (int)c->k, 0.0f,
+                            tn_f32(y) + i * c->m * c->n, (int)c->n);
         double t3 = lg_now();
         if (r < 0) continue;
         best_ag = t1 - t0 < best_ag ? t1 - t0 : best_ag;
@@ -78,19 +80,43 @@ static void bench_gemm(struct ag_ctx *ctx, const struct gemm_case *c)
     tn_release(y);
 }
 
-/* ---- part 2: forward and backward per op ----------------------------------------------------------- */
+/* ---- part 2: forward and backward per op ----------------------------------------------------- */
 
 enum op {
-    OP_LINEAR, OP_GLU, OP_LAYERNORM, OP_ADD, OP_MUL_BCAST, OP_SIGMOID, OP_ELU, OP_DROPOUT,
-    OP_SOFTMAX, OP_ATTN_MATMUL, OP_PERMUTE, OP_CONCAT, OP_EMBEDDING, OP_LSTM, OP_PINBALL, OP_COUNT
+    OP_LINEAR,
+    OP_GLU,
+    OP_LAYERNORM,
+    OP_ADD,
+    OP_MUL_BCAST,
+    OP_SIGMOID,
+    OP_ELU,
+    OP_DROPOUT,
+    OP_SOFTMAX,
+    OP_ATTN_MATMUL,
+    OP_PERMUTE,
+    OP_CONCAT,
+    OP_EMBEDDING,
+    OP_LSTM,
+    OP_PINBALL,
+    OP_COUNT
 };
 
 static const char *const op_name[OP_COUNT] = {
-    "linear [10752,160]x[160,160]",  "GLU (linear→320, split, σ, ⊙)", "layernorm [10752,160]",
-    "add [10752,160]",               "mul [64,168,4,160]x[64,168,4,1]", "sigmoid [10752,320]",
-    "elu [10752,160]",               "dropout 0.1 [10752,160]",        "softmax [64,4,24,192]",
-    "matmul [256,24,40]x[256,192,40]ᵀ", "permute [64,192,4,40]→0213",  "concat 4x[64,192,160] axis -1",
-    "embedding card 370 [64,192]→160", "lstm B64 T168 In160 H160",     "pinball [64,24,3]",
+    "linear [10752,160]x[160,160]",
+    "GLU (linear→320, split, σ, ⊙)",
+    "layernorm [10752,160]",
+    "add [10752,160]",
+    "mul [64,168,4,160]x[64,168,4,1]",
+    "sigmoid [10752,320]",
+    "elu [10752,160]",
+    "dropout 0.1 [10752,160]",
+    "softmax [64,4,24,192]",
+    "matmul [256,24,40]x[256,192,40]ᵀ",
+    "permute [64,192,4,40]→0213",
+    "concat 4x[64,192,160] axis -1",
+    "embedding card 370 [64,192]→160",
+    "lstm B64 T168 In160 H160",
+    "pinball [64,24,3]",
 };
 
 struct inputs {
@@ -154,12 +180,16 @@ static bool make_inputs(enum op op, struct inputs *in)
         t[1] = rand_t("bench/v", 4, (int64_t[]){64, 168, 4, 1}, true);
         return t[1] != NULL;
     case OP_SIGMOID: t[0] = rand_t("bench/x", 2, (int64_t[]){R, 2 * H}, true); return t[0] != NULL;
-    case OP_SOFTMAX: t[0] = rand_t("bench/x", 4, (int64_t[]){64, 4, 24, 192}, true); return t[0] != NULL;
+    case OP_SOFTMAX:
+        t[0] = rand_t("bench/x", 4, (int64_t[]){64, 4, 24, 192}, true);
+        return t[0] != NULL;
     case OP_ATTN_MATMUL:
         t[0] = rand_t("bench/q", 3, (int64_t[]){256, 24, 40}, true);
         t[1] = rand_t("bench/k", 3, (int64_t[]){256, 192, 40}, true);
         return t[1] != NULL;
-    case OP_PERMUTE: t[0] = rand_t("bench/x", 4, (int64_t[]){64, 192, 4, 40}, true); return t[0] != NULL;
+    case OP_PERMUTE:
+        t[0] = rand_t("bench/x", 4, (int64_t[]){64, 192, 4, 40}, true);
+        return t[0] != NULL;
     case OP_CONCAT:
         for (int i = 0; i < 4; i++) t[i] = rand_t("bench/x", 3, (int64_t[]){64, 192, H}, true);
         return t[3] != NULL;
@@ -229,7 +259,8 @@ int main(int argc, char **argv)
     tn_rng_seed(&rng, 1);
     struct ag_ctx *ctx = ag_ctx_new(trk, &(struct ag_options){.training = true, .seed = 1});
     if (!ctx) return 1;
-    printf("OpenBLAS kernels: %s, %d threads\n", openblas_get_corename(), openblas_get_num_threads());
+    printf("OpenBLAS kernels: %s, %d threads\n", openblas_get_corename(),
+           openblas_get_num_threads());
     printf("GEMM: ag op vs cblas_sgemm on the same shapes (best of %d)\n", rounds);
     printf("%-44s %9s %9s %7s\n", "shape", "ag GF/s", "blas GF/s", "ratio");
     static const struct gemm_case gc[] = {

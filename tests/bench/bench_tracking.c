@@ -70,7 +70,8 @@ int main(int argc, char **argv)
 {
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     struct trk_tracker *trk = NULL, *trk_st = NULL;
-    if (trk_tracker_new(&trk, NULL) != LG_OK || trk_tracker_new(&trk_st, &(struct trk_options){.stacks = true}) != LG_OK) {
+    if (trk_tracker_new(&trk, NULL) != LG_OK ||
+        trk_tracker_new(&trk_st, &(struct trk_options){.stacks = true}) != LG_OK) {
         fprintf(stderr, "bench_tracking: %s\n", lg_errmsg());
         return 4;
     }
@@ -89,7 +90,8 @@ int main(int argc, char **argv)
     mallctl(name, NULL, NULL, &never, sizeof never);
     int flags = MALLOCX_ARENA(arena) | MALLOCX_ALIGN(64) | MALLOCX_TCACHE_NONE;
 
-    printf("tracked alloc+free vs raw mallocx+dallocx (dedicated arena, tcache off, 64-byte aligned)\n");
+    printf(
+        "tracked alloc+free vs raw mallocx+dallocx (dedicated arena, tcache off, 64-byte aligned)\n");
     printf("%10s %12s %12s %8s %14s %8s %12s\n", "size", "raw ns", "tracked ns", "ratio",
            "stacks on ns", "ratio", "malloc ns");
     for (size_t size = 64; size <= ((size_t)64 << 20); size *= 4) {
@@ -103,8 +105,9 @@ int main(int argc, char **argv)
             ml = min2(ml, run_malloc(size, iters));
         }
         char b[32];
-        printf("%10s %12.1f %12.1f %7.2fx %14.1f %7.2fx %12.1f\n", lg_fmt_bytes(b, sizeof b, (double)size),
-               raw * 1e9, tr * 1e9, tr / raw, st * 1e9, st / raw, ml * 1e9);
+        printf("%10s %12.1f %12.1f %7.2fx %14.1f %7.2fx %12.1f\n",
+               lg_fmt_bytes(b, sizeof b, (double)size), raw * 1e9, tr * 1e9, tr / raw, st * 1e9,
+               st / raw, ml * 1e9);
     }
     trk_tracker_free(trk);
     trk_tracker_free(trk_st);

@@ -38,14 +38,8 @@ static int dev_free(void *q)
     return 0;
 }
 
-int cudaMalloc(void **p, size_t n)
-{
-    return (*p = dev_alloc(n)) ? 0 : 2; /* MemoryAllocation */
-}
-int cudaFree(void *p)
-{
-    return dev_free(p);
-}
+int cudaMalloc(void **p, size_t n) { return (*p = dev_alloc(n)) ? 0 : 2; /* MemoryAllocation */ }
+int cudaFree(void *p) { return dev_free(p); }
 int cudaMallocAsync(void **p, size_t n, void *stream)
 {
     (void)stream;
@@ -92,16 +86,7 @@ int cuMemAlloc_v2(unsigned long long *p, size_t n)
     *p = (unsigned long long)(uintptr_t)q;
     return q ? 0 : 2; /* CUDA_ERROR_OUT_OF_MEMORY */
 }
-int cuMemFree_v2(unsigned long long p)
-{
-    return dev_free((void *)(uintptr_t)p);
-}
+int cuMemFree_v2(unsigned long long p) { return dev_free((void *)(uintptr_t)p); }
 /* what the test program reads back: the double's own count */
-size_t fake_cuda_live(void)
-{
-    return live;
-}
-int fake_cuda_syncs(void)
-{
-    return syncs;
-}
+size_t fake_cuda_live(void) { return live; }
+int fake_cuda_syncs(void) { return syncs; }

@@ -35,8 +35,7 @@ __attribute__((noinline)) static double train_step(int step)
     for (int i = 0; i < 200; i++) {
         size_t n = 64 + (size_t)((i * 7919 + step * 104729) % 8192);
         double *v = malloc(n * sizeof *v);
-        for (size_t k = 0; k < n; k++)
-            v[k] = (double)(k ^ (size_t)i);
+        for (size_t k = 0; k < n; k++) v[k] = (double)(k ^ (size_t)i);
         sum += v[n / 2];
         free(v);
     }
@@ -57,8 +56,7 @@ int main(int argc, char **argv)
         LEAKGATE_TRACK(w, "params", "model.params", &w);
         static int trainer;
         LEAKGATE_RETAIN(w, &trainer);
-        for (int step = 0; step < 20; step++)
-            total += train_step(step);
+        for (int step = 0; step < 20; step++) total += train_step(step);
         if (LEAK) leak_256k();
         LEAKGATE_RELEASE(w, &w); /* the model lets go of its parameters */
         if (!ref_leak) { /* ref-leak, the VarMap bug: the trainer never does, so they stay */

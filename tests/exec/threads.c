@@ -57,8 +57,7 @@ int main(int argc, char **argv)
         pthread_barrier_wait(&done);
         if (leakgate_session_end() != LEAKGATE_OK) return 40;
     }
-    for (int i = 0; i < threads && i < 64; i++)
-        pthread_join(t[i], NULL);
+    for (int i = 0; i < threads && i < 64; i++) pthread_join(t[i], NULL);
     printf("threads: %d sessions x %d threads\n", sessions, threads);
     return 0;
 }

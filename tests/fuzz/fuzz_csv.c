@@ -2,10 +2,10 @@
  *
  * An input holding a NUL byte is "JSON config, NUL, CSV text"; any other input is CSV text
  * read with the config of tests/data/csv/small.json (two steps back, one ahead, a categorical
- * static, an observed real, known categorical and real columns). A data set that loads must keep the loader's
- * promises: the config validates, categoricals lie in [0, cardinality), reals are finite,
- * windows fit their series and split, batches and the seasonal-naive baseline build. An input
- * that does not load must fail with LG_EFORMAT and a message naming one of the two files.
+ * static, an observed real, known categorical and real columns). A data set that loads must keep
+ * the loader's promises: the config validates, categoricals lie in [0, cardinality), reals are
+ * finite, windows fit their series and split, batches and the seasonal-naive baseline build. An
+ * input that does not load must fail with LG_EFORMAT and a message naming one of the two files.
  * Either way the tracker must hold zero live bytes and no invalid free afterwards; ASan and
  * LSan watch the rest (Jansson's memory included).
  *

@@ -30,7 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!null) abort();
         if (rpt_write_junit(r, null) != LG_OK || rpt_write_markdown(r, null) != LG_OK ||
             rpt_write_csv(r, null) != LG_OK) {
-            fprintf(stderr, "fuzz_results: a loaded file was refused by a writer: %s\n", lg_errmsg());
+            fprintf(stderr, "fuzz_results: a loaded file was refused by a writer: %s\n",
+                    lg_errmsg());
             abort();
         }
         fclose(null);

@@ -28,8 +28,7 @@ void lg_gpu_fill(float *x, int64_t n, uint64_t seed, float lo, float hi)
 {
     struct tn_rng r;
     tn_rng_seed(&r, seed);
-    for (int64_t i = 0; i < n; i++)
-        x[i] = lo + (hi - lo) * tn_rng_uniform(&r);
+    for (int64_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * tn_rng_uniform(&r);
 }
 
 void *lg_gpu_upload(const void *host, size_t nbytes, const char *tag)
@@ -48,10 +47,7 @@ void *lg_gpu_zeros(size_t nbytes, const char *tag)
     return d;
 }
 
-void lg_gpu_free(void *dev)
-{
-    tn_device_free(T, dev);
-}
+void lg_gpu_free(void *dev) { tn_device_free(T, dev); }
 
 void lg_gpu_download(void *host, const void *dev, size_t nbytes)
 {

@@ -26,8 +26,7 @@ static inline struct kn_pair kn_pair_new(int64_t n, uint64_t seed, float lo, flo
     p.h = trk_alloc(T, bytes, "data/pair.host");
     cr_assert_not_null(p.h);
     if (lo == hi)
-        for (int64_t i = 0; i < n; i++)
-            p.h[i] = lo;
+        for (int64_t i = 0; i < n; i++) p.h[i] = lo;
     else
         lg_gpu_fill(p.h, n, seed, lo, hi);
     p.d = lg_gpu_upload(p.h, bytes, "data/pair.device");

@@ -83,8 +83,7 @@ Test(gpu_device, device_tensors_copy_zero_and_move)
     struct tn_tensor *z = tn_zeros(T, TN_F32, TN_CUDA, 2, shape, "act/z");
     cr_assert_not_null(z, "%s", lg_errmsg());
     cr_assert_eq(tn_copy(back, z), LG_OK, "%s", lg_errmsg());
-    for (int64_t i = 0; i < tn_numel(back); i++)
-        cr_assert_eq(tn_f32(back)[i], 0.0f);
+    for (int64_t i = 0; i < tn_numel(back); i++) cr_assert_eq(tn_f32(back)[i], 0.0f);
 
     /* in place: the struct stays, its memory moves and is tagged again */
     struct tn_tensor *m = tn_clone(h, "varmap/w");
@@ -187,8 +186,7 @@ Test(gpu_device, a_kernel_fault_is_returned_by_the_next_quiesce)
     float *w = lg_gpu_zeros((size_t)(4 * h) * sizeof(float), "act/w");
     float *y = lg_gpu_zeros((size_t)(n_idx * h) * sizeof(float), "act/y");
     int32_t bad[256];
-    for (int i = 0; i < 256; i++)
-        bad[i] = 1 << 30; /* 1 Gi rows of 64 floats: 256 GiB past w */
+    for (int i = 0; i < 256; i++) bad[i] = 1 << 30; /* 1 Gi rows of 64 floats: 256 GiB past w */
     int32_t *idx = lg_gpu_upload(bad, sizeof bad, "act/idx");
     kn_cuda.embedding(y, w, idx, n_idx, h);
     int rc = trk_quiesce(T);

@@ -86,7 +86,6 @@ Test(gpu_int8, empty_products)
     cr_expect_eq(kn_cuda_gemm_s8s8s32(dc, NULL, NULL, 4, 4, 0), LG_OK, "K = 0: C = 0");
     int32_t got[16];
     lg_gpu_download(got, dc, sizeof got);
-    for (int i = 0; i < 16; i++)
-        cr_expect_eq(got[i], 0);
+    for (int i = 0; i < 16; i++) cr_expect_eq(got[i], 0);
     lg_gpu_free(dc);
 }

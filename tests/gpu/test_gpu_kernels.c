@@ -70,15 +70,11 @@ Test(gpu_kernels, copy2d_and_dcopy2d)
 
 /* ---- strided geometry ------------------------------------------------------------------------ */
 
-static int64_t numel(const struct kn_geom *g)
-{
-    return g->ne[0] * g->ne[1] * g->ne[2] * g->ne[3];
-}
+static int64_t numel(const struct kn_geom *g) { return g->ne[0] * g->ne[1] * g->ne[2] * g->ne[3]; }
 static int64_t span(const int64_t *ne, const int64_t *s) /* elements a stride set reaches */
 {
     int64_t m = 0;
-    for (int k = 0; k < 4; k++)
-        m += (ne[k] - 1) * s[k];
+    for (int k = 0; k < 4; k++) m += (ne[k] - 1) * s[k];
     return m + 1;
 }
 
@@ -362,8 +358,7 @@ Test(gpu_kernels, sumsq_many_matches_the_cpu_and_repeats_bitwise)
     cr_expect(fabs(one - one_cpu) <= 1e-10 * one_cpu, "one tensor: %.17g vs %.17g", one, one_cpu);
     cr_expect_eq(kn_cuda_sumsq_many(xd, n, 0), 0.0, "no tensors: 0");
     cr_expect_eq(kn_cuda_error(), LG_OK, "%s", kn_cuda_errmsg());
-    for (int i = 0; i < NT; i++)
-        kn_pair_free(&x[i]);
+    for (int i = 0; i < NT; i++) kn_pair_free(&x[i]);
 }
 
 /* ---- embedding ------------------------------------------------------------------------------- */

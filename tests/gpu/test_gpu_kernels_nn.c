@@ -28,8 +28,7 @@ Test(gpu_kernels_nn, softmax_rows_with_masked_entries)
         struct kn_pair dy = kn_pair_new(rows * n, 210 + s, -1, 1),
                        dx = kn_pair_new(rows * n, 220 + s, -1, 1);
         for (int64_t r = 0; r < rows; r++) /* a causal mask: -inf past the diagonal */
-            for (int64_t j = r % n + 1; j < n; j++)
-                x.h[r * n + j] = -INFINITY;
+            for (int64_t j = r % n + 1; j < n; j++) x.h[r * n + j] = -INFINITY;
         sync_to_device(&x);
         char what[64];
         kn_cpu.softmax(y.h, x.h, rows, n);
@@ -79,8 +78,7 @@ Test(gpu_kernels_nn, layernorm_and_every_backward_combination)
             kn_pair_expect(&db, TOL, "dlayernorm db");
         }
         struct kn_pair *all[] = {&x, &y, &w, &b, &mean, &rstd, &dy, &dx, &dw, &db};
-        for (size_t i = 0; i < LG_ARRAY_LEN(all); i++)
-            kn_pair_free(all[i]);
+        for (size_t i = 0; i < LG_ARRAY_LEN(all); i++) kn_pair_free(all[i]);
     }
 }
 
@@ -99,16 +97,14 @@ Test(gpu_kernels_nn, dlayernorm_weight_gradients_repeat_bitwise)
         kn_cuda.dlayernorm(NULL, dw[k], db[k], dy.d, x.d, mean.d, rstd.d, NULL, rows, n);
     }
     float *h[4];
-    for (int k = 0; k < 4; k++)
-        h[k] = trk_alloc(T, (size_t)n * sizeof(float), "data/fetch");
+    for (int k = 0; k < 4; k++) h[k] = trk_alloc(T, (size_t)n * sizeof(float), "data/fetch");
     lg_gpu_download(h[0], dw[0], (size_t)n * sizeof(float));
     lg_gpu_download(h[1], dw[1], (size_t)n * sizeof(float));
     lg_gpu_download(h[2], db[0], (size_t)n * sizeof(float));
     lg_gpu_download(h[3], db[1], (size_t)n * sizeof(float));
     cr_expect(memcmp(h[0], h[1], (size_t)n * sizeof(float)) == 0, "dw differs between runs");
     cr_expect(memcmp(h[2], h[3], (size_t)n * sizeof(float)) == 0, "db differs between runs");
-    for (int k = 0; k < 4; k++)
-        trk_free(T, h[k]);
+    for (int k = 0; k < 4; k++) trk_free(T, h[k]);
     for (int k = 0; k < 2; k++) {
         lg_gpu_free(dw[k]);
         lg_gpu_free(db[k]);
@@ -164,8 +160,7 @@ Test(gpu_kernels_nn, lstm_cell_forward_and_back)
             sync_to_device(&dc);
         }
         struct kn_pair *all[] = {&gates, &cells, &out, &c0, &dg, &dc, &dout, &dh_rec, &zero};
-        for (size_t i = 0; i < LG_ARRAY_LEN(all); i++)
-            kn_pair_free(all[i]);
+        for (size_t i = 0; i < LG_ARRAY_LEN(all); i++) kn_pair_free(all[i]);
     }
 }
 
@@ -196,8 +191,7 @@ Test(gpu_kernels_nn, pinball_loss_and_its_gradients)
     kn_cuda.pinball(loss.d, yhat.d, y.d, q.d, 0, nq);
     kn_pair_expect(&loss, 0, "pinball of no rows");
     struct kn_pair *all[] = {&yhat, &y, &q, &loss, &dloss, &dyhat, &dy};
-    for (size_t i = 0; i < LG_ARRAY_LEN(all); i++)
-        kn_pair_free(all[i]);
+    for (size_t i = 0; i < LG_ARRAY_LEN(all); i++) kn_pair_free(all[i]);
 }
 
 /* Rows enough for many blocks' parts (and more parts than the limit: longer parts); the loss
@@ -251,8 +245,7 @@ Test(gpu_kernels_nn, fake_quant_per_row_and_per_tensor)
         kn_cuda.dfake_quant(dx.d, dy.d, x.d, scale.d, rows, n);
         kn_pair_expect(&dx, 0, "dfake_quant");
         struct kn_pair *all[] = {&x, &y, &scale, &dy, &dx};
-        for (size_t i = 0; i < LG_ARRAY_LEN(all); i++)
-            kn_pair_free(all[i]);
+        for (size_t i = 0; i < LG_ARRAY_LEN(all); i++) kn_pair_free(all[i]);
     }
 }
 
@@ -272,6 +265,5 @@ Test(gpu_kernels_nn, adamw_steps)
     kn_pair_expect(&m, 1e-6, "adamw m");
     kn_pair_expect(&v, 1e-6, "adamw v");
     struct kn_pair *all[] = {&p, &m, &v, &g};
-    for (size_t i = 0; i < LG_ARRAY_LEN(all); i++)
-        kn_pair_free(all[i]);
+    for (size_t i = 0; i < LG_ARRAY_LEN(all); i++) kn_pair_free(all[i]);
 }

@@ -124,8 +124,7 @@ static void lstm_case(bool with_state)
         tn_release(loss[d]);
     }
     struct twin *all[] = {&x, &h0, &c0, &wih, &whh, &bih, &bhh, &w1, &w2};
-    for (size_t i = 0; i < LG_ARRAY_LEN(all); i++)
-        twin_free(all[i]);
+    for (size_t i = 0; i < LG_ARRAY_LEN(all); i++) twin_free(all[i]);
 }
 
 Test(gpu_ops, lstm_sequence_with_initial_state)
@@ -235,11 +234,9 @@ Test(gpu_ops, a_network_of_every_other_op)
     struct tn_tensor *mask = tn_new_f32(T, "model/mask", 2, (int64_t[]){Tn, Tn});
     struct tn_tensor *y = tn_new_f32(T, "data/y", 2, (int64_t[]){B, 3});
     cr_assert(idx && mask && y);
-    for (int64_t i = 0; i < B * Tn; i++)
-        tn_i32(idx)[i] = (int32_t)((i * 7) % 10);
+    for (int64_t i = 0; i < B * Tn; i++) tn_i32(idx)[i] = (int32_t)((i * 7) % 10);
     for (int64_t i = 0; i < Tn; i++)
-        for (int64_t j = 0; j < Tn; j++)
-            tn_f32(mask)[i * Tn + j] = j <= i ? 0.0f : -INFINITY;
+        for (int64_t j = 0; j < Tn; j++) tn_f32(mask)[i * Tn + j] = j <= i ? 0.0f : -INFINITY;
     lg_gpu_fill(tn_f32(y), B * 3, 50, -1, 1);
     io.idx[0] = idx, io.mask[0] = mask, io.y[0] = y;
     io.idx[1] = tn_to_device(idx, TN_CUDA);
@@ -278,8 +275,7 @@ Test(gpu_ops, a_network_of_every_other_op)
     }
     struct twin *all[] = {&io.emb, &io.x,     &io.lnw, &io.lnb, &io.w1,
                           &io.b1,  &io.bias3, &io.bc,  &io.wq,  &io.bq};
-    for (size_t i = 0; i < LG_ARRAY_LEN(all); i++)
-        twin_free(all[i]);
+    for (size_t i = 0; i < LG_ARRAY_LEN(all); i++) twin_free(all[i]);
 }
 
 Test(gpu_ops, mixing_devices_is_an_error)

@@ -43,8 +43,7 @@ static struct pass run_pass(struct tft_model *m, struct tft_batch *b, enum tn_de
     struct tn_tensor **params = NULL;
     cr_assert_eq(vm_all_vars(tft_varmap_borrow(m), &params, &p.n), LG_OK);
     p.grads = trk_calloc(T, (size_t)p.n * sizeof *p.grads, "data/grads");
-    for (int i = 0; i < p.n; i++)
-        p.grads[i] = params[i]->grad ? host_copy(params[i]->grad) : NULL;
+    for (int i = 0; i < p.n; i++) p.grads[i] = params[i]->grad ? host_copy(params[i]->grad) : NULL;
     opt_free_grads(params, p.n);
     vm_list_free(tft_varmap_borrow(m), params);
     ag_ctx_free(ctx);
@@ -55,8 +54,7 @@ static void pass_free(struct pass *p)
 {
     tn_release(p->yhat);
     tn_release(p->loss);
-    for (int i = 0; i < p->n; i++)
-        tn_release(p->grads[i]);
+    for (int i = 0; i < p->n; i++) tn_release(p->grads[i]);
     trk_free(T, p->grads);
 }
 
@@ -79,8 +77,7 @@ static void agreement(const char *preset, int batch, double out_tol, double grad
     cr_assert_eq(tft_to_device(m, TN_CUDA), LG_OK, "%s", lg_errmsg());
     cr_assert_eq(tft_batch_to_device(&b, TN_CUDA), LG_OK, "%s", lg_errmsg());
     struct vm_varmap *vm = tft_varmap_borrow(m);
-    for (int i = 0; i < vm_count(vm); i++)
-        cr_assert_eq(vm_at(vm, i)->device, TN_CUDA);
+    for (int i = 0; i < vm_count(vm); i++) cr_assert_eq(vm_at(vm, i)->device, TN_CUDA);
     struct pass gpu = run_pass(m, &b, TN_CUDA);
 
     char what[LG_MAX_NAME + 32];

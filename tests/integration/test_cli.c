@@ -39,27 +39,32 @@ static void expect_leak(const char *inject, const char *modes, const char *chann
                         const char *needle)
 {
     char args[512], line[1024];
-    snprintf(args, sizeof args, "run --sessions 6 --quiet --no-reports --out '%s/out' --modes %s --inject %s",
+    snprintf(args, sizeof args,
+             "run --sessions 6 --quiet --no-reports --out '%s/out' --modes %s --inject %s",
              lg_test_tmpdir(), modes, inject);
     struct lg_out o = run(args);
     line_of(o.text, channel, line, sizeof line);
-    cr_expect_eq(o.status, 1, "--inject %s: exit %d, expected 1 (leak)\n%s", inject, o.status, o.text);
-    cr_expect(strstr(line, " leak ") != NULL, "--inject %s: channel %s should say leak:\n%s", inject,
-              channel, o.text);
-    cr_expect(strstr(line, needle) != NULL, "--inject %s: %s should name '%s':\n%s", inject, channel,
-              needle, line);
+    cr_expect_eq(o.status, 1, "--inject %s: exit %d, expected 1 (leak)\n%s", inject, o.status,
+                 o.text);
+    cr_expect(strstr(line, " leak ") != NULL, "--inject %s: channel %s should say leak:\n%s",
+              inject, channel, o.text);
+    cr_expect(strstr(line, needle) != NULL, "--inject %s: %s should name '%s':\n%s", inject,
+              channel, needle, line);
     free(o.text);
 }
 
 Test(cli, clean_run_passes)
 {
     char args[512], line[1024];
-    snprintf(args, sizeof args, "run --sessions 8 --quiet --out '%s/out' --modes fp32,int8,qat", lg_test_tmpdir());
+    snprintf(args, sizeof args, "run --sessions 8 --quiet --out '%s/out' --modes fp32,int8,qat",
+             lg_test_tmpdir());
     struct lg_out o = run(args);
     cr_expect_eq(o.status, 0, "exit %d:\n%s", o.status, o.text);
     cr_expect(strstr(o.text, "PASS") != NULL, "%s", o.text);
-    cr_expect(strstr(line_of(o.text, "tagged_host", line, sizeof line), " pass ") != NULL, "%s", line);
-    cr_expect(strstr(line_of(o.text, "je_allocated", line, sizeof line), " pass ") != NULL, "%s", line);
+    cr_expect(strstr(line_of(o.text, "tagged_host", line, sizeof line), " pass ") != NULL, "%s",
+              line);
+    cr_expect(strstr(line_of(o.text, "je_allocated", line, sizeof line), " pass ") != NULL, "%s",
+              line);
     char path[512];
     snprintf(path, sizeof path, "%s/out/results.jsonl", lg_test_tmpdir());
     cr_expect_eq(access(path, R_OK), 0, "results.jsonl written");
@@ -76,17 +81,22 @@ Test(cli, adam_state) { expect_leak("adam-state", "fp32", "tagged_host", "class 
 Test(cli, grad_retained) { expect_leak("grad-retained", "fp32", "tagged_host", "class grad"); }
 Test(cli, tape_retained) { expect_leak("tape-retained", "fp32", "tagged_host", "class act"); }
 Test(cli, ckpt_buffer) { expect_leak("ckpt-buffer", "fp32", "tagged_host", "ckpt/staging"); }
-Test(cli, int8_calibration) { expect_leak("int8-calibration", "fp32,int8", "tagged_host", "class int8"); }
+Test(cli, int8_calibration)
+{
+    expect_leak("int8-calibration", "fp32,int8", "tagged_host", "class int8");
+}
 Test(cli, qat_observer) { expect_leak("qat-observer", "fp32,qat", "tagged_host", "class qat"); }
 
 Test(cli, raw_malloc_is_caught_by_jemalloc_allocated_only)
 {
     char args[512], line[1024];
-    snprintf(args, sizeof args, "run --sessions 8 --quiet --no-reports --out '%s/out' --inject raw-malloc:256KiB",
+    snprintf(args, sizeof args,
+             "run --sessions 8 --quiet --no-reports --out '%s/out' --inject raw-malloc:256KiB",
              lg_test_tmpdir());
     struct lg_out o = run(args);
     cr_expect_eq(o.status, 1, "%s", o.text);
-    cr_expect(strstr(line_of(o.text, "je_allocated", line, sizeof line), " leak ") != NULL, "%s", o.text);
+    cr_expect(strstr(line_of(o.text, "je_allocated", line, sizeof line), " leak ") != NULL, "%s",
+              o.text);
     cr_expect(strstr(line, "256.00 KiB") != NULL, "the slope is the injected size: %s", line);
     cr_expect(strstr(line_of(o.text, "tagged_host", line, sizeof line), " pass ") != NULL,
               "untagged: the tracker's ledger cannot see it: %s", line);
@@ -96,7 +106,8 @@ Test(cli, raw_malloc_is_caught_by_jemalloc_allocated_only)
 Test(cli, raw_mmap_is_caught_by_rss_only)
 {
     char args[512], line[1024];
-    snprintf(args, sizeof args, "run --sessions 8 --quiet --no-reports --out '%s/out' --inject raw-mmap:2MiB",
+    snprintf(args, sizeof args,
+             "run --sessions 8 --quiet --no-reports --out '%s/out' --inject raw-mmap:2MiB",
              lg_test_tmpdir());
     struct lg_out o = run(args);
     cr_expect_eq(o.status, 1, "%s", o.text);
@@ -110,25 +121,30 @@ Test(cli, injection_from_a_later_session)
 {
     char args[512], line[1024];
     /* 2 warm-up (fp32, int8) + 10 measured: the leak starts at session 6 */
-    snprintf(args, sizeof args, "run --sessions 10 --quiet --no-reports --out '%s/out' --inject adam-state@6",
+    snprintf(args, sizeof args,
+             "run --sessions 10 --quiet --no-reports --out '%s/out' --inject adam-state@6",
              lg_test_tmpdir());
     struct lg_out o = run(args);
     cr_expect_eq(o.status, 1, "%s", o.text);
-    cr_expect(strstr(line_of(o.text, "tagged_host", line, sizeof line), "first in session 6") != NULL, "%s", line);
+    cr_expect(strstr(line_of(o.text, "tagged_host", line, sizeof line), "first in session 6") !=
+                  NULL,
+              "%s", line);
     free(o.text);
 }
 
 Test(cli, reproduce_shows_the_varmap_bytes_and_site_and_fixed_shows_zero)
 {
     char args[512];
-    snprintf(args, sizeof args, "reproduce varmap-dup-ref --preset tiny --out '%s/r'", lg_test_tmpdir());
+    snprintf(args, sizeof args, "reproduce varmap-dup-ref --preset tiny --out '%s/r'",
+             lg_test_tmpdir());
     struct lg_out o = run(args);
     cr_expect_eq(o.status, 1, "%s", o.text);
     cr_expect(strstr(o.text, "class varmap") && strstr(o.text, "(108844 bytes)"),
               "tiny's VarMap is 108,844 bytes (spec table):\n%s", o.text);
     cr_expect(strstr(o.text, "retained at tr_new (trainer.c:") != NULL, "%s", o.text);
     free(o.text);
-    snprintf(args, sizeof args, "reproduce varmap-dup-ref --preset tiny --fixed --out '%s/f'", lg_test_tmpdir());
+    snprintf(args, sizeof args, "reproduce varmap-dup-ref --preset tiny --fixed --out '%s/f'",
+             lg_test_tmpdir());
     o = run(args);
     cr_expect_eq(o.status, 0, "%s", o.text);
     cr_expect(strstr(o.text, "class varmap") == NULL, "%s", o.text);
@@ -159,8 +175,8 @@ Test(cli, bad_input_exits_2_with_a_message)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct lg_out o = run(cases[i].args);
         cr_expect_eq(o.status, 2, "'%s': exit %d, expected 2\n%s", cases[i].args, o.status, o.text);
-        cr_expect(strstr(o.text, cases[i].needle) != NULL, "'%s' should say '%s':\n%s", cases[i].args,
-                  cases[i].needle, o.text);
+        cr_expect(strstr(o.text, cases[i].needle) != NULL, "'%s' should say '%s':\n%s",
+                  cases[i].args, cases[i].needle, o.text);
         free(o.text);
     }
 }
@@ -168,14 +184,16 @@ Test(cli, bad_input_exits_2_with_a_message)
 Test(cli, malformed_csv_exits_2_naming_file_and_line)
 {
     char args[1024];
-    snprintf(args, sizeof args,
-             "run --sessions 4 --quiet --out '%s/o' --csv '%s/csv/bad/number.csv' --csv-config '%s/csv/small.json'",
-             lg_test_tmpdir(), lg_test_data_dir(), lg_test_data_dir());
+    snprintf(
+        args, sizeof args,
+        "run --sessions 4 --quiet --out '%s/o' --csv '%s/csv/bad/number.csv' --csv-config '%s/csv/small.json'",
+        lg_test_tmpdir(), lg_test_data_dir(), lg_test_data_dir());
     struct lg_out o = run(args);
     cr_expect_eq(o.status, 2, "%s", o.text);
     cr_expect(strstr(o.text, "number.csv:4: column 'y' (3): 'abc' is not a number") != NULL,
               "names the file, line and column: %s", o.text);
-    cr_expect(strstr(o.text, "still live at exit") == NULL, "the error path freed everything: %s", o.text);
+    cr_expect(strstr(o.text, "still live at exit") == NULL, "the error path freed everything: %s",
+              o.text);
     free(o.text);
 }
 
@@ -191,7 +209,8 @@ Test(cli, a_session_that_fails_frees_what_it_took)
     cr_expect_eq(o.status, 2, "an I/O error is an input error: %s", o.text);
     cr_expect(strstr(o.text, "checkpoint.safetensors.tmp") != NULL, "names the file: %s", o.text);
     cr_expect(strstr(o.text, "session 0 (fp32) failed") != NULL, "%s", o.text);
-    cr_expect(strstr(o.text, "still live at exit") == NULL, "model, trainer and optimizer freed: %s", o.text);
+    cr_expect(strstr(o.text, "still live at exit") == NULL,
+              "model, trainer and optimizer freed: %s", o.text);
     free(o.text);
     snprintf(args, sizeof args, "run --sessions 4 --out /proc/no-such-dir/x");
     o = run(args);
@@ -203,9 +222,10 @@ Test(cli, a_session_that_fails_frees_what_it_took)
 Test(cli, csv_training_runs_clean)
 {
     char args[1024];
-    snprintf(args, sizeof args,
-             "run --sessions 4 --quiet --no-reports --out '%s/o' --csv '%s/csv/example.csv' --csv-config '%s/csv/example.json'",
-             lg_test_tmpdir(), lg_test_data_dir(), lg_test_data_dir());
+    snprintf(
+        args, sizeof args,
+        "run --sessions 4 --quiet --no-reports --out '%s/o' --csv '%s/csv/example.csv' --csv-config '%s/csv/example.json'",
+        lg_test_tmpdir(), lg_test_data_dir(), lg_test_data_dir());
     struct lg_out o = run(args);
     cr_expect_eq(o.status, 0, "%s", o.text);
     free(o.text);
@@ -222,7 +242,8 @@ Test(cli, sigterm_leaves_a_partial_run_with_a_verdict)
         int fd = open("/dev/null", O_WRONLY);
         dup2(fd, 1);
         dup2(fd, 2);
-        execl(LEAKGATE_BIN, "leakgate", "run", "--sessions", "100000", "--no-reports", "--out", out, (char *)NULL);
+        execl(LEAKGATE_BIN, "leakgate", "run", "--sessions", "100000", "--no-reports", "--out", out,
+              (char *)NULL);
         _exit(127);
     }
     /* wait until a few sessions are on disk, then ask it to stop */
@@ -254,7 +275,8 @@ Test(cli, sigterm_leaves_a_partial_run_with_a_verdict)
     }
     fclose(f);
     cr_expect(verdict && partial, "a verdict line marked partial closes the file");
-    cr_expect_eq(WEXITSTATUS(st), 3, "a stopped run proves no leak and earns no pass: exit %d", WEXITSTATUS(st));
+    cr_expect_eq(WEXITSTATUS(st), 3, "a stopped run proves no leak and earns no pass: exit %d",
+                 WEXITSTATUS(st));
 }
 
 Test(cli, calibrate_writes_budgets_that_run_uses_and_records)
@@ -264,7 +286,8 @@ Test(cli, calibrate_writes_budgets_that_run_uses_and_records)
     snprintf(args, sizeof args, "calibrate --runs 3 --sessions 8 --out '%s'", path);
     struct lg_out o = run(args);
     cr_assert_eq(o.status, 0, "%s", o.text);
-    cr_expect(strstr(o.text, "je_allocated") && strstr(o.text, "min n"), "the noise table is printed: %s", o.text);
+    cr_expect(strstr(o.text, "je_allocated") && strstr(o.text, "min n"),
+              "the noise table is printed: %s", o.text);
     free(o.text);
     FILE *f = fopen(path, "r");
     cr_assert_not_null(f, "the budgets file is written");
@@ -272,17 +295,23 @@ Test(cli, calibrate_writes_budgets_that_run_uses_and_records)
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     buf[n] = '\0';
     fclose(f);
-    static const char *const members[] = {"\"schema\": \"leakgate.budgets/1\"", "\"machine\"", "\"device\": \"cpu\"",
-                                          "\"build\": \"leakgate ", "\"command\": \"leakgate calibrate",
-                                          "\"date\"", "\"observed\"", "\"rss\""};
+    static const char *const members[] = {"\"schema\": \"leakgate.budgets/1\"",
+                                          "\"machine\"",
+                                          "\"device\": \"cpu\"",
+                                          "\"build\": \"leakgate ",
+                                          "\"command\": \"leakgate calibrate",
+                                          "\"date\"",
+                                          "\"observed\"",
+                                          "\"rss\""};
     for (size_t k = 0; k < sizeof members / sizeof members[0]; k++)
         cr_expect(strstr(buf, members[k]), "the file names %s:\n%s", members[k], buf);
-    snprintf(args, sizeof args, "run --sessions 8 --quiet --no-reports --budgets '%s' --out '%s/r'", path,
-             lg_test_tmpdir());
+    snprintf(args, sizeof args, "run --sessions 8 --quiet --no-reports --budgets '%s' --out '%s/r'",
+             path, lg_test_tmpdir());
     o = run(args);
     cr_expect_eq(o.status, 0, "%s", o.text);
     free(o.text);
-    snprintf(args, sizeof args, "grep -q 'budgets.json: measured on' '%s/r/results.jsonl'", lg_test_tmpdir());
+    snprintf(args, sizeof args, "grep -q 'budgets.json: measured on' '%s/r/results.jsonl'",
+             lg_test_tmpdir());
     cr_expect_eq(system(args), 0, "the results record the budgets' real source");
     /* bad input */
     o = run("calibrate --runs 1");

@@ -24,10 +24,7 @@ static int sh(const char *fmt, ...)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
-static const char *prefix(void)
-{
-    return lg_test_tmpfile("prefix");
-}
+static const char *prefix(void) { return lg_test_tmpfile("prefix"); }
 
 /* Installs the build into the scratch prefix; the path stays valid for the test. */
 static void install(char *buf, size_t size)

@@ -47,7 +47,8 @@ static int wait_exit(pid_t pid)
 {
     int st;
     cr_assert_eq(waitpid(pid, &st, 0), pid);
-    cr_assert(WIFEXITED(st), "leakgate ended by itself, not by signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    cr_assert(WIFEXITED(st), "leakgate ended by itself, not by signal %d",
+              WIFSIGNALED(st) ? WTERMSIG(st) : 0);
     return WEXITSTATUS(st);
 }
 
@@ -83,7 +84,7 @@ static char *slurp(const char *path)
     return s;
 }
 
-/* ---- a small parser of the Prometheus text exposition format (0.0.4) ---------------------------- */
+/* ---- a small parser of the Prometheus text exposition format (0.0.4) ------------------------- */
 
 static bool metric_name(const char **p)
 {
@@ -112,7 +113,8 @@ static const char *prom_check(const char *text, char *why, size_t size)
             if (type) {
                 const char *t = q + 1;
                 int tl = (int)(nl - t);
-                if (!((tl == 5 && !strncmp(t, "gauge", 5)) || (tl == 7 && !strncmp(t, "counter", 7)) ||
+                if (!((tl == 5 && !strncmp(t, "gauge", 5)) ||
+                      (tl == 7 && !strncmp(t, "counter", 7)) ||
                       (tl == 7 && !strncmp(t, "untyped", 7))))
                     goto bad;
                 for (int i = 0; i < n_typed; i++)
@@ -139,8 +141,10 @@ static const char *prom_check(const char *text, char *why, size_t size)
                         s += *s == '\\' ? 2 : 1;
                     }
                     s++;
-                    if (*s == ',') s++;
-                    else if (*s != '}') goto bad;
+                    if (*s == ',')
+                        s++;
+                    else if (*s != '}')
+                        goto bad;
                 }
                 s++;
             }
@@ -155,7 +159,8 @@ static const char *prom_check(const char *text, char *why, size_t size)
         p = nl + 1;
         continue;
     bad:
-        snprintf(why, size, "line %d is not valid exposition format: %.*s", line + 1, (int)(nl - p), p);
+        snprintf(why, size, "line %d is not valid exposition format: %.*s", line + 1, (int)(nl - p),
+                 p);
         return why;
     }
     return NULL;
@@ -180,7 +185,7 @@ Test(soak, the_exposition_checker_rejects_malformed_text)
 {
     static const char *const bad[] = {
         "leakgate_x 1\n",                                                   /* no TYPE first */
-        "# TYPE leakgate_x gauge\nleakgate_x{a=\"1} 1\n",                  /* open quote */
+        "# TYPE leakgate_x gauge\nleakgate_x{a=\"1} 1\n",                   /* open quote */
         "# TYPE leakgate_x gauge\nleakgate_x{a=1} 1\n",                     /* unquoted value */
         "# TYPE leakgate_x gauge\nleakgate_x one\n",                        /* not a number */
         "# TYPE leakgate_x gauge\nleakgate_x 1",                            /* no final newline */
@@ -191,12 +196,14 @@ Test(soak, the_exposition_checker_rejects_malformed_text)
     char why[300];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_expect(prom_check(bad[i], why, sizeof why) != NULL, "accepted: %s", bad[i]);
-    cr_expect(prom_check("# HELP leakgate_x A gauge.\n# TYPE leakgate_x gauge\nleakgate_x{a=\"q\\\"\",b=\"\"} -Inf\n",
-                         why, sizeof why) == NULL,
-              "%s", why);
+    cr_expect(
+        prom_check(
+            "# HELP leakgate_x A gauge.\n# TYPE leakgate_x gauge\nleakgate_x{a=\"q\\\"\",b=\"\"} -Inf\n",
+            why, sizeof why) == NULL,
+        "%s", why);
 }
 
-/* ---- the soak ------------------------------------------------------------------------------------ */
+/* ---- the soak -------------------------------------------------------------------------------- */
 
 Test(soak, clean_100_sessions_pass_with_compact_results_metrics_and_reports)
 {
@@ -205,8 +212,10 @@ Test(soak, clean_100_sessions_pass_with_compact_results_metrics_and_reports)
     struct lg_out o = run(args);
     cr_expect_eq(o.status, 0, "exit %d:\n%s", o.status, o.text);
     cr_expect(strstr(o.text, "PASS") != NULL, "%s", o.text);
-    cr_expect(strstr(line_of(o.text, "je_allocated", line, sizeof line), " pass ") != NULL, "%s", o.text);
-    cr_expect(strstr(line_of(o.text, "rss", line, sizeof line), "within budget") != NULL, "%s", line);
+    cr_expect(strstr(line_of(o.text, "je_allocated", line, sizeof line), " pass ") != NULL, "%s",
+              o.text);
+    cr_expect(strstr(line_of(o.text, "rss", line, sizeof line), "within budget") != NULL, "%s",
+              line);
     free(o.text);
 
     snprintf(path, sizeof path, "%s/clean/results.jsonl", lg_test_tmpdir());
@@ -220,7 +229,8 @@ Test(soak, clean_100_sessions_pass_with_compact_results_metrics_and_reports)
         cr_expect_eq(r->sessions[i].index, i, "plan-wide indices");
         with_samples += r->sessions[i].n_samples > 0;
     }
-    cr_expect_eq(with_samples, 1, "only the first measured session keeps its timeline (got %d)", with_samples);
+    cr_expect_eq(with_samples, 1, "only the first measured session keeps its timeline (got %d)",
+                 with_samples);
     cr_expect(r->has_verdict && r->verdict.status == RPT_PASS && !r->verdict.partial);
     rpt_results_free(r);
 
@@ -232,12 +242,15 @@ Test(soak, clean_100_sessions_pass_with_compact_results_metrics_and_reports)
     cr_expect_eq(prom_value(m, "leakgate_sessions_total"), 100);
     cr_expect_eq(prom_value(m, "leakgate_soak_running"), 0);
     cr_expect_eq(prom_value(m, "leakgate_leaked_bytes_total"), 0);
-    cr_expect(isfinite(prom_value(m, "leakgate_session_delta_bytes{channel=\"rss\",preset=\"tiny\",mode=\"fp32\"}")),
-              "%s", m);
+    cr_expect(
+        isfinite(prom_value(
+            m, "leakgate_session_delta_bytes{channel=\"rss\",preset=\"tiny\",mode=\"fp32\"}")),
+        "%s", m);
     cr_expect_eq(prom_value(m, "leakgate_channel_alarm{channel=\"je_allocated\"}"), 0);
     cr_expect(strstr(m, "leakgate_verdict{status=\"pass\"} 1\n") != NULL, "%s", m);
     free(m);
-    static const char *const artefacts[] = {"report.html", "junit.xml", "summary.md", "trend.svg", NULL};
+    static const char *const artefacts[] = {"report.html", "junit.xml", "summary.md", "trend.svg",
+                                            NULL};
     for (const char *const *a = artefacts; *a; a++) {
         snprintf(path, sizeof path, "%s/clean/%s", lg_test_tmpdir(), *a);
         cr_expect_eq(access(path, R_OK), 0, "%s written", *a);
@@ -247,8 +260,10 @@ Test(soak, clean_100_sessions_pass_with_compact_results_metrics_and_reports)
 Test(soak, a_slow_leak_starting_at_session_40_is_caught_by_the_trend_test)
 {
     char args[512], line[1024];
-    snprintf(args, sizeof args, "soak --sessions 100 --quiet --no-reports --out '%s/leak' --inject raw-malloc:256KiB@40",
-             lg_test_tmpdir());
+    snprintf(
+        args, sizeof args,
+        "soak --sessions 100 --quiet --no-reports --out '%s/leak' --inject raw-malloc:256KiB@40",
+        lg_test_tmpdir());
     struct lg_out o = run(args);
     cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
     line_of(o.text, "je_allocated", line, sizeof line);
@@ -256,9 +271,12 @@ Test(soak, a_slow_leak_starting_at_session_40_is_caught_by_the_trend_test)
     const char *at = strstr(line, "alarm at session ");
     cr_assert_not_null(at, "the alarm's session is named: %s", line);
     int session = atoi(at + strlen("alarm at session "));
-    cr_expect(session >= 40 && session <= 60, "the alarm fires at or after session 40 (soon): %d\n%s", session, line);
-    cr_expect(strstr(line, "256.00 KiB/session") != NULL, "the final window's slope is the leak: %s", line);
-    cr_expect(strstr(line_of(o.text, "tagged_host", line, sizeof line), " pass ") != NULL, "untagged: %s", line);
+    cr_expect(session >= 40 && session <= 60,
+              "the alarm fires at or after session 40 (soon): %d\n%s", session, line);
+    cr_expect(strstr(line, "256.00 KiB/session") != NULL,
+              "the final window's slope is the leak: %s", line);
+    cr_expect(strstr(line_of(o.text, "tagged_host", line, sizeof line), " pass ") != NULL,
+              "untagged: %s", line);
     cr_expect(strstr(o.text, "je_allocated") && strstr(o.text, "LEAK"), "%s", o.text);
     free(o.text);
 }
@@ -267,7 +285,8 @@ Test(soak, a_slow_leak_starting_at_session_40_is_caught_by_the_trend_test)
 static int soak_200(const char *inject, const char *name, char **text)
 {
     char args[600];
-    snprintf(args, sizeof args, "soak --sessions 200 --quiet --no-reports --inject %s --out '%s/%s'", inject,
+    snprintf(args, sizeof args,
+             "soak --sessions 200 --quiet --no-reports --inject %s --out '%s/%s'", inject,
              lg_test_tmpdir(), name);
     struct lg_out o = run(args);
     *text = o.text;
@@ -285,8 +304,8 @@ Test(soak, leaks_that_come_in_steps_are_caught_over_200_sessions)
         int st = soak_200(faults[k], name, &text);
         cr_expect_eq(st, 1, "%s: exit %d, expected 1 (leak):\n%s", faults[k], st, text);
         line_of(text, "je_allocated", line, sizeof line);
-        cr_expect(strstr(line, " leak ") && strstr(line, "steps alarm"), "%s: je_allocated should name the steps:\n%s",
-                  faults[k], line);
+        cr_expect(strstr(line, " leak ") && strstr(line, "steps alarm"),
+                  "%s: je_allocated should name the steps:\n%s", faults[k], line);
         free(text);
     }
 }
@@ -298,7 +317,8 @@ Test(soak, noise_raises_no_alarm_over_200_sessions)
     cr_expect_eq(st, 0, "noise is not a leak: exit %d\n%s", st, text);
     static const char *const ch[] = {"je_allocated", "je_active", "je_resident", "rss"};
     for (int c = 0; c < 4; c++)
-        cr_expect(strstr(line_of(text, ch[c], line, sizeof line), " leak ") == NULL && !strstr(line, "alarm"),
+        cr_expect(strstr(line_of(text, ch[c], line, sizeof line), " leak ") == NULL &&
+                      !strstr(line, "alarm"),
                   "%s: %s", ch[c], line);
     cr_expect(strstr(text, "ALARM") == NULL, "%s", text);
     free(text);
@@ -307,14 +327,15 @@ Test(soak, noise_raises_no_alarm_over_200_sessions)
 Test(soak, two_one_off_steps_in_a_40_session_gate_are_reported_not_called_a_leak)
 {
     char args[600], line[1024];
-    snprintf(args, sizeof args,
-             "run --quiet --no-reports --inject raw-mmap:2MiB@10/1000 --inject raw-mmap:2MiB@25/1000 --out '%s/oneoff'",
-             lg_test_tmpdir());
+    snprintf(
+        args, sizeof args,
+        "run --quiet --no-reports --inject raw-mmap:2MiB@10/1000 --inject raw-mmap:2MiB@25/1000 --out '%s/oneoff'",
+        lg_test_tmpdir());
     struct lg_out o = run(args);
     cr_expect_neq(o.status, 1, "not a leak: exit %d\n%s", o.status, o.text);
     line_of(o.text, "rss", line, sizeof line);
-    cr_expect(strstr(line, "2 one-off step(s)") && strstr(line, "not called a leak"), "the steps are reported: %s",
-              line);
+    cr_expect(strstr(line, "2 one-off step(s)") && strstr(line, "not called a leak"),
+              "the steps are reported: %s", line);
     free(o.text);
 }
 
@@ -326,7 +347,8 @@ Test(soak, sigterm_finishes_the_session_writes_the_verdict_and_metrics_are_repla
     snprintf(metrics, sizeof metrics, "%s/metrics.prom", out);
     snprintf(tmp, sizeof tmp, "%s.tmp", metrics);
     snprintf(log, sizeof log, "%s/log", lg_test_tmpdir());
-    pid_t pid = spawn(log, (char *const[]){"leakgate", "soak", "--sessions", "100000", "--out", out, NULL});
+    pid_t pid =
+        spawn(log, (char *const[]){"leakgate", "soak", "--sessions", "100000", "--out", out, NULL});
     /* read the metrics while it is being rewritten: every read is a whole file */
     double sessions = 0;
     int reads = 0, inodes = 0;
@@ -349,8 +371,9 @@ Test(soak, sigterm_finishes_the_session_writes_the_verdict_and_metrics_are_repla
         }
     }
     cr_assert_geq(sessions, 8, "sessions are counted as they end");
-    cr_expect_geq(inodes, 3, "the file is replaced (rename), not rewritten in place: %d inodes in %d reads", inodes,
-                  reads);
+    cr_expect_geq(inodes, 3,
+                  "the file is replaced (rename), not rewritten in place: %d inodes in %d reads",
+                  inodes, reads);
     kill(pid, SIGTERM);
     int code = wait_exit(pid);
     char *text = slurp(log);
@@ -360,7 +383,8 @@ Test(soak, sigterm_finishes_the_session_writes_the_verdict_and_metrics_are_repla
 
     struct rpt_results *r = NULL;
     cr_assert_eq(rpt_results_load(&r, results), LG_OK, "%s", lg_errmsg());
-    cr_expect(r->has_verdict && r->verdict.partial, "the verdict line closes the file, marked partial");
+    cr_expect(r->has_verdict && r->verdict.partial,
+              "the verdict line closes the file, marked partial");
     cr_expect_eq(r->truncated_lines, 0, "the current session finished before the verdict");
     cr_expect_geq(r->verdict.sessions_measured, 8);
     rpt_results_free(r);
@@ -378,10 +402,12 @@ Test(soak, sigterm_finishes_the_session_writes_the_verdict_and_metrics_are_repla
 Test(soak, its_own_memory_stays_flat_over_300_sessions)
 {
     char args[512], path[600];
-    snprintf(args, sizeof args, "soak --sessions 300 --steps 2 --modes fp32 --quiet --no-reports --out '%s/flat'",
+    snprintf(args, sizeof args,
+             "soak --sessions 300 --steps 2 --modes fp32 --quiet --no-reports --out '%s/flat'",
              lg_test_tmpdir());
     struct lg_out o = run(args);
-    cr_expect_eq(o.status, 0, "the soak's own verdict on its clean run passes (exit %d):\n%s", o.status, o.text);
+    cr_expect_eq(o.status, 0, "the soak's own verdict on its clean run passes (exit %d):\n%s",
+                 o.status, o.text);
     free(o.text);
     snprintf(path, sizeof path, "%s/flat/results.jsonl", lg_test_tmpdir());
     struct stat st;
@@ -404,10 +430,12 @@ Test(soak, its_own_memory_stays_flat_over_300_sessions)
     struct rpt_trend t;
     rpt_theil_sen(y, n, 0.95, &t);
     cr_expect(t.lo <= 0 && t.hi >= 0 && fabs(t.slope) < 1024,
-              "je_allocated has no trend: slope %.0f B/session, CI [%.0f, %.0f]", t.slope, t.lo, t.hi);
+              "je_allocated has no trend: slope %.0f B/session, CI [%.0f, %.0f]", t.slope, t.lo,
+              t.hi);
     int64_t rss0 = first->absolute[RPT_CH_RSS], rss1 = lastm->absolute[RPT_CH_RSS];
-    cr_expect(llabs(rss1 - rss0) <= 1 << 20, "RSS at the end within 1 MiB of the start: %lld -> %lld",
-              (long long)rss0, (long long)rss1);
+    cr_expect(llabs(rss1 - rss0) <= 1 << 20,
+              "RSS at the end within 1 MiB of the start: %lld -> %lld", (long long)rss0,
+              (long long)rss1);
     free(y);
     rpt_results_free(r);
 }
@@ -415,7 +443,8 @@ Test(soak, its_own_memory_stays_flat_over_300_sessions)
 Test(soak, a_duration_plan_ends_on_time_and_is_not_partial)
 {
     char args[512];
-    snprintf(args, sizeof args, "soak --duration 3s --quiet --no-reports --out '%s/dur'", lg_test_tmpdir());
+    snprintf(args, sizeof args, "soak --duration 3s --quiet --no-reports --out '%s/dur'",
+             lg_test_tmpdir());
     double t0 = lg_now();
     struct lg_out o = run(args);
     double took = lg_now() - t0;
@@ -444,13 +473,13 @@ Test(soak, bad_options_exit_2_with_a_message)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct lg_out o = run(cases[i].args);
         cr_expect_eq(o.status, 2, "'%s': exit %d, expected 2\n%s", cases[i].args, o.status, o.text);
-        cr_expect(strstr(o.text, cases[i].needle) != NULL, "'%s' should say '%s':\n%s", cases[i].args,
-                  cases[i].needle, o.text);
+        cr_expect(strstr(o.text, cases[i].needle) != NULL, "'%s' should say '%s':\n%s",
+                  cases[i].args, cases[i].needle, o.text);
         free(o.text);
     }
 }
 
-/* ---- shards and merge ---------------------------------------------------------------------------- */
+/* ---- shards and merge ------------------------------------------------------------------------ */
 
 /* Runs shards `first`..`last` of a 3-shard 60-session plan concurrently under dir; inject (or
  * NULL) goes to every one of them. */
@@ -461,8 +490,9 @@ static void run_shards(const char *dir, int first, int last, const char *inject)
     for (int i = first; i <= last; i++) {
         snprintf(shard[i], sizeof shard[i], "%d/3", i);
         snprintf(log[i], sizeof log[i], "%s-%d.log", dir, i);
-        char *argv[20] = {"leakgate", "soak", "--sessions", "60", "--window", "20", "--shard", shard[i],
-                          "--out", (char *)dir, "--quiet", "--no-reports", NULL};
+        char *argv[20] = {"leakgate", "soak",         "--sessions", "60",    "--window",
+                          "20",       "--shard",      shard[i],     "--out", (char *)dir,
+                          "--quiet",  "--no-reports", NULL};
         if (inject) {
             argv[12] = "--inject";
             argv[13] = (char *)inject;
@@ -486,14 +516,16 @@ Test(soak, three_concurrent_shards_merge_into_one_plan_and_a_leaking_shard_is_na
     run_shards(clean, 0, 2, NULL);
     run_shards(leak, 1, 1, "raw-malloc:256KiB@20");
 
-    snprintf(args, sizeof args, "merge '%s/shard-*-of-3' -o '%s/merged'", clean, lg_test_tmpdir()); /* a glob */
+    snprintf(args, sizeof args, "merge '%s/shard-*-of-3' -o '%s/merged'", clean,
+             lg_test_tmpdir()); /* a glob */
     struct lg_out o = run(args);
     cr_expect_eq(o.status, 0, "exit %d:\n%s", o.status, o.text);
     cr_expect(strstr(o.text, "PASS: every shard") != NULL, "%s", o.text);
     for (int i = 0; i < 3; i++) {
         char row[16];
         snprintf(row, sizeof row, "\n%d/3 ", i);
-        cr_expect(strstr(o.text, row) != NULL, "shard %d/3's own verdict is printed:\n%s", i, o.text);
+        cr_expect(strstr(o.text, row) != NULL, "shard %d/3's own verdict is printed:\n%s", i,
+                  o.text);
     }
     free(o.text);
     snprintf(path, sizeof path, "%s/merged/results.jsonl", lg_test_tmpdir());
@@ -507,13 +539,14 @@ Test(soak, three_concurrent_shards_merge_into_one_plan_and_a_leaking_shard_is_na
             cr_expect_eq(measured, 0, "warm-ups first");
             continue;
         }
-        cr_expect_eq(s->index, 2 + measured, "measured sessions in plan order: session %d at %d", s->index,
-                     2 + measured);
+        cr_expect_eq(s->index, 2 + measured, "measured sessions in plan order: session %d at %d",
+                     s->index, 2 + measured);
         measured++;
     }
     cr_expect_eq(warm, 6, "each shard's own warm-up (fp32, int8)");
     cr_expect_eq(measured, 60, "every shard's sessions");
-    cr_expect(r->has_verdict && r->verdict.status == RPT_PASS && r->verdict.sessions_measured == 60);
+    cr_expect(r->has_verdict && r->verdict.status == RPT_PASS &&
+              r->verdict.sessions_measured == 60);
     cr_expect_str_eq(r->run.shard, "");
     rpt_results_free(r);
     snprintf(path, sizeof path, "%s/merged/report.html", lg_test_tmpdir());
@@ -525,20 +558,27 @@ Test(soak, three_concurrent_shards_merge_into_one_plan_and_a_leaking_shard_is_na
              "'%s/cut/shard-2-of-3/results.jsonl'",
              lg_test_tmpdir(), clean, lg_test_tmpdir());
     cr_assert_eq(system(args), 0);
-    snprintf(args, sizeof args, "merge '%s/shard-0-of-3' '%s/shard-1-of-3' '%s/cut' -o '%s/m1' --no-reports", clean,
+    snprintf(args, sizeof args,
+             "merge '%s/shard-0-of-3' '%s/shard-1-of-3' '%s/cut' -o '%s/m1' --no-reports", clean,
              clean, lg_test_tmpdir(), lg_test_tmpdir());
     o = run(args);
-    cr_expect_eq(o.status, 3, "a shard cut short makes the merge inconclusive: exit %d:\n%s", o.status, o.text);
-    cr_expect(strstr(o.text, "partial soak: judged from the 22 session(s) on disk") != NULL, "%s", o.text);
+    cr_expect_eq(o.status, 3, "a shard cut short makes the merge inconclusive: exit %d:\n%s",
+                 o.status, o.text);
+    cr_expect(strstr(o.text, "partial soak: judged from the 22 session(s) on disk") != NULL, "%s",
+              o.text);
     cr_expect(strstr(o.text, "(partial: a shard was cut short)") != NULL, "%s", o.text);
     free(o.text);
 
-    snprintf(args, sizeof args, "merge '%s/shard-0-of-3' '%s/shard-1-of-3/results.jsonl' '%s/shard-2-of-3' -o '%s/m2' --no-reports",
-             clean, leak, clean, lg_test_tmpdir());
+    snprintf(
+        args, sizeof args,
+        "merge '%s/shard-0-of-3' '%s/shard-1-of-3/results.jsonl' '%s/shard-2-of-3' -o '%s/m2' --no-reports",
+        clean, leak, clean, lg_test_tmpdir());
     o = run(args);
     cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
-    cr_expect(strstr(o.text, "LEAK: shard 1/3 leaked") != NULL, "the overall verdict names the shard:\n%s", o.text);
-    cr_expect(strstr(line_of(o.text, "je_allocated", line, sizeof line), " leak ") != NULL, "%s", o.text);
+    cr_expect(strstr(o.text, "LEAK: shard 1/3 leaked") != NULL,
+              "the overall verdict names the shard:\n%s", o.text);
+    cr_expect(strstr(line_of(o.text, "je_allocated", line, sizeof line), " leak ") != NULL, "%s",
+              o.text);
     cr_expect(strstr(line, "shard 1/3") != NULL, "%s", line);
     free(o.text);
 }
@@ -561,9 +601,11 @@ Test(soak, merge_refuses_what_is_not_one_plan)
         const char *fmt, *needle;
     } cases[] = {
         {"merge '%s' -o '%s/m'", "1 shard(s) of 3 missing: 1/3"},
-        {"merge '%s' '%s/other' -o '%s/m'", "are not shards of one plan: their plan sessions differ"},
+        {"merge '%s' '%s/other' -o '%s/m'",
+         "are not shards of one plan: their plan sessions differ"},
         {"merge '%s' '%s/run' -o '%s/m'", "written by `leakgate run`, not by a soak shard"},
-        {"merge '%s/shard-0-of-3' '%s/shard-0-of-3/results.jsonl' -o '%s/m'", "shard 0/3 is given twice"},
+        {"merge '%s/shard-0-of-3' '%s/shard-0-of-3/results.jsonl' -o '%s/m'",
+         "shard 0/3 is given twice"},
         {"merge '%s/nowhere' -o '%s/m'", "no such results file or directory"},
         {"merge '%s'", "name the output directory with -o OUT"},
     };
@@ -572,7 +614,8 @@ Test(soak, merge_refuses_what_is_not_one_plan)
         snprintf(a, sizeof a, cases[i].fmt, dir, dir, dir);
         o = run(a);
         cr_expect_eq(o.status, 2, "'%s': exit %d, expected 2\n%s", a, o.status, o.text);
-        cr_expect(strstr(o.text, cases[i].needle) != NULL, "'%s' should say '%s':\n%s", a, cases[i].needle, o.text);
+        cr_expect(strstr(o.text, cases[i].needle) != NULL, "'%s' should say '%s':\n%s", a,
+                  cases[i].needle, o.text);
         free(o.text);
     }
 }

@@ -86,9 +86,9 @@ static void gradcheck(struct gc *c)
             double fd = (lp - lm) / ((double)xp - (double)xm), an = tn_f32(x->grad)[i];
             double err = fabs(an - fd), tol = c->atol + c->rtol * fabs(fd);
             worst = fmax(worst, err / tol);
-            cr_assert_leq(err, tol, "%s: input %d (%s %s) element %lld: analytic %.7g, numeric %.7g",
-                          c->what, k + 1, x->name, tn_shape_str(x, (char[64]){0}, 64),
-                          (long long)i, an, fd);
+            cr_assert_leq(err, tol,
+                          "%s: input %d (%s %s) element %lld: analytic %.7g, numeric %.7g", c->what,
+                          k + 1, x->name, tn_shape_str(x, (char[64]){0}, 64), (long long)i, an, fd);
         }
     }
     cr_assert_leq(worst, 1.0);
@@ -101,7 +101,7 @@ static void gradcheck(struct gc *c)
 #define LINEAR 0.1, 1e-4, 1e-3
 #define CURVED 1e-2, 2e-3, 1e-2
 
-/* ---- matmul, linear ----------------------------------------------------------------------------- */
+/* ---- matmul, linear -------------------------------------------------------------------------- */
 
 static struct tn_tensor *f_matmul(struct ag_ctx *ctx, struct tn_tensor **in, const int *a)
 {
@@ -123,7 +123,8 @@ Test(gradcheck, matmul_every_transpose_and_batch_layout)
             as[nb] = ta ? K : M, as[nb + 1] = ta ? M : K;
             int bn = layout == 3 ? nb : 0;
             bs[bn] = tb ? N : K, bs[bn + 1] = tb ? K : N;
-            struct gc c = {"matmul", f_matmul, tr[t], 2, {leaf("a", na, as), leaf("b", bn + 2, bs)}, LINEAR};
+            struct gc c = {"matmul", f_matmul, tr[t], 2, {leaf("a", na, as), leaf("b", bn + 2, bs)},
+                           LINEAR};
             gradcheck(&c);
         }
 }
@@ -137,18 +138,24 @@ Test(gradcheck, linear_with_and_without_bias)
 {
     tn_rng_seed(&rng, 2);
     int64_t in = rnd(1, 5), out = rnd(1, 5);
-    struct gc c = {"linear", f_linear, NULL, 3,
+    struct gc c = {"linear",
+                   f_linear,
+                   NULL,
+                   3,
                    {leaf("x", 3, (int64_t[]){2, 3, in}), leaf("w", 2, (int64_t[]){out, in}),
                     leaf("b", 1, (int64_t[]){out})},
                    LINEAR};
     gradcheck(&c);
-    struct gc d = {"linear (no bias)", f_linear, NULL, 3,
+    struct gc d = {"linear (no bias)",
+                   f_linear,
+                   NULL,
+                   3,
                    {leaf("x", 2, (int64_t[]){4, in}), leaf("w", 2, (int64_t[]){out, in}), NULL},
                    LINEAR};
     gradcheck(&d);
 }
 
-/* ---- elementwise ---------------------------------------------------------------------------------- */
+/* ---- elementwise ----------------------------------------------------------------------------- */
 
 static struct tn_tensor *f_binary(struct ag_ctx *ctx, struct tn_tensor **in, const int *a)
 {
@@ -166,15 +173,18 @@ Test(gradcheck, add_sub_mul_with_broadcasting)
         int na, nb;
         int64_t a[4], b[4];
     } pairs[] = {
-        {2, 2, {3, 4}, {3, 4}},          {3, 1, {2, 3, 4}, {4}},        {3, 2, {2, 1, 4}, {3, 1}},
-        {3, 3, {2, 3, 4}, {2, 1, 4}},    {1, 2, {1}, {3, 2}},           {2, 2, {4, 1}, {1, 5}},
+        {2, 2, {3, 4}, {3, 4}},          {3, 1, {2, 3, 4}, {4}}, {3, 2, {2, 1, 4}, {3, 1}},
+        {3, 3, {2, 3, 4}, {2, 1, 4}},    {1, 2, {1}, {3, 2}},    {2, 2, {4, 1}, {1, 5}},
         {4, 3, {2, 3, 1, 5}, {3, 4, 1}},
     };
     static const int ops[3] = {0, 1, 2};
     static const char *const names[3] = {"add", "sub", "mul"};
     for (size_t p = 0; p < LG_ARRAY_LEN(pairs); p++)
         for (int o = 0; o < 3; o++) {
-            struct gc c = {names[o], f_binary, &ops[o], 2,
+            struct gc c = {names[o],
+                           f_binary,
+                           &ops[o],
+                           2,
                            {leaf("a", pairs[p].na, pairs[p].a), leaf("b", pairs[p].nb, pairs[p].b)},
                            LINEAR};
             gradcheck(&c);
@@ -208,8 +218,12 @@ Test(gradcheck, scale_sigmoid_tanh_elu_softmax_dropout)
                 if (fabsf(p[i]) < 0.05f) p[i] = p[i] < 0 ? -0.3f : 0.3f;
         gradcheck(&c);
     }
-    struct gc att = {"softmax (attention shape)", f_unary, &ops[4], 1,
-                     {leaf("x", 4, (int64_t[]){2, 2, 3, 6})}, CURVED};
+    struct gc att = {"softmax (attention shape)",
+                     f_unary,
+                     &ops[4],
+                     1,
+                     {leaf("x", 4, (int64_t[]){2, 2, 3, 6})},
+                     CURVED};
     gradcheck(&att);
 }
 
@@ -226,13 +240,21 @@ Test(gradcheck, add_mask_and_masked_softmax)
     struct tn_tensor *mask = tn_new_f32(T, "data/mask", 2, (int64_t[]){5, 5});
     for (int i = 0; i < 5; i++)
         for (int j = 0; j < 5; j++) tn_f32(mask)[i * 5 + j] = j > i ? -INFINITY : 0.0f;
-    struct gc c = {"softmax(x + causal mask)", f_masked_softmax, &with_softmax[1], 2,
-                   {leaf("x", 4, (int64_t[]){2, 3, 5, 5}), tn_retain(mask)}, CURVED};
+    struct gc c = {"softmax(x + causal mask)",
+                   f_masked_softmax,
+                   &with_softmax[1],
+                   2,
+                   {leaf("x", 4, (int64_t[]){2, 3, 5, 5}), tn_retain(mask)},
+                   CURVED};
     gradcheck(&c);
     struct tn_tensor *m2 = leaf("data/m2", 2, (int64_t[]){1, 5});
     m2->requires_grad = false;
-    struct gc d = {"add_mask (broadcast)", f_masked_softmax, &with_softmax[0], 2,
-                   {leaf("x", 3, (int64_t[]){3, 4, 5}), m2}, LINEAR};
+    struct gc d = {"add_mask (broadcast)",
+                   f_masked_softmax,
+                   &with_softmax[0],
+                   2,
+                   {leaf("x", 3, (int64_t[]){3, 4, 5}), m2},
+                   LINEAR};
     gradcheck(&d);
     tn_release(mask);
 }
@@ -246,14 +268,17 @@ Test(gradcheck, layernorm)
 {
     tn_rng_seed(&rng, 6);
     int64_t d = rnd(3, 9);
-    struct gc c = {"layernorm", f_layernorm, NULL, 3,
+    struct gc c = {"layernorm",
+                   f_layernorm,
+                   NULL,
+                   3,
                    {leaf("x", 3, (int64_t[]){3, 2, d}), leaf("w", 1, (int64_t[]){d}),
                     leaf("b", 1, (int64_t[]){d})},
                    CURVED};
     gradcheck(&c);
 }
 
-/* ---- embedding --------------------------------------------------------------------------------------- */
+/* ---- embedding ------------------------------------------------------------------------------- */
 
 static struct tn_tensor *f_embedding(struct ag_ctx *ctx, struct tn_tensor **in, const int *a)
 {
@@ -266,11 +291,12 @@ Test(gradcheck, embedding_scatter_adds_repeated_indices)
     struct tn_tensor *idx = tn_new(T, TN_I32, TN_CPU, 2, (int64_t[]){2, 5}, "data/idx");
     static const int32_t v[10] = {0, 3, 3, 6, 1, 3, 0, 2, 6, 6};
     memcpy(tn_i32(idx), v, sizeof v);
-    struct gc c = {"embedding", f_embedding, NULL, 2, {leaf("w", 2, (int64_t[]){7, 4}), idx}, LINEAR};
+    struct gc c = {"embedding", f_embedding, NULL, 2, {leaf("w", 2, (int64_t[]){7, 4}), idx},
+                   LINEAR};
     gradcheck(&c);
 }
 
-/* ---- shapes -------------------------------------------------------------------------------------------- */
+/* ---- shapes ---------------------------------------------------------------------------------- */
 
 static struct tn_tensor *f_concat(struct ag_ctx *ctx, struct tn_tensor **in, const int *a)
 {
@@ -302,16 +328,27 @@ Test(gradcheck, concat_slice_split_stack)
 {
     tn_rng_seed(&rng, 8);
     static const int cat1[2] = {3, 1}, cat2[2] = {2, -1}, cat0[2] = {2, 0};
-    struct gc c1 = {"concat axis 1", f_concat, cat1, 3,
+    struct gc c1 = {"concat axis 1",
+                    f_concat,
+                    cat1,
+                    3,
                     {leaf("a", 3, (int64_t[]){2, 3, 4}), leaf("b", 3, (int64_t[]){2, 1, 4}),
                      leaf("c", 3, (int64_t[]){2, 2, 4})},
                     LINEAR};
     gradcheck(&c1);
-    struct gc c2 = {"concat axis -1", f_concat, cat2, 2,
-                    {leaf("a", 2, (int64_t[]){3, 2}), leaf("b", 2, (int64_t[]){3, 5})}, LINEAR};
+    struct gc c2 = {"concat axis -1",
+                    f_concat,
+                    cat2,
+                    2,
+                    {leaf("a", 2, (int64_t[]){3, 2}), leaf("b", 2, (int64_t[]){3, 5})},
+                    LINEAR};
     gradcheck(&c2);
-    struct gc c0 = {"concat axis 0", f_concat, cat0, 2,
-                    {leaf("a", 2, (int64_t[]){1, 3}), leaf("b", 2, (int64_t[]){2, 3})}, LINEAR};
+    struct gc c0 = {"concat axis 0",
+                    f_concat,
+                    cat0,
+                    2,
+                    {leaf("a", 2, (int64_t[]){1, 3}), leaf("b", 2, (int64_t[]){2, 3})},
+                    LINEAR};
     gradcheck(&c0);
     static const int sl1[3] = {1, 2, 3}, sl2[3] = {-1, 0, 1};
     struct gc s1 = {"slice axis 1", f_slice, sl1, 1, {leaf("x", 3, (int64_t[]){3, 6, 2})}, LINEAR};
@@ -321,13 +358,18 @@ Test(gradcheck, concat_slice_split_stack)
     static const int sp[3] = {1, 3, -1}, sp_one[3] = {-1, 2, 1}, sp_many[3] = {0, 10, -1};
     struct gc s3 = {"split + stack", f_split, sp, 1, {leaf("x", 3, (int64_t[]){2, 6, 3})}, LINEAR};
     gradcheck(&s3);
-    struct gc s4 = {"split, one part used", f_split, sp_one, 1, {leaf("x", 2, (int64_t[]){3, 8})}, LINEAR};
+    struct gc s4 = {
+        "split, one part used", f_split, sp_one, 1, {leaf("x", 2, (int64_t[]){3, 8})}, LINEAR};
     gradcheck(&s4);
-    struct gc s5 = {"split in 10 (slices)", f_split, sp_many, 1, {leaf("x", 2, (int64_t[]){10, 2})}, LINEAR};
+    struct gc s5 = {
+        "split in 10 (slices)", f_split, sp_many, 1, {leaf("x", 2, (int64_t[]){10, 2})}, LINEAR};
     gradcheck(&s5);
     static const int st[3][2] = {{3, 0}, {3, 1}, {3, -1}};
     for (int i = 0; i < 3; i++) {
-        struct gc s = {"stack", f_stack, st[i], 3,
+        struct gc s = {"stack",
+                       f_stack,
+                       st[i],
+                       3,
                        {leaf("a", 2, (int64_t[]){2, 3}), leaf("b", 2, (int64_t[]){2, 3}),
                         leaf("c", 2, (int64_t[]){2, 3})},
                        LINEAR};
@@ -356,25 +398,29 @@ Test(gradcheck, permute_expand_reshape)
 {
     tn_rng_seed(&rng, 9);
     static const int p1[4] = {0, 2, 1, 3}, p2[4] = {3, 1, 0, 2}, p3[2] = {1, 0};
-    struct gc a = {"permute 0213", f_permute, p1, 1, {leaf("x", 4, (int64_t[]){2, 3, 4, 5})}, LINEAR};
+    struct gc a = {"permute 0213", f_permute, p1, 1, {leaf("x", 4, (int64_t[]){2, 3, 4, 5})},
+                   LINEAR};
     gradcheck(&a);
-    struct gc b = {"permute 3102", f_permute, p2, 1, {leaf("x", 4, (int64_t[]){2, 3, 2, 3})}, LINEAR};
+    struct gc b = {"permute 3102", f_permute, p2, 1, {leaf("x", 4, (int64_t[]){2, 3, 2, 3})},
+                   LINEAR};
     gradcheck(&b);
     struct gc c = {"transpose", f_permute, p3, 1, {leaf("x", 2, (int64_t[]){3, 4})}, LINEAR};
     gradcheck(&c);
     static const int e1[4] = {3, 2, 3, 4}, e2[3] = {2, 3, 4}, e3[3] = {2, 2, 3};
-    struct gc d = {"expand [3,1]→[2,3,4]", f_expand, e1, 1, {leaf("x", 2, (int64_t[]){3, 1})}, LINEAR};
+    struct gc d = {
+        "expand [3,1]→[2,3,4]", f_expand, e1, 1, {leaf("x", 2, (int64_t[]){3, 1})}, LINEAR};
     gradcheck(&d);
     struct gc e = {"expand [4]→[3,4]", f_expand, e2, 1, {leaf("x", 1, (int64_t[]){4})}, LINEAR};
     gradcheck(&e);
-    struct gc f = {"expand [1,1]→[2,3]", f_expand, e3, 1, {leaf("x", 2, (int64_t[]){1, 1})}, LINEAR};
+    struct gc f = {
+        "expand [1,1]→[2,3]", f_expand, e3, 1, {leaf("x", 2, (int64_t[]){1, 1})}, LINEAR};
     gradcheck(&f);
     static const int r[2] = {3, 4};
     struct gc g = {"reshape", f_reshape, r, 1, {leaf("x", 2, (int64_t[]){2, 6})}, CURVED};
     gradcheck(&g);
 }
 
-/* ---- reductions ----------------------------------------------------------------------------------------- */
+/* ---- reductions ------------------------------------------------------------------------------ */
 
 static struct tn_tensor *f_reduce(struct ag_ctx *ctx, struct tn_tensor **in, const int *a)
 {
@@ -392,8 +438,12 @@ Test(gradcheck, sum_and_mean_over_axes)
             for (int keep = 0; keep < 2; keep++) {
                 int *a = args[m][ax][keep];
                 a[0] = m, a[1] = axes[ax], a[2] = keep;
-                struct gc c = {m ? "mean" : "sum", f_reduce, a, 1,
-                               {leaf("x", 3, (int64_t[]){rnd(1, 3), rnd(2, 4), rnd(2, 5)})}, LINEAR};
+                struct gc c = {m ? "mean" : "sum",
+                               f_reduce,
+                               a,
+                               1,
+                               {leaf("x", 3, (int64_t[]){rnd(1, 3), rnd(2, 4), rnd(2, 5)})},
+                               LINEAR};
                 gradcheck(&c);
             }
     static const int all[1] = {2};
@@ -401,7 +451,7 @@ Test(gradcheck, sum_and_mean_over_axes)
     gradcheck(&c);
 }
 
-/* ---- LSTM, pinball loss ---------------------------------------------------------------------------------- */
+/* ---- LSTM, pinball loss ---------------------------------------------------------------------- */
 
 /* a[0]: 0 both outputs (out flattened next to c_last), 1 out only, 2 c_last only */
 static struct tn_tensor *f_lstm(struct ag_ctx *ctx, struct tn_tensor **in, const int *a)
@@ -409,7 +459,8 @@ static struct tn_tensor *f_lstm(struct ag_ctx *ctx, struct tn_tensor **in, const
     struct ag_lstm_out o = ag_lstm(ctx, in[0], in[1], in[2], in[3], in[4], in[5], in[6]);
     if (!o.out || a[0] == 1) return o.out;
     if (a[0] == 2) return o.c_last;
-    struct tn_tensor *flat = ag_reshape(ctx, o.out, 2, (int64_t[]){o.out->ne[0], o.out->ne[1] * o.out->ne[2]});
+    struct tn_tensor *flat =
+        ag_reshape(ctx, o.out, 2, (int64_t[]){o.out->ne[0], o.out->ne[1] * o.out->ne[2]});
     return ag_concat(ctx, (struct tn_tensor *[]){flat, o.c_last}, 2, 1);
 }
 
@@ -420,14 +471,17 @@ Test(gradcheck, lstm_all_inputs_and_both_outputs)
     for (int m = 0; m < 3; m++) {
         int64_t B = rnd(1, 3), Tn = rnd(2, 4), In = rnd(1, 3), H = rnd(2, 4);
         bool full = m != 1;
-        struct gc c = {"lstm", f_lstm, &modes[m], 7,
-                       {leaf("x", 3, (int64_t[]){B, Tn, In}),
-                        full ? leaf("h0", 2, (int64_t[]){B, H}) : NULL,
-                        full ? leaf("c0", 2, (int64_t[]){B, H}) : NULL,
-                        leaf("w_ih", 2, (int64_t[]){4 * H, In}), leaf("w_hh", 2, (int64_t[]){4 * H, H}),
-                        full ? leaf("b_ih", 1, (int64_t[]){4 * H}) : NULL,
-                        full ? leaf("b_hh", 1, (int64_t[]){4 * H}) : NULL},
-                       CURVED};
+        struct gc c = {
+            "lstm",
+            f_lstm,
+            &modes[m],
+            7,
+            {leaf("x", 3, (int64_t[]){B, Tn, In}), full ? leaf("h0", 2, (int64_t[]){B, H}) : NULL,
+             full ? leaf("c0", 2, (int64_t[]){B, H}) : NULL,
+             leaf("w_ih", 2, (int64_t[]){4 * H, In}), leaf("w_hh", 2, (int64_t[]){4 * H, H}),
+             full ? leaf("b_ih", 1, (int64_t[]){4 * H}) : NULL,
+             full ? leaf("b_hh", 1, (int64_t[]){4 * H}) : NULL},
+            CURVED};
         gradcheck(&c);
     }
 }
@@ -441,7 +495,8 @@ static struct tn_tensor *f_pinball(struct ag_ctx *ctx, struct tn_tensor **in, co
 Test(gradcheck, pinball_loss_away_from_its_kinks)
 {
     tn_rng_seed(&rng, 12);
-    struct tn_tensor *y = leaf("y", 2, (int64_t[]){2, 3}), *yhat = leaf("yhat", 3, (int64_t[]){2, 3, 3});
+    struct tn_tensor *y = leaf("y", 2, (int64_t[]){2, 3}),
+                     *yhat = leaf("yhat", 3, (int64_t[]){2, 3, 3});
     for (int r = 0; r < 6; r++)
         for (int k = 0; k < 3; k++) { /* |ŷ − y| ≥ 0.1 ≫ h */
             float off = 0.1f + tn_rng_uniform(&rng);
@@ -451,7 +506,7 @@ Test(gradcheck, pinball_loss_away_from_its_kinks)
     gradcheck(&c);
 }
 
-/* ---- one tensor passed twice: the first contribution is written, the second accumulates ---------------- */
+/* ---- one tensor passed twice: the first contribution is written, the second accumulates ------ */
 
 static struct tn_tensor *f_twice(struct ag_ctx *ctx, struct tn_tensor **in, const int *a)
 {
@@ -473,14 +528,18 @@ Test(gradcheck, an_input_used_twice_by_one_op)
 {
     tn_rng_seed(&rng, 14);
     static const int ops[6] = {0, 1, 2, 3, 4, 5};
-    static const char *const names[6] = {"mul(x, x)", "sub(x, x)", "matmul(x, xᵀ)", "linear(x, x)",
-                                          "concat(x, x)", "lstm(h0 = c0, b_ih = b_hh)"};
+    static const char *const names[6] = {"mul(x, x)",     "sub(x, x)",
+                                         "matmul(x, xᵀ)", "linear(x, x)",
+                                         "concat(x, x)",  "lstm(h0 = c0, b_ih = b_hh)"};
     for (int o = 0; o < 5; o++) {
         struct gc c = {names[o], f_twice, &ops[o], 1, {leaf("x", 2, (int64_t[]){3, 3})}, LINEAR};
         if (o == 0 || o == 2 || o == 3) c.h = 1e-2, c.atol = 1e-3, c.rtol = 1e-3; /* quadratic */
         gradcheck(&c);
     }
-    struct gc c = {names[5], f_twice, &ops[5], 5,
+    struct gc c = {names[5],
+                   f_twice,
+                   &ops[5],
+                   5,
                    {leaf("h0", 2, (int64_t[]){2, 3}), leaf("x", 3, (int64_t[]){2, 3, 2}),
                     leaf("w_ih", 2, (int64_t[]){12, 2}), leaf("w_hh", 2, (int64_t[]){12, 3}),
                     leaf("b", 1, (int64_t[]){12})},
@@ -488,7 +547,7 @@ Test(gradcheck, an_input_used_twice_by_one_op)
     gradcheck(&c);
 }
 
-/* ---- fake quantisation: forward against a reference, straight-through gradient exactly ---------------------- */
+/* ---- fake quantisation: forward against a reference, straight-through gradient exactly ------- */
 
 Test(gradcheck, fake_quant_forward_and_straight_through_gradient)
 {

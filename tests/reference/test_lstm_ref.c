@@ -17,7 +17,8 @@ static struct ag_lstm_out composed(struct ag_ctx *ctx, struct tn_tensor **in, in
 {
     struct tn_tensor *h = in[H0], *c = in[C0], *hs[64];
     for (int64_t t = 0; t < Tn; t++) {
-        struct tn_tensor *xt = ag_reshape(ctx, ag_slice(ctx, in[X], 1, t, 1), 2, (int64_t[]){B, In});
+        struct tn_tensor *xt =
+            ag_reshape(ctx, ag_slice(ctx, in[X], 1, t, 1), 2, (int64_t[]){B, In});
         struct tn_tensor *g = ag_linear(ctx, xt, in[WIH], in[BIH]);
         if (h)
             g = ag_add(ctx, g, ag_linear(ctx, h, in[WHH], in[BHH]));
@@ -117,10 +118,7 @@ static void compare(int64_t B, int64_t Tn, int64_t In, int64_t H, bool with_stat
     ag_ctx_free(ctx);
 }
 
-Test(lstm_ref, fused_matches_composition_with_initial_state)
-{
-    compare(3, 5, 4, 6, true, true, 1);
-}
+Test(lstm_ref, fused_matches_composition_with_initial_state) { compare(3, 5, 4, 6, true, true, 1); }
 
 Test(lstm_ref, fused_matches_composition_from_zero_state_without_biases)
 {

@@ -26,7 +26,8 @@ static void check_counts(const char *preset, int64_t params, int64_t bytes)
     struct tft_config cfg;
     struct tft_model *m = build(preset, 1, &cfg);
     struct vm_varmap *vm = tft_varmap_borrow(m);
-    cr_expect_eq(vm_param_count(vm), params, "%s: %lld parameters", preset, (long long)vm_param_count(vm));
+    cr_expect_eq(vm_param_count(vm), params, "%s: %lld parameters", preset,
+                 (long long)vm_param_count(vm));
     cr_expect_eq((int64_t)vm_bytes(vm), bytes, "%s: %zu bytes", preset, vm_bytes(vm));
     cr_expect_eq(tft_config_param_count(&cfg), params, "the count from sizes alone agrees");
     /* every parameter is tagged varmap/<name>, and the tagged bytes are exactly the map */
@@ -61,17 +62,28 @@ Test(tft, spec_names_and_shapes)
         int ndim;
         int64_t s0, s1;
     } want[] = {
-        {"emb.cat.series.weight", 2, 10, 16},      {"emb.real.scale.weight", 2, 16, 1},
-        {"emb.real.scale.bias", 1, 16, 1},         {"emb.cat.dow.weight", 2, 7, 16},
-        {"static_vsn.flat_grn.fc1.weight", 2, 16, 32}, {"static_vsn.flat_grn.skip.weight", 2, 2, 32},
-        {"static_vsn.flat_grn.glu.fc.weight", 2, 4, 16}, {"enc_vsn.flat_grn.ctx.weight", 2, 16, 16},
-        {"enc_vsn.flat_grn.fc1.weight", 2, 16, 64}, {"dec_vsn.var_grn.time.fc2.weight", 2, 16, 16},
-        {"static_enc.ch.norm.weight", 1, 16, 1},   {"lstm_enc.weight_ih_l0", 2, 64, 16},
-        {"lstm_dec.bias_hh_l0", 1, 64, 1},         {"post_lstm.glu.fc.weight", 2, 32, 16},
-        {"enrich.ctx.weight", 2, 16, 16},          {"attn.q.weight", 2, 16, 16},
-        {"attn.v.weight", 2, 4, 16},               {"attn.out.weight", 2, 16, 4},
-        {"post_attn.norm.bias", 1, 16, 1},         {"pos_ff.fc1.weight", 2, 16, 16},
-        {"pre_out.glu.fc.bias", 1, 32, 1},         {"out.weight", 2, 3, 16},
+        {"emb.cat.series.weight", 2, 10, 16},
+        {"emb.real.scale.weight", 2, 16, 1},
+        {"emb.real.scale.bias", 1, 16, 1},
+        {"emb.cat.dow.weight", 2, 7, 16},
+        {"static_vsn.flat_grn.fc1.weight", 2, 16, 32},
+        {"static_vsn.flat_grn.skip.weight", 2, 2, 32},
+        {"static_vsn.flat_grn.glu.fc.weight", 2, 4, 16},
+        {"enc_vsn.flat_grn.ctx.weight", 2, 16, 16},
+        {"enc_vsn.flat_grn.fc1.weight", 2, 16, 64},
+        {"dec_vsn.var_grn.time.fc2.weight", 2, 16, 16},
+        {"static_enc.ch.norm.weight", 1, 16, 1},
+        {"lstm_enc.weight_ih_l0", 2, 64, 16},
+        {"lstm_dec.bias_hh_l0", 1, 64, 1},
+        {"post_lstm.glu.fc.weight", 2, 32, 16},
+        {"enrich.ctx.weight", 2, 16, 16},
+        {"attn.q.weight", 2, 16, 16},
+        {"attn.v.weight", 2, 4, 16},
+        {"attn.out.weight", 2, 16, 4},
+        {"post_attn.norm.bias", 1, 16, 1},
+        {"pos_ff.fc1.weight", 2, 16, 16},
+        {"pre_out.glu.fc.bias", 1, 32, 1},
+        {"out.weight", 2, 3, 16},
         {"out.bias", 1, 3, 1},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -170,7 +182,8 @@ Test(tft, whole_model_gradients_match_finite_differences)
             checked++;
         }
     }
-    cr_log_info("checked %d entries of %d parameter tensors, worst relative error %.3g", checked, np, worst);
+    cr_log_info("checked %d entries of %d parameter tensors, worst relative error %.3g", checked,
+                np, worst);
     cr_expect_eq(bad, 0, "%d of %d finite-difference checks failed", bad, checked);
     opt_free_grads(ps, np);
     vm_list_free(tft_varmap_borrow(m), ps);
@@ -203,7 +216,8 @@ static void save_load_identical(const char *preset)
     ag_set_grad_enabled(ctx, false);
     struct tn_tensor *ya = tft_forward(a, ctx, &batch), *yb = tft_forward(b, ctx, &batch);
     cr_assert(ya && yb, "%s", ag_errmsg(ctx));
-    cr_expect_eq(memcmp(tn_data(ya), tn_data(yb), tn_nbytes(ya)), 0, "%s: outputs bitwise identical", preset);
+    cr_expect_eq(memcmp(tn_data(ya), tn_data(yb), tn_nbytes(ya)), 0,
+                 "%s: outputs bitwise identical", preset);
     ag_ctx_free(ctx);
     free(json);
     free(back);
@@ -230,7 +244,8 @@ Test(tft, foxhunt_815_saves_and_loads, .timeout = 900)
     cr_assert_eq(vm_load(tft_varmap_borrow(b), path, NULL), LG_OK, "%s", lg_errmsg());
     struct tn_tensor *pa = vm_find(tft_varmap_borrow(a), "enc_vsn.flat_grn.fc1.weight");
     struct tn_tensor *pb = vm_find(tft_varmap_borrow(b), "enc_vsn.flat_grn.fc1.weight");
-    cr_expect_eq(memcmp(tn_data(pa), tn_data(pb), tn_nbytes(pa)), 0, "the largest tensor round-trips");
+    cr_expect_eq(memcmp(tn_data(pa), tn_data(pb), tn_nbytes(pa)), 0,
+                 "the largest tensor round-trips");
     tft_free(a);
     tft_free(b);
 }
@@ -277,7 +292,8 @@ Test(tft, get_varmap_references_are_tracked)
     struct trk_leaks *lk = NULL;
     cr_expect_eq(trk_session_end(T, &lk), LG_EBUSY);
     cr_expect_eq(lk->n_refs, 1);
-    cr_expect(strstr(lk->refs[0].retains[0].site, "test_tft.c") != NULL, "%s", lk->refs[0].retains[0].site);
+    cr_expect(strstr(lk->refs[0].retains[0].site, "test_tft.c") != NULL, "%s",
+              lk->refs[0].retains[0].site);
     trk_leaks_free(lk);
     vm_release(vm, &holder, TRK_HERE);
 }
@@ -289,9 +305,9 @@ Test(tft, debug_state_export)
     cr_assert_eq(tr_debug_state(T, "tiny", 1, 0, TN_CPU, path), LG_OK, "%s", lg_errmsg());
     struct st_file *f = NULL;
     cr_assert_eq(st_open(&f, T, path), LG_OK, "%s", lg_errmsg());
-    static const char *names[] = {"out.weight", "grad.out.weight", "grad.emb.cat.series.weight",
-                                  "input.series", "input.target", "input.dow", "input.y",
-                                  "output.yhat", "output.loss"};
+    static const char *names[] = {"out.weight",   "grad.out.weight", "grad.emb.cat.series.weight",
+                                  "input.series", "input.target",    "input.dow",
+                                  "input.y",      "output.yhat",     "output.loss"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         cr_expect_geq(st_find(f, names[i]), 0, "%s in the debug state", names[i]);
     const struct st_info *in = st_info(f, st_find(f, "input.series"));

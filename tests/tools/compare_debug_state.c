@@ -83,8 +83,7 @@ static void worst_add(struct worst_list *w, const struct entry *e)
 {
     if (w->cap == 0 || (w->n == w->cap && !(e->ratio > w->e[w->n - 1].ratio))) return;
     int i = w->n < w->cap ? w->n++ : w->n - 1;
-    for (; i > 0 && e->ratio > w->e[i - 1].ratio; i--)
-        w->e[i] = w->e[i - 1];
+    for (; i > 0 && e->ratio > w->e[i - 1].ratio; i--) w->e[i] = w->e[i - 1];
     w->e[i] = *e;
 }
 

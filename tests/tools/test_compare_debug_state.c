@@ -67,8 +67,7 @@ static void raw_read(struct st_raw *f, const char *path)
     cr_assert_eq(fread(f->bytes, 1, f->size, fp), f->size);
     fclose(fp);
     uint64_t n = 0;
-    for (int i = 7; i >= 0; i--)
-        n = n << 8 | f->bytes[i];
+    for (int i = 7; i >= 0; i--) n = n << 8 | f->bytes[i];
     cr_assert_leq(8 + n, f->size);
     f->data = 8 + (size_t)n;
 }
@@ -96,8 +95,7 @@ static bool raw_next_f32(const struct st_raw *f, size_t *pos, const char *prefix
         if (!hit) return false;
         *pos = (size_t)(hit - hdr) + 1;
         const char *start = hit;
-        while (start > hdr + 8 && start[-1] != '"')
-            start--;
+        while (start > hdr + 8 && start[-1] != '"') start--;
         size_t len = (size_t)(hit - start);
         const char *off = strstr(hit, "\"data_offsets\":[");
         unsigned long long b = 0, e = 0;
@@ -128,8 +126,7 @@ Test(compare_debug_state, a_small_entry_far_off_passes_normwise_and_fails_elemen
     bool found = false;
     while (!found && raw_next_f32(&f, &pos, "grad.", name, sizeof name, &v, &n)) {
         amax = 0;
-        for (size_t i = 0; i < n; i++)
-            amax = fmaxf(amax, fabsf(v[i]));
+        for (size_t i = 0; i < n; i++) amax = fmaxf(amax, fabsf(v[i]));
         if (n < 16 || amax < 0.05f) continue;
         k = 0;
         for (size_t i = 1; i < n; i++)

@@ -178,8 +178,9 @@ Test(autograd, training_steps_leave_no_tape_memory)
     struct tn_tensor *x = input("data/x", 3, (int64_t[]){4, 6, 8}, 24);
     struct tn_tensor *y = input("data/y", 2, (int64_t[]){4, 6}, 25);
     struct opt_adamw *opt = NULL;
-    cr_assert_eq(opt_adamw_new(&opt, T, &(struct opt_adamw_config){.lr = 1e-2, .beta1 = 0.9,
-                                                                     .beta2 = 0.999, .eps = 1e-8}),
+    cr_assert_eq(opt_adamw_new(&opt, T,
+                               &(struct opt_adamw_config){
+                                   .lr = 1e-2, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8}),
                  LG_OK);
     cr_assert_eq(opt_adamw_add(opt, p, 4), LG_OK, "%s", lg_errmsg());
     const float q[3] = {0.1f, 0.5f, 0.9f};
@@ -198,7 +199,8 @@ Test(autograd, training_steps_leave_no_tape_memory)
         cr_assert_eq(opt_adamw_step(opt), LG_OK);
         opt_zero_grad(p, 4);
         ag_ctx_reset(ctx);
-        cr_assert_eq(live_bytes_with_prefix("act/"), 0, "step %d: activations live after reset", step);
+        cr_assert_eq(live_bytes_with_prefix("act/"), 0, "step %d: activations live after reset",
+                     step);
         cr_assert_eq(live_bytes_with_prefix("act.grad/"), 0);
         cr_assert_gt(live_bytes_with_prefix("grad/"), 0, "parameter gradients stay allocated");
     }
@@ -224,22 +226,24 @@ Test(autograd, shape_errors_name_the_op_and_the_shapes)
         const char *want;
     } cases[8];
     int n = 0;
-#define EXPECT(expr, msg)                                                                     \
-    do {                                                                                     \
-        cases[n].got = (expr);                                                               \
-        cases[n].want = (msg);                                                               \
-        cr_assert_null(cases[n].got, "%s returns NULL", #expr);                              \
-        cr_assert_eq(ag_error(ctx), LG_EINVAL);                                              \
-        cr_assert_str_eq(ag_errmsg(ctx), cases[n].want);                                     \
-        n++;                                                                                 \
-        ag_ctx_reset(ctx);                                                                   \
+#define EXPECT(expr, msg)                                                                          \
+    do {                                                                                           \
+        cases[n].got = (expr);                                                                     \
+        cases[n].want = (msg);                                                                     \
+        cr_assert_null(cases[n].got, "%s returns NULL", #expr);                                    \
+        cr_assert_eq(ag_error(ctx), LG_EINVAL);                                                    \
+        cr_assert_str_eq(ag_errmsg(ctx), cases[n].want);                                           \
+        n++;                                                                                       \
+        ag_ctx_reset(ctx);                                                                         \
     } while (0)
     EXPECT(ag_matmul(ctx, a, b, false, false),
            "ag_matmul: inner dimensions differ: a [4, 3] b [5, 2]");
     EXPECT(ag_add(ctx, a, b), "ag_add: shapes do not broadcast: a [4, 3] b [5, 2]");
-    EXPECT(ag_linear(ctx, a, b, NULL), "ag_linear: x [4, 3] does not match weight [5, 2] [out, in]");
+    EXPECT(ag_linear(ctx, a, b, NULL),
+           "ag_linear: x [4, 3] does not match weight [5, 2] [out, in]");
     EXPECT(ag_slice(ctx, a, 1, 2, 2), "ag_slice: [2, 4) along axis 1 outside x [4, 3]");
-    EXPECT(ag_embedding(ctx, a, ids), "ag_embedding: index 9 at position 1 outside [0, 4) of data/a");
+    EXPECT(ag_embedding(ctx, a, ids),
+           "ag_embedding: index 9 at position 1 outside [0, 4) of data/a");
     EXPECT(ag_mul(ctx, ids, a), "ag_mul: a is I32, expected F32");
     EXPECT(ag_reshape(ctx, a, 2, (int64_t[]){5, 2}),
            "ag_reshape: x [4, 3] (12 elements) cannot take the shape [5, 2]");
@@ -249,7 +253,8 @@ Test(autograd, shape_errors_name_the_op_and_the_shapes)
     struct tn_tensor *parts[3];
     cr_assert_eq(ag_split(ctx, a, 0, 3, parts), LG_EINVAL);
     cr_assert_null(parts[0]);
-    cr_assert_str_eq(ag_errmsg(ctx), "ag_split: x [4, 3] cannot be split in 3 equal parts along axis 0");
+    cr_assert_str_eq(ag_errmsg(ctx),
+                     "ag_split: x [4, 3] cannot be split in 3 equal parts along axis 0");
     ag_ctx_reset(ctx);
     struct ag_lstm_out lo = ag_lstm(ctx, a, NULL, NULL, b, b, NULL, NULL);
     cr_assert_null(lo.out);
@@ -293,8 +298,8 @@ Test(autograd, the_first_error_is_sticky_until_reset)
     cr_assert(strstr(ag_errmsg(ctx), "must be one F32 element"), "%s", ag_errmsg(ctx));
     ag_ctx_reset(ctx);
     cr_assert_eq(ag_backward(ctx, ag_sum_all(ctx, b)), LG_EINVAL);
-    cr_assert(strstr(ag_errmsg(ctx), "does not depend on anything that requires a gradient"),
-              "%s", ag_errmsg(ctx));
+    cr_assert(strstr(ag_errmsg(ctx), "does not depend on anything that requires a gradient"), "%s",
+              ag_errmsg(ctx));
     ag_ctx_free(ctx);
     tn_release(a);
     tn_release(b);
@@ -375,7 +380,8 @@ Test(autograd, dropout_is_seeded_scaled_and_off_in_evaluation)
     int64_t kept = 0, differ = 0;
     for (int64_t i = 0; i < n; i++) {
         float v = tn_f32(y1)[i];
-        cr_assert(v == 0.0f || fabsf(v - 2.0f / 0.75f) < 1e-6f, "kept values are scaled by 1/(1-p)");
+        cr_assert(v == 0.0f || fabsf(v - 2.0f / 0.75f) < 1e-6f,
+                  "kept values are scaled by 1/(1-p)");
         kept += v != 0.0f;
         cr_assert_eq(v, tn_f32(y2)[i], "the same seed gives the same mask");
         differ += v != tn_f32(y3)[i];
@@ -402,7 +408,8 @@ Test(autograd, activation_math_matches_libm)
     float *px = tn_f32(x);
     for (int64_t i = 0; i < n; i++) px[i] = -30.0f + 60.0f * (float)i / (float)(n - 1);
     px[n / 2 + 1] = 1e-5f, px[n / 2 + 2] = -3e-4f, px[n / 2 + 3] = 0.19999f, px[n / 2 + 4] = 0.2f;
-    const float *s = tn_f32(ag_sigmoid(ctx, x)), *t = tn_f32(ag_tanh(ctx, x)), *e = tn_f32(ag_elu(ctx, x));
+    const float *s = tn_f32(ag_sigmoid(ctx, x)), *t = tn_f32(ag_tanh(ctx, x)),
+                *e = tn_f32(ag_elu(ctx, x));
     double es = 0, et = 0, ee = 0;
     for (int64_t i = 0; i < n; i++) {
         double v = px[i], rs = 1.0 / (1.0 + exp(-v)), rt = tanh(v), re = v > 0 ? v : expm1(v);

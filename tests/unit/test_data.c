@@ -35,7 +35,8 @@ static const char *csv_path(char *buf, size_t size, const char *name)
 Test(data, synth_is_deterministic_per_seed)
 {
     struct tft_config cfg;
-    struct data_set *a = synth("tiny", &cfg, 7), *b = synth("tiny", &cfg, 7), *c = synth("tiny", &cfg, 8);
+    struct data_set *a = synth("tiny", &cfg, 7), *b = synth("tiny", &cfg, 7),
+                    *c = synth("tiny", &cfg, 8);
     cr_assert_eq(data_n_series(a), 64);
     int64_t differ = 0, n = 0;
     for (int v = 0; v < cfg.n_vars; v++)
@@ -99,8 +100,8 @@ static void check_values(const struct data_set *ds)
                     cr_assert(x >= 0 && x < var->cardinality && x == floorf(x),
                               "%s: index %g outside [0, %d)", var->name, x, var->cardinality);
                 else
-                    cr_assert(isfinite(x) && fabsf(x) < 25.0f, "%s: value %g at series %d step %lld",
-                              var->name, x, s, (long long)t);
+                    cr_assert(isfinite(x) && fabsf(x) < 25.0f,
+                              "%s: value %g at series %d step %lld", var->name, x, s, (long long)t);
                 if (var->role == TFT_STATIC) break;
             }
         if (var->kind == TFT_REAL && var->role != TFT_STATIC) {
@@ -143,7 +144,8 @@ static void check_batch(const struct data_set *ds, const struct tft_batch *b, in
     }
     for (int v = c->n_vars; v < TFT_MAX_VARS; v++) cr_assert_null(b->x[v]);
     cr_assert_str_eq(b->y->name, "data/y");
-    cr_assert(b->y->dtype == TN_F32 && b->y->ndim == 2 && b->y->ne[0] == B && b->y->ne[1] == c->T_dec);
+    cr_assert(b->y->dtype == TN_F32 && b->y->ndim == 2 && b->y->ne[0] == B &&
+              b->y->ne[1] == c->T_dec);
 }
 
 /* Every live tagged byte while a data set and a batch exist is under "data/" (storage) or
@@ -182,7 +184,10 @@ static void check_preset(const char *preset, int want_series, const char *unit, 
 }
 
 Test(data, tiny_values_batches_and_tags) { check_preset("tiny", 64, "day", 7, 8); }
-Test(data, electricity_values_batches_and_tags) { check_preset("electricity", 370, "hour", 24, 16); }
+Test(data, electricity_values_batches_and_tags)
+{
+    check_preset("electricity", 370, "hour", 24, 16);
+}
 Test(data, foxhunt_values_batches_and_tags) { check_preset("foxhunt-815", 128, "day", 7, 2); }
 
 static int var_index(const struct tft_config *c, const char *name)
@@ -219,7 +224,8 @@ Test(data, calendars_follow_the_time_unit)
         cr_assert_float_eq(raw(ds, dw, 5, t), (double)(t / 24 % 7), 1e-3);
         cr_assert_float_eq(raw(ds, hfs, 5, t), (double)t, 1e-2);
     }
-    for (int s = 0; s < data_n_series(ds); s++) cr_assert_eq(data_value(ds, 0, s, 0), (float)s, "id");
+    for (int s = 0; s < data_n_series(ds); s++)
+        cr_assert_eq(data_value(ds, 0, s, 0), (float)s, "id");
     data_free(ds);
     ds = synth("foxhunt-815", &cfg, 2);
     int fd = var_index(&cfg, "day_of_week"), mo = var_index(&cfg, "month"),
@@ -252,12 +258,15 @@ Test(data, known_and_observed_inputs_are_informative)
         hol = var_index(&cfg, "national_holiday"), tr = var_index(&cfg, "transactions");
     double on = 0, off = 0, n_on = 0, n_off = 0, h_on = 0, n_h = 0;
     int64_t len = data_series_len(ds, 0), n = 0;
-    double *a = malloc(sizeof(double) * (size_t)len * 8), *b = malloc(sizeof(double) * (size_t)len * 8);
+    double *a = malloc(sizeof(double) * (size_t)len * 8),
+           *b = malloc(sizeof(double) * (size_t)len * 8);
     for (int s = 0; s < 8; s++)
         for (int64_t t = 0; t < len; t++) {
             double x = data_value(ds, y, s, t);
-            if (data_value(ds, promo, s, t)) on += x, n_on++;
-            else off += x, n_off++;
+            if (data_value(ds, promo, s, t))
+                on += x, n_on++;
+            else
+                off += x, n_off++;
             if (data_value(ds, hol, s, t)) h_on += x, n_h++;
             a[n] = x, b[n++] = data_value(ds, tr, s, t);
         }
@@ -352,7 +361,8 @@ Test(data, validation_windows_lie_after_the_training_range)
         }
         tft_batch_fini(&b);
     }
-    cr_assert(sizes[0] == 50 && sizes[1] == 50 && sizes[2] == 50 && sizes[3] == 42 && sizes[4] == 50,
+    cr_assert(sizes[0] == 50 && sizes[1] == 50 && sizes[2] == 50 && sizes[3] == 42 &&
+                  sizes[4] == 50,
               "batch sizes %d %d %d %d %d", sizes[0], sizes[1], sizes[2], sizes[3], sizes[4]);
     data_free(ds);
 }
@@ -373,7 +383,8 @@ Test(data, training_batches_are_seeded)
         for (int v = 0; v < cfg.n_vars; v++)
             cr_assert(!memcmp(tn_data(a.x[v]), tn_data(b.x[v]), tn_nbytes(a.x[v])));
         cr_assert(!memcmp(tn_data(a.y), tn_data(b.y), tn_nbytes(a.y)));
-        cr_assert(memcmp(tn_data(a.y), tn_data(c.y), tn_nbytes(a.y)), "another seed, other windows");
+        cr_assert(memcmp(tn_data(a.y), tn_data(c.y), tn_nbytes(a.y)),
+                  "another seed, other windows");
         tft_batch_fini(&a);
         tft_batch_fini(&b);
         tft_batch_fini(&c);
@@ -387,17 +398,20 @@ Test(data, synth_rejects_bad_options)
     struct tft_config cfg;
     tft_config_preset(&cfg, "tiny");
     struct data_set *ds = NULL;
-    cr_assert_eq(data_synth_new(&ds, T, &cfg, &(struct data_synth_options){.val_steps = 5}), LG_EINVAL);
+    cr_assert_eq(data_synth_new(&ds, T, &cfg, &(struct data_synth_options){.val_steps = 5}),
+                 LG_EINVAL);
     cr_assert(strstr(lg_errmsg(), "val_steps"), "%s", lg_errmsg());
-    cr_assert_eq(data_synth_new(&ds, T, &cfg, &(struct data_synth_options){.n_train = 3}), LG_EINVAL);
+    cr_assert_eq(data_synth_new(&ds, T, &cfg, &(struct data_synth_options){.n_train = 3}),
+                 LG_EINVAL);
     cfg.hidden = 15;
     cr_assert_eq(data_synth_new(&ds, T, &cfg, NULL), LG_EINVAL);
     cr_assert_null(ds);
     /* small custom sizes work for any config */
     tft_config_preset(&cfg, "foxhunt-815");
-    cr_assert_eq(data_synth_new(&ds, T, &cfg,
-                                &(struct data_synth_options){.n_series = 3, .n_train = 40, .val_steps = 37}),
-                 LG_OK, "%s", lg_errmsg());
+    cr_assert_eq(
+        data_synth_new(&ds, T, &cfg,
+                       &(struct data_synth_options){.n_series = 3, .n_train = 40, .val_steps = 37}),
+        LG_OK, "%s", lg_errmsg());
     cr_assert_eq(data_n_windows(ds, DATA_VAL), 3);
     check_values(ds);
     data_free(ds);
@@ -418,7 +432,10 @@ Test(data, seasonal_naive_on_a_hand_made_series)
     static const struct {
         int season;
         int src[4]; /* encoder position each decoder step copies */
-    } cases[] = {{7, {1, 2, 3, 4}}, {3, {5, 6, 7, 5}}, {1, {7, 7, 7, 7}}, {8, {0, 1, 2, 3}},
+    } cases[] = {{7, {1, 2, 3, 4}},
+                 {3, {5, 6, 7, 5}},
+                 {1, {7, 7, 7, 7}},
+                 {8, {0, 1, 2, 3}},
                  {2, {6, 7, 6, 7}}};
     for (size_t k = 0; k < LG_ARRAY_LEN(cases); k++) {
         struct tn_tensor *f = data_seasonal_naive(T, &cfg, &b, cases[k].season);
@@ -484,7 +501,8 @@ Test(data, csv_values_land_where_expected)
         cr_assert_eq(data_value(ds, 0, s, 0), s == 0 ? 1.0f : 0.0f, "red 1, blue 0");
         for (int64_t j = 0; j < 8; j++) {
             double t = s == 0 ? j + 1 : j + 5;
-            cr_assert_float_eq(raw(ds, 1, s, j), s == 0 ? t : 100 + t, 1e-4, "y s%d j%lld", s, (long long)j);
+            cr_assert_float_eq(raw(ds, 1, s, j), s == 0 ? t : 100 + t, 1e-4, "y s%d j%lld", s,
+                               (long long)j);
             cr_assert_float_eq(raw(ds, 2, s, j), s == 0 ? 0.5 * t : -t, 1e-4);
             cr_assert_eq(data_value(ds, 3, s, j), (float)((int)t % 7));
             cr_assert_float_eq(raw(ds, 4, s, j), 10 * t, 1e-3);
@@ -509,15 +527,16 @@ Test(data, csv_example_is_train_ready)
                            csv_path(p2, sizeof p2, "example.json"));
     cr_assert_eq(rc, LG_OK, "%s", lg_errmsg());
     cr_assert_str_eq(cfg.preset, "example");
-    static const char *names[] = {"store_type", "size", "sales", "temperature", "dow", "promo",
-                                  "day_index"};
+    static const char *names[] = {"store_type", "size",  "sales",    "temperature",
+                                  "dow",        "promo", "day_index"};
     cr_assert_eq(cfg.n_vars, 7);
     for (int v = 0; v < 7; v++) cr_assert_str_eq(cfg.vars[v].name, names[v]);
     cr_assert_eq(cfg.vars[0].cardinality, 3);
     cr_assert_eq(cfg.vars[5].cardinality, 2);
     cr_assert_eq(data_n_series(ds), 4);
     cr_assert_eq(data_season(ds), 7);
-    cr_assert_eq(data_value(ds, 0, 2, 0), 1.0f, "'S3, north' is medium: large 0, medium 1, small 2");
+    cr_assert_eq(data_value(ds, 0, 2, 0), 1.0f,
+                 "'S3, north' is medium: large 0, medium 1, small 2");
     cr_assert_float_eq(raw(ds, 1, 3, 0), 650.0, 1e-3, "the quoted 'S4 \"east\"' keeps its size");
     cr_assert_float_eq(raw(ds, 2, 0, 0), 12.75, 1e-4, "first sales of S1 (CRLF file)");
     for (int s = 0; s < 4; s++) cr_assert_eq(data_series_len(ds, s), 84);
@@ -545,15 +564,16 @@ Test(data, csv_from_memory_matches_the_file)
     csv_path(p2, sizeof p2, "small.json");
     cr_assert_eq(data_load_csv(&a, &c1, T, p1, p2), LG_OK);
     /* the same rows with CRLF endings, a byte-order mark, blank lines, no final newline */
-    const char *csv = "\xEF\xBB\xBFid,t,y,kind,x,dow,k\r\n\r\n"
-                      "\"a, inc\",1,1,red,0.5,1,10\r\n\"a, inc\",2,2,red,1,2,20\r\n"
-                      "\"a, inc\",3,3,red,1.5,3,30\r\n\"a, inc\",4,4,red,2,4,40\r\n"
-                      "\"a, inc\",5,5,red,2.5,5,50\r\n\"a, inc\",6,6,red,3,6,60\r\n"
-                      "\"a, inc\",7,7,red,3.5,0,70\r\n\"a, inc\",8,8,red,4,1,80\r\n\r\n"
-                      "\"b \"\"q\"\"\",12,112,blue,-12,5,120\r\n\"b \"\"q\"\"\",11,111,blue,-11,4,110\r\n"
-                      "\"b \"\"q\"\"\",10,110,blue,-10,3,100\r\n\"b \"\"q\"\"\",9,109,blue,-9,2,90\r\n"
-                      "\"b \"\"q\"\"\",8,108,blue,-8,1,80\r\n\"b \"\"q\"\"\",7,107,blue,-7,0,70\r\n"
-                      "\"b \"\"q\"\"\",6,106,blue,-6,6,60\r\n\"b \"\"q\"\"\",5,105,blue,-5,5,50";
+    const char *csv =
+        "\xEF\xBB\xBFid,t,y,kind,x,dow,k\r\n\r\n"
+        "\"a, inc\",1,1,red,0.5,1,10\r\n\"a, inc\",2,2,red,1,2,20\r\n"
+        "\"a, inc\",3,3,red,1.5,3,30\r\n\"a, inc\",4,4,red,2,4,40\r\n"
+        "\"a, inc\",5,5,red,2.5,5,50\r\n\"a, inc\",6,6,red,3,6,60\r\n"
+        "\"a, inc\",7,7,red,3.5,0,70\r\n\"a, inc\",8,8,red,4,1,80\r\n\r\n"
+        "\"b \"\"q\"\"\",12,112,blue,-12,5,120\r\n\"b \"\"q\"\"\",11,111,blue,-11,4,110\r\n"
+        "\"b \"\"q\"\"\",10,110,blue,-10,3,100\r\n\"b \"\"q\"\"\",9,109,blue,-9,2,90\r\n"
+        "\"b \"\"q\"\"\",8,108,blue,-8,1,80\r\n\"b \"\"q\"\"\",7,107,blue,-7,0,70\r\n"
+        "\"b \"\"q\"\"\",6,106,blue,-6,6,60\r\n\"b \"\"q\"\"\",5,105,blue,-5,5,50";
     FILE *f = fopen(p2, "rb");
     char json[2048];
     size_t jn = fread(json, 1, sizeof json, f);
@@ -564,8 +584,8 @@ Test(data, csv_from_memory_matches_the_file)
     for (int v = 0; v < c1.n_vars; v++)
         for (int s = 0; s < 2; s++)
             for (int64_t t = 0; t < 8; t++)
-                cr_assert_eq(data_value(a, v, s, t), data_value(b, v, s, t), "var %d s %d t %lld", v,
-                             s, (long long)t);
+                cr_assert_eq(data_value(a, v, s, t), data_value(b, v, s, t), "var %d s %d t %lld",
+                             v, s, (long long)t);
     data_free(a);
     data_free(b);
 }
@@ -584,30 +604,44 @@ static const struct {
     {"bad/empty.csv", "small.json", {"empty.csv:1: empty file"}},
     {"bad/header_only.csv", "small.json", {"header_only.csv:2: no data rows"}},
     {"bad/missing_column.csv", "small.json", {"missing_column.csv:1: no column 'x'", "small.json"}},
-    {"bad/short_series.csv", "small.json",
+    {"bad/short_series.csv",
+     "small.json",
      {"short_series.csv:5: column 'id' (1): series 'b' has 2 rows", "T_enc + T_dec = 3"}},
-    {"bad/static_changes.csv", "small.json",
+    {"bad/static_changes.csv",
+     "small.json",
      {"static_changes.csv:4: column 'kind' (4): static value 'blue' differs from 'red' on line 2"}},
-    {"bad/unterminated_quote.csv", "small.json",
+    {"bad/unterminated_quote.csv",
+     "small.json",
      {"unterminated_quote.csv:3: column 'kind' (4): unterminated quoted field"}},
     {"bad/after_quote.csv", "small.json", {"after_quote.csv:3: column 'kind' (4): text after"}},
     {"bad/stray_quote.csv", "small.json", {"stray_quote.csv:3: column 'kind' (4): a quote inside"}},
-    {"bad/duplicate_time.csv", "small.json",
+    {"bad/duplicate_time.csv",
+     "small.json",
      {"duplicate_time.csv:4: column 't' (2): time '1' of series 'a' repeats line 2"}},
-    {"bad/cardinality.csv", "small.json",
+    {"bad/cardinality.csv",
+     "small.json",
      {"cardinality.csv:9: column 'dow' (6): '7' is distinct value number 8", "cardinality 7"}},
-    {"bad/duplicate_header.csv", "small.json",
+    {"bad/duplicate_header.csv",
+     "small.json",
      {"duplicate_header.csv:1: column 'y' appears twice (columns 3 and 6)"}},
     {"small.csv", "bad/syntax.json", {"syntax.json:3:", "bad JSON"}},
     {"small.csv", "bad/type.json", {"type.json: key \"T_enc\" must be an integer, not a string"}},
     {"small.csv", "bad/unknown_key.json", {"unknown_key.json: unknown key \"statics\""}},
-    {"small.csv", "bad/unknown_column.json", {"small.csv:1: no column 'region'", "unknown_column.json"}},
+    {"small.csv",
+     "bad/unknown_column.json",
+     {"small.csv:1: no column 'region'", "unknown_column.json"}},
     {"small.csv", "bad/kind.json", {"kind.json: static[0]: \"kind\" must be", "\"integer\""}},
-    {"small.csv", "bad/static_not_array.json", {"static_not_array.json: key \"static\" must be an array"}},
-    {"small.csv", "bad/observed_categorical.json", {"observed_categorical.json: observed[0]: observed"}},
+    {"small.csv",
+     "bad/static_not_array.json",
+     {"static_not_array.json: key \"static\" must be an array"}},
+    {"small.csv",
+     "bad/observed_categorical.json",
+     {"observed_categorical.json: observed[0]: observed"}},
     {"small.csv", "bad/heads.json", {"heads.json: config: hidden 10", "n_head 4"}},
     {"small.csv", "bad/season.json", {"season.json: key \"season\" = 3 is outside 1..2"}},
-    {"small.csv", "bad/cardinality_zero.json", {"cardinality_zero.json: static[0]: key \"cardinality\""}},
+    {"small.csv",
+     "bad/cardinality_zero.json",
+     {"cardinality_zero.json: static[0]: key \"cardinality\""}},
     {"small.csv", "bad/no_target.json", {"no_target.json: key \"target\" is missing"}},
     {"small.csv", "bad/not_object.json", {"not_object.json: the config must be a JSON object"}},
     {"small.csv", "bad/empty.json", {"empty.json:1:0: bad JSON"}},

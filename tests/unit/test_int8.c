@@ -27,8 +27,7 @@ static void naive_gemm(int32_t *C, const int8_t *A, const int8_t *B, int64_t M, 
     for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++) {
             int64_t s = 0;
-            for (int64_t k = 0; k < K; k++)
-                s += (int64_t)A[m * K + k] * B[n * K + k];
+            for (int64_t k = 0; k < K; k++) s += (int64_t)A[m * K + k] * B[n * K + k];
             cr_assert(s >= INT32_MIN && s <= INT32_MAX, "reference overflows int32");
             C[m * N + n] = (int32_t)s;
         }
@@ -51,8 +50,7 @@ static void check_gemm(const int8_t *A, const int8_t *B, int64_t M, int64_t N, i
     /* the fused f32 epilogue: the same sums, scaled per column, plus the bias */
     float *Y = trk_alloc(T, (size_t)(M * N + N + N) * sizeof(float), "test/Y");
     float *sw = Y + M * N, *bias = sw + N, sx = 0.37f;
-    for (int64_t n = 0; n < N; n++)
-        sw[n] = 0.001f * (float)(n + 1), bias[n] = (float)n - 2.5f;
+    for (int64_t n = 0; n < N; n++) sw[n] = 0.001f * (float)(n + 1), bias[n] = (float)n - 2.5f;
     q8_gemm_s8s8_f32(Y, A, B, M, N, K, sx, sw, N % 2 ? bias : NULL);
     for (int64_t i = 0; i < M * N; i++) {
         int64_t n = i % N;
@@ -69,8 +67,7 @@ static int8_t *random_s8(struct tn_rng *r, int64_t n, const char *tag)
 {
     int8_t *p = trk_alloc(T, (size_t)n + 1, tag);
     cr_assert_not_null(p);
-    for (int64_t i = 0; i < n; i++)
-        p[i] = (int8_t)(tn_rng_next(r) & 0xff); /* [-128, 127] */
+    for (int64_t i = 0; i < n; i++) p[i] = (int8_t)(tn_rng_next(r) & 0xff); /* [-128, 127] */
     return p;
 }
 
@@ -206,8 +203,7 @@ Test(int8, gemm_is_exact_at_the_extremes)
     }
     for (int64_t i = 0; i < M * K; i++)
         A[i] = i % 3 ? -128 : 127; /* mixed signs in one madd pair */
-    for (int64_t i = 0; i < N * K; i++)
-        B[i] = i % 2 ? -128 : 127;
+    for (int64_t i = 0; i < N * K; i++) B[i] = i % 2 ? -128 : 127;
     check_gemm(A, B, M, N, K);
     trk_free(T, A);
     trk_free(T, B);
@@ -225,8 +221,7 @@ Test(int8, gemm_with_empty_sizes)
     int8_t a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8};
     int32_t c[4] = {9, 9, 9, 9};
     q8_gemm_s8s8s32(c, a, b, 2, 2, 0); /* K = 0: all sums are 0 */
-    for (int i = 0; i < 4; i++)
-        cr_assert_eq(c[i], 0);
+    for (int i = 0; i < 4; i++) cr_assert_eq(c[i], 0);
     c[0] = 9;
     q8_gemm_s8s8s32(c, a, b, 0, 2, 2); /* no rows: nothing written */
     q8_gemm_s8s8s32(c, a, b, 2, 0, 2);
@@ -249,8 +244,7 @@ Test(int8, per_channel_quantisation_error_is_within_half_a_step)
     q8_quantize_rows(&q[0][0], scale, &w[0][0], ROWS, COLS);
     for (int i = 0; i < ROWS; i++) {
         float amax = 0;
-        for (int j = 0; j < COLS; j++)
-            amax = fmaxf(amax, fabsf(w[i][j]));
+        for (int j = 0; j < COLS; j++) amax = fmaxf(amax, fabsf(w[i][j]));
         cr_assert_eq(scale[i], amax / 127.0f, "row %d scale", i);
         bool at_max = false;
         for (int j = 0; j < COLS; j++) {
@@ -264,8 +258,7 @@ Test(int8, per_channel_quantisation_error_is_within_half_a_step)
         if (amax > 0) cr_assert(at_max, "row %d: its largest weight maps to ±127", i);
     }
     cr_assert_eq(scale[2], 0.0f, "a zero row keeps scale 0");
-    for (int j = 0; j < COLS; j++)
-        cr_assert_eq(q[2][j], 0);
+    for (int j = 0; j < COLS; j++) cr_assert_eq(q[2][j], 0);
     cr_assert_eq(q[4][5], -127);
 }
 
@@ -287,10 +280,8 @@ Test(int8, vector_and_scalar_input_quantisation_agree)
     int8_t *xq = trk_alloc(T, N, "test/xq");
     struct tn_rng r;
     tn_rng_seed(&r, 21);
-    for (int i = 0; i < N; i++)
-        x[i] = (tn_rng_uniform(&r) * 2 - 1) * 160.0f;
-    for (int i = 0; i < 40; i++)
-        x[i * 7] = rintf(x[i * 7]) + 0.5f; /* ties */
+    for (int i = 0; i < N; i++) x[i] = (tn_rng_uniform(&r) * 2 - 1) * 160.0f;
+    for (int i = 0; i < 40; i++) x[i * 7] = rintf(x[i * 7]) + 0.5f; /* ties */
     x[3] = NAN, x[40] = INFINITY, x[41] = -INFINITY, x[42] = -0.0f, x[43] = 127.5f, x[44] = -127.5f;
     q8_quantize_values(xq, x, 1.0f, N);
     for (int i = 0; i < N; i++) {
@@ -317,14 +308,12 @@ static struct tn_tensor *record_linear(void *user, struct ag_ctx *ctx, const cha
 {
     struct recorder *r = user;
     int i = 0;
-    while (i < r->n && strcmp(r->name[i], name))
-        i++;
+    while (i < r->n && strcmp(r->name[i], name)) i++;
     if (i == r->n) {
         cr_assert(r->n < 128);
         lg_strlcpy(r->name[r->n++], name, LG_MAX_NAME);
     }
-    for (int64_t k = 0; k < tn_numel(x); k++)
-        r->amax[i] = fmaxf(r->amax[i], fabsf(tn_f32(x)[k]));
+    for (int64_t k = 0; k < tn_numel(x); k++) r->amax[i] = fmaxf(r->amax[i], fabsf(tn_f32(x)[k]));
     r->calls[i]++;
     return NULL;
 }
@@ -568,8 +557,7 @@ Test(int8, activation_fake_quant_is_straight_through_inside_the_range)
     w->requires_grad = true;
     loss = ag_sum_all(ctx, ag_mul(ctx, ag_fake_quant(ctx, w, true), c));
     cr_assert_eq(ag_backward(ctx, loss), LG_OK, "%s", ag_errmsg(ctx));
-    for (int64_t i = 0; i < tn_numel(w); i++)
-        cr_assert_eq(tn_f32(w->grad)[i], tn_f32(c)[i]);
+    for (int64_t i = 0; i < tn_numel(w); i++) cr_assert_eq(tn_f32(w->grad)[i], tn_f32(c)[i]);
     ag_ctx_reset(ctx);
 
     cr_assert_null(q8_ag_fake_quant_range(ctx, x, NAN));
@@ -599,8 +587,7 @@ Test(int8, qat_trains_through_fake_quant_and_converts_to_the_same_model)
     struct tn_tensor *w = vm_find(tft_varmap_borrow(f.model), "pos_ff.fc1.weight");
     cr_assert_not_null(w->grad);
     double g2 = 0;
-    for (int64_t i = 0; i < tn_numel(w); i++)
-        g2 += tn_f32(w->grad)[i] * tn_f32(w->grad)[i];
+    for (int64_t i = 0; i < tn_numel(w); i++) g2 += tn_f32(w->grad)[i] * tn_f32(w->grad)[i];
     cr_assert(g2 > 0, "gradients flow through the fake quantisation");
     cr_assert(q8_qat_range(qat, "pos_ff.fc1") > 0 && q8_qat_range(qat, "out") > 0);
     cr_assert(live_bytes_with_prefix("qat/observer.out", NULL) > 0,

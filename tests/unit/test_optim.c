@@ -45,12 +45,11 @@ static void ref_step(struct ref *r, double g, int t, const struct opt_adamw_conf
 
 static void check_against_hand_computed(double wd)
 {
-    const struct opt_adamw_config cfg = {.lr = 0.01, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
-                                         .weight_decay = wd};
+    const struct opt_adamw_config cfg = {
+        .lr = 0.01, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = wd};
     const float p0[4] = {0.5f, -1.0f, 2.0f, 0.0f};
-    const float grads[3][4] = {{0.1f, -0.2f, 0.3f, 0.0f},
-                               {-0.05f, 0.4f, 0.3f, 1e-3f},
-                               {0.2f, 0.0f, -0.6f, 2.0f}};
+    const float grads[3][4] = {
+        {0.1f, -0.2f, 0.3f, 0.0f}, {-0.05f, 0.4f, 0.3f, 1e-3f}, {0.2f, 0.0f, -0.6f, 2.0f}};
     struct tn_tensor *p = vec("varmap/layer.weight", 4, p0);
     struct opt_adamw *opt = NULL;
     cr_assert_eq(opt_adamw_new(&opt, T, &cfg), LG_OK);
@@ -79,8 +78,8 @@ Test(optim, adamw_with_decoupled_weight_decay) { check_against_hand_computed(0.1
 Test(optim, weight_decay_is_decoupled_from_the_gradient)
 {
     /* zero gradient: Adam's step is 0, only the decay moves the parameter */
-    const struct opt_adamw_config cfg = {.lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
-                                         .weight_decay = 0.5};
+    const struct opt_adamw_config cfg = {
+        .lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.5};
     struct tn_tensor *p = vec("varmap/w", 2, (float[]){2.0f, -4.0f});
     set_grad(p, (float[]){0.0f, 0.0f});
     struct opt_adamw *opt = NULL;
@@ -128,12 +127,14 @@ Test(optim, state_is_keyed_by_name_and_tagged)
     cr_assert_eq(opt_adamw_step(opt), LG_OK);
     cr_assert_float_eq(tn_f32(m)[0], 0.19f, 1e-7, "second update of the same moments");
     cr_assert_lt(tn_f32(a2)[0], 1.0f, "the new tensor is the one updated");
-    cr_assert_float_eq(tn_f32(a)[0], 1.0f - 0.01f, 1e-6, "the old one was left after the first step");
+    cr_assert_float_eq(tn_f32(a)[0], 1.0f - 0.01f, 1e-6,
+                       "the old one was left after the first step");
 
     /* a same-named tensor of another size is refused */
     struct tn_tensor *bad = vec("varmap/enc.fc1.weight", 5, (float[]){0, 0, 0, 0, 0});
     cr_assert_eq(opt_adamw_add(opt, &bad, 1), LG_EINVAL);
-    cr_assert(strstr(lg_errmsg(), "enc.fc1.weight has 5 elements, its moments 3"), "%s", lg_errmsg());
+    cr_assert(strstr(lg_errmsg(), "enc.fc1.weight has 5 elements, its moments 3"), "%s",
+              lg_errmsg());
     cr_assert_eq(opt_adamw_add(opt, (struct tn_tensor *[]){NULL}, 1), LG_EINVAL);
     opt_adamw_set_lr(opt, 0.0);
     float before = tn_f32(a2)[1];
@@ -150,8 +151,8 @@ Test(optim, state_is_keyed_by_name_and_tagged)
 Test(optim, invalid_configuration_is_refused)
 {
     struct opt_adamw *opt = (struct opt_adamw *)1;
-    cr_assert_eq(opt_adamw_new(&opt, T, &(struct opt_adamw_config){.lr = 1e-3, .beta1 = 1.0,
-                                                                    .beta2 = 0.999}),
+    cr_assert_eq(opt_adamw_new(
+                     &opt, T, &(struct opt_adamw_config){.lr = 1e-3, .beta1 = 1.0, .beta2 = 0.999}),
                  LG_EINVAL);
     cr_assert_null(opt);
     cr_assert(strstr(lg_errmsg(), "AdamW: invalid configuration"), "%s", lg_errmsg());

@@ -67,8 +67,7 @@ static int shell(const char *fmt, ...)
 static int count(const char *s, const char *pat)
 {
     int n = 0;
-    for (const char *p = s; (p = strstr(p, pat)); p += strlen(pat))
-        n++;
+    for (const char *p = s; (p = strstr(p, pat)); p += strlen(pat)) n++;
     return n;
 }
 
@@ -481,8 +480,7 @@ Test(reports, every_text_is_escaped)
     cr_assert(strstr(csv, ",\"bad, \"\"quoted\"\" | pipe\nand \x01 control <tag>\"\r\n"),
               "RFC 4180 quoting");
     free(csv);
-    for (int i = 0; i < r->n_sessions; i++)
-        rpt_session_fini(&r->sessions[i]);
+    for (int i = 0; i < r->n_sessions; i++) rpt_session_fini(&r->sessions[i]);
     free(r->sessions);
     free(r);
 }
@@ -512,14 +510,19 @@ Test(reports, compare_finds_the_regression_and_only_it)
     cr_assert(strstr(text, "NEW"));
     /* RSS grew about 3 MiB a session: within its 4 MiB band, but judged as `run` judges it, by
      * the slope against the 32 KiB/session budget, it leaks */
-    cr_assert(strstr(text, "  rss               -216.00 KiB      +2.95 MiB      +3.16 MiB    32.00 KiB/s  REGRESSED\n"),
-              "%s", text);
+    cr_assert(
+        strstr(
+            text,
+            "  rss               -216.00 KiB      +2.95 MiB      +3.16 MiB    32.00 KiB/s  REGRESSED\n"),
+        "%s", text);
     cr_assert(strstr(text, "REGRESSED  (sessions leaving any: 0 → 6)"));
     free(text);
     /* two clean runs of 6 sessions: no regression, and no evidence either (these budgets need
      * 13 sessions and more to see a leak of twice the slope) */
     cr_assert_not(compare_into("clean.jsonl", "clean2.jsonl", &text), "%s", text);
-    cr_assert(strstr(text, "INCONCLUSIVE: no regression found, but HEAD's own verdict is inconclusive"), "%s", text);
+    cr_assert(
+        strstr(text, "INCONCLUSIVE: no regression found, but HEAD's own verdict is inconclusive"),
+        "%s", text);
     cr_assert(strstr(text, "fewer than the 13 needed"), "%s", text);
     free(text);
     cr_assert_not(compare_into("clean.jsonl", "clean.jsonl", &text));

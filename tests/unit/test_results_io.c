@@ -63,10 +63,7 @@ static const char *python3(void)
     return access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
 }
 
-static bool same_num(double a, double b)
-{
-    return (isnan(a) && isnan(b)) || a == b;
-}
+static bool same_num(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
 
 /* ---- a run with every field set to something distinctive ------------------------------------- */
 
@@ -307,8 +304,7 @@ static void write_sample(const char *path, struct rpt_run *run, struct rpt_sessi
                          struct rpt_verdict *v)
 {
     fill_run(run);
-    for (int i = 0; i < 3; i++)
-        fill_session(&s[i], i, i == 0);
+    for (int i = 0; i < 3; i++) fill_session(&s[i], i, i == 0);
     fill_verdict(v);
     struct rpt_writer *w = NULL;
     cr_assert_eq(rpt_writer_open(&w, path, run), LG_OK, "%s", lg_errmsg());
@@ -330,8 +326,7 @@ Test(results_io, write_then_load_keeps_every_field)
 
     char *text = slurp(path, NULL);
     int lines = 0;
-    for (char *p = text; *p; p++)
-        lines += *p == '\n';
+    for (char *p = text; *p; p++) lines += *p == '\n';
     cr_assert_eq(lines, 5, "one line per record: run, 3 sessions, verdict");
     cr_assert(strstr(text, "\"seed\":\"18446744073709551615\""),
               "a seed above INT64_MAX is a string");
@@ -344,14 +339,12 @@ Test(results_io, write_then_load_keeps_every_field)
     cr_assert_eq(rpt_results_load(&r, path), LG_OK, "%s", lg_errmsg());
     check_run(&run, &r->run);
     cr_assert_eq(r->n_sessions, 3);
-    for (int i = 0; i < 3; i++)
-        check_session(&s[i], &r->sessions[i]);
+    for (int i = 0; i < 3; i++) check_session(&s[i], &r->sessions[i]);
     cr_assert(r->has_verdict);
     check_verdict(&v, &r->verdict);
     cr_assert_eq(r->truncated_lines, 0);
     rpt_results_free(r);
-    for (int i = 0; i < 3; i++)
-        rpt_session_fini(&s[i]);
+    for (int i = 0; i < 3; i++) rpt_session_fini(&s[i]);
     cr_assert_null(s[0].groups, "fini leaves the session empty");
     cr_assert_eq(s[0].n_groups, 0);
 }
@@ -456,11 +449,9 @@ Test(results_io, a_run_cut_short_anywhere_in_its_last_line_loads)
     cr_assert_not_null(text);
     cr_assert_eq(text[n - 1], '\n');
     size_t verdict_start = n - 1, session_start;
-    while (text[verdict_start - 1] != '\n')
-        verdict_start--;
+    while (text[verdict_start - 1] != '\n') verdict_start--;
     session_start = verdict_start - 1;
-    while (text[session_start - 1] != '\n')
-        session_start--;
+    while (text[session_start - 1] != '\n') session_start--;
     const char *path = tmp_path("cut.jsonl");
     size_t vlen = n - 1 - verdict_start, slen = verdict_start - 1 - session_start;
     /* cut inside the verdict line: 8 sessions, no verdict */
@@ -629,8 +620,7 @@ Test(results_io, every_line_validates_against_the_json_schema, .timeout = 120)
     struct rpt_verdict v;
     const char *path = tmp_path("schema.jsonl");
     write_sample(path, &run, s, &v);
-    for (int i = 0; i < 3; i++)
-        rpt_session_fini(&s[i]);
+    for (int i = 0; i < 3; i++) rpt_session_fini(&s[i]);
     const char *src = LG_SOURCE_DIR;
     const char *py = python3();
     cr_assert_eq(shell("%s -c 'import jsonschema' 2>/dev/null", py), 0,

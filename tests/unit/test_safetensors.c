@@ -42,26 +42,20 @@ static void sample_new(struct sample *s)
     s->t[2] = tn_new(T, TN_I32, TN_CPU, 3, (int64_t[]){2, 2, 3}, "ckpt/test.idx");
     s->t[3] = tn_new(T, TN_F32, TN_CPU, 0, NULL, "ckpt/test.scalar");
     s->t[4] = tn_new(T, TN_F32, TN_CPU, 2, (int64_t[]){0, 4}, "ckpt/test.empty");
-    for (int i = 0; i < 5; i++)
-        cr_assert_not_null(s->t[i], "%s", lg_errmsg());
-    for (int i = 0; i < 15; i++)
-        tn_f32(s->t[0])[i] = (float)i * 0.37f - 2.0f;
+    for (int i = 0; i < 5; i++) cr_assert_not_null(s->t[i], "%s", lg_errmsg());
+    for (int i = 0; i < 15; i++) tn_f32(s->t[0])[i] = (float)i * 0.37f - 2.0f;
     tn_f32(s->t[0])[3] = -0.0f;
     tn_f32(s->t[0])[4] = 1e-40f; /* a denormal survives bit for bit */
-    for (int i = 0; i < 7; i++)
-        tn_i8(s->t[1])[i] = (int8_t)(i * 41 - 128);
-    for (int i = 0; i < 12; i++)
-        tn_i32(s->t[2])[i] = (i - 6) * 123456789;
+    for (int i = 0; i < 7; i++) tn_i8(s->t[1])[i] = (int8_t)(i * 41 - 128);
+    for (int i = 0; i < 12; i++) tn_i32(s->t[2])[i] = (i - 6) * 123456789;
     tn_f32(s->t[3])[0] = 3.25f;
     static const char *names[5] = {"w", "q", "idx", "scalar", "empty"};
-    for (int i = 0; i < 5; i++)
-        s->e[i] = (struct st_entry){names[i], s->t[i]};
+    for (int i = 0; i < 5; i++) s->e[i] = (struct st_entry){names[i], s->t[i]};
 }
 
 static void sample_free(struct sample *s)
 {
-    for (int i = 0; i < 5; i++)
-        tn_release(s->t[i]);
+    for (int i = 0; i < 5; i++) tn_release(s->t[i]);
 }
 
 static const char *const META[] = {"config", "{\"preset\":\"tiny\",\"hidden\":16}", "note",
@@ -84,8 +78,7 @@ Test(safetensors, round_trip_of_every_dtype_and_the_metadata)
         cr_assert_str_eq(in->name, s.e[i].name);
         cr_assert_eq(in->dtype, s.t[i]->dtype);
         cr_assert_eq(in->ndim, s.t[i]->ndim);
-        for (int d = 0; d < in->ndim; d++)
-            cr_assert_eq(in->shape[d], s.t[i]->ne[d]);
+        for (int d = 0; d < in->ndim; d++) cr_assert_eq(in->shape[d], s.t[i]->ne[d]);
         cr_assert_eq(in->begin, pos, "contiguous offsets");
         pos = in->end;
         cr_assert_eq(st_nbytes(f, i), tn_nbytes(s.t[i]));
@@ -128,8 +121,7 @@ Test(safetensors, header_is_padded_to_8_and_offsets_tile_the_buffer)
     struct sample s;
     sample_new(&s);
     size_t sizes[5], total = 0;
-    for (int i = 0; i < 5; i++)
-        total += sizes[i] = tn_nbytes(s.t[i]);
+    for (int i = 0; i < 5; i++) total += sizes[i] = tn_nbytes(s.t[i]);
     /* metadata of each length mod 8 exercises every amount of padding */
     for (int extra = 0; extra < 8; extra++) {
         char val[16] = "";
@@ -140,13 +132,11 @@ Test(safetensors, header_is_padded_to_8_and_offsets_tile_the_buffer)
         size_t n;
         char *raw = slurp(path, &n);
         uint64_t hlen = 0;
-        for (int i = 7; i >= 0; i--)
-            hlen = (hlen << 8) | (uint8_t)raw[i];
+        for (int i = 7; i >= 0; i--) hlen = (hlen << 8) | (uint8_t)raw[i];
         cr_assert_eq(hlen % 8, 0, "header length %llu padded to 8", (unsigned long long)hlen);
         cr_assert_eq(n, 8 + hlen + total, "file = length + header + data");
         size_t end = 8 + hlen;
-        while (end > 8 && raw[end - 1] == ' ')
-            end--;
+        while (end > 8 && raw[end - 1] == ' ') end--;
         cr_assert_eq(raw[end - 1], '}', "JSON then spaces only");
         cr_assert_lt(8 + hlen - end, 8, "at most 7 bytes of padding");
         json_error_t jerr;
@@ -439,6 +429,5 @@ Test(safetensors, many_tensors_are_found_by_name_and_nothing_is_staged)
         cr_assert_eq(v, (float)i);
     }
     st_close(f);
-    for (int i = 0; i < N; i++)
-        tn_release(t[i]);
+    for (int i = 0; i < N; i++) tn_release(t[i]);
 }

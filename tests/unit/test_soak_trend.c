@@ -138,7 +138,10 @@ Test(soak_trend, a_slow_leak_starting_late_is_caught_within_a_dozen_sessions)
 /* 1 MiB every `every` sessions from session 5, never freed: a checkpoint kept every Nth session */
 static int step_every;
 static double step_size;
-static double steps_of(int i) { return i >= 5 ? (double)((i - 5) / step_every + 1) * step_size : 0; }
+static double steps_of(int i)
+{
+    return i >= 5 ? (double)((i - 5) / step_every + 1) * step_size : 0;
+}
 
 Test(soak_trend, leaks_that_come_in_steps_are_caught_over_200_sessions)
 {
@@ -157,7 +160,8 @@ Test(soak_trend, leaks_that_come_in_steps_are_caught_over_200_sessions)
         verdict_of(&f, &v);
         const struct rpt_channel_verdict *cv = &v.channels[RPT_CH_JE_ALLOCATED];
         cr_expect_eq(cv->status, RPT_LEAK, "every %d: %s", cases[k].every, cv->why);
-        cr_expect(f.t.ch[RPT_CH_JE_ALLOCATED].steps_at > 0 || f.t.ch[RPT_CH_JE_ALLOCATED].trend_at > 0,
+        cr_expect(f.t.ch[RPT_CH_JE_ALLOCATED].steps_at > 0 ||
+                      f.t.ch[RPT_CH_JE_ALLOCATED].trend_at > 0,
                   "every %d: an alarm fired", cases[k].every);
         cr_expect_eq(v.exit_code, 1, "every %d: %s", cases[k].every, v.summary);
         rpt_soak_trend_fini(&f.t);
@@ -183,8 +187,10 @@ Test(soak_trend, noise_raises_no_alarm_on_any_statistical_channel)
     verdict_of(&f, &v);
     for (int c = 0; c < RPT_NCHANNELS; c++) {
         if (rpt_channel_exact(c) || c == RPT_CH_DEV_DRIVER || c == RPT_CH_DEV_PROCESS) continue;
-        cr_expect_eq(f.first_fired[c], -1, "%s alarmed on noise: %s", rpt_channel_name(c), v.channels[c].why);
-        cr_expect_neq(v.channels[c].status, RPT_LEAK, "%s: %s", rpt_channel_name(c), v.channels[c].why);
+        cr_expect_eq(f.first_fired[c], -1, "%s alarmed on noise: %s", rpt_channel_name(c),
+                     v.channels[c].why);
+        cr_expect_neq(v.channels[c].status, RPT_LEAK, "%s: %s", rpt_channel_name(c),
+                      v.channels[c].why);
     }
     cr_expect_eq(v.status, RPT_PASS, "%s", v.summary);
     rpt_soak_trend_fini(&f.t);
@@ -211,7 +217,8 @@ Test(soak_trend, a_step_late_in_the_window_stays_inconclusive)
     feed(&f, 100, step_at_88); /* 13 sessions above the band: not yet shown to be flat */
     struct rpt_verdict v;
     verdict_of(&f, &v);
-    cr_expect_eq(v.channels[RPT_CH_JE_RESIDENT].status, RPT_INCONCLUSIVE, "%s", v.channels[RPT_CH_JE_RESIDENT].why);
+    cr_expect_eq(v.channels[RPT_CH_JE_RESIDENT].status, RPT_INCONCLUSIVE, "%s",
+                 v.channels[RPT_CH_JE_RESIDENT].why);
     rpt_soak_trend_fini(&f.t);
 }
 
@@ -242,8 +249,8 @@ Test(soak_trend, the_window_is_the_last_w_sessions)
     verdict_of(&f, &v);
     struct rpt_trend direct;
     rpt_theil_sen(y + 137 - 20, 20, 0.95, &direct);
-    cr_expect_float_eq(v.channels[RPT_CH_RSS].slope, direct.slope, 1e-6, "%f vs %f", v.channels[RPT_CH_RSS].slope,
-                       direct.slope);
+    cr_expect_float_eq(v.channels[RPT_CH_RSS].slope, direct.slope, 1e-6, "%f vs %f",
+                       v.channels[RPT_CH_RSS].slope, direct.slope);
     cr_expect_float_eq(v.channels[RPT_CH_RSS].slope_lo, direct.lo, 1e-6);
     rpt_soak_trend_fini(&f.t);
 }
@@ -254,7 +261,8 @@ Test(soak_trend, exact_channels_fail_at_zero_tolerance_with_attribution)
     feed_init(&f, 50);
     feed(&f, 10, zero);
     struct rpt_session s = session(11, false, 0);
-    struct rpt_leak_group g = {.tag = "adam.m/enc.fc1.weight", .space = "host", .bytes = 4096, .count = 1};
+    struct rpt_leak_group g = {
+        .tag = "adam.m/enc.fc1.weight", .space = "host", .bytes = 4096, .count = 1};
     struct rpt_class_bytes cl = {.cls = "adam.m", .bytes = 4096};
     s.leaked_host_bytes = 4096;
     s.n_groups = 1;
@@ -267,17 +275,23 @@ Test(soak_trend, exact_channels_fail_at_zero_tolerance_with_attribution)
     verdict_of(&f, &v);
     const struct rpt_channel_verdict *cv = &v.channels[RPT_CH_TAGGED_HOST];
     cr_expect_eq(cv->status, RPT_LEAK);
-    cr_expect(strstr(cv->why, "first in session 11") && strstr(cv->why, "adam.m/enc.fc1.weight"), "%s", cv->why);
+    cr_expect(strstr(cv->why, "first in session 11") && strstr(cv->why, "adam.m/enc.fc1.weight"),
+              "%s", cv->why);
     cr_expect(rpt_soak_alarmed(&f.t, RPT_CH_TAGGED_HOST));
     rpt_soak_trend_fini(&f.t);
 }
 
-/* ---- the plan ---------------------------------------------------------------------------------- */
+/* ---- the plan -------------------------------------------------------------------------------- */
 
 static struct hx_soak_plan plan_of(int sessions, int shard, int n_shards)
 {
-    struct hx_soak_plan p = {.n_presets = 2, .modes = HX_MODE_FP32 | HX_MODE_INT8, .n_modes = 2, .warmup = 1,
-                             .sessions = sessions, .shard = shard, .n_shards = n_shards};
+    struct hx_soak_plan p = {.n_presets = 2,
+                             .modes = HX_MODE_FP32 | HX_MODE_INT8,
+                             .n_modes = 2,
+                             .warmup = 1,
+                             .sessions = sessions,
+                             .shard = shard,
+                             .n_shards = n_shards};
     lg_strlcpy(p.presets[0], "tiny", sizeof p.presets[0]);
     lg_strlcpy(p.presets[1], "electricity", sizeof p.presets[1]);
     return p;
@@ -303,7 +317,8 @@ Test(soak_trend, the_plan_interleaves_presets_and_modes_after_warm_up)
     }
     int index, preset, mode;
     bool warm;
-    cr_expect_not(hx_soak_session_at(&p, 12, &index, &preset, &mode, &warm), "8 items after 4 warm-ups");
+    cr_expect_not(hx_soak_session_at(&p, 12, &index, &preset, &mode, &warm),
+                  "8 items after 4 warm-ups");
 }
 
 Test(soak_trend, shards_split_the_plan_into_disjoint_parts_whose_union_is_the_plan)
@@ -321,7 +336,8 @@ Test(soak_trend, shards_split_the_plan_into_disjoint_parts_whose_union_is_the_pl
         }
         cr_expect_eq(count, hx_soak_shard_items(&p));
     }
-    for (int index = 4; index < 4 + 31; index++) cr_expect_eq(seen[index], 1, "item %d run once", index - 4);
+    for (int index = 4; index < 4 + 31; index++)
+        cr_expect_eq(seen[index], 1, "item %d run once", index - 4);
     struct hx_soak_plan unbounded = plan_of(0, 1, 3);
     cr_expect_eq(hx_soak_shard_items(&unbounded), -1);
 }
@@ -372,8 +388,10 @@ Test(soak_trend, metrics_file_is_renamed_into_place)
     char line[512];
     bool delta = false, sessions = false;
     while (fgets(line, sizeof line, fp)) {
-        delta |= !strcmp(line, "leakgate_session_delta_bytes{channel=\"rss\",preset=\"electricity\",mode=\"int8\","
-                               "shard=\"1/3\"} 4096\n");
+        delta |= !strcmp(
+            line,
+            "leakgate_session_delta_bytes{channel=\"rss\",preset=\"electricity\",mode=\"int8\","
+            "shard=\"1/3\"} 4096\n");
         sessions |= !strcmp(line, "leakgate_sessions_total{shard=\"1/3\"} 1\n");
     }
     fclose(fp);

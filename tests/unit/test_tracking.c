@@ -174,9 +174,8 @@ struct varmap_like {
     int dummy;
 };
 
-__attribute__((noinline)) static void trainer_new_takes_a_reference(struct trk_tracker *trk,
-                                                                    struct varmap_like *vm,
-                                                                    void *trainer)
+__attribute__((noinline)) static void
+trainer_new_takes_a_reference(struct trk_tracker *trk, struct varmap_like *vm, void *trainer)
 {
     trk_ref_retain(trk, vm, trainer, TRK_HERE);
 }
@@ -236,7 +235,7 @@ Test(tracking, invalid_and_double_frees_are_reported_not_crashes,
     trk_free(T, p);
     trk_free(T, p); /* double */
     int on_stack;
-    trk_free(T, &on_stack); /* never allocated */
+    trk_free(T, &on_stack);                    /* never allocated */
     void *d = trk_dev_alloc(T, 16, "act/dev"); /* no backend: an error, not a crash */
     cr_assert_null(d);
     cr_assert_eq(lg_errcode(), LG_EUNAVAIL);
@@ -437,7 +436,11 @@ static int fake_alloc(void *ctx, void **out, size_t size)
     return *out ? LG_OK : LG_ENOMEM;
 }
 static void fake_free(void *ctx, void *p) { free(p); }
-static int fake_sync(void *ctx) { (void)ctx; return LG_OK; }
+static int fake_sync(void *ctx)
+{
+    (void)ctx;
+    return LG_OK;
+}
 static void fake_usage(void *ctx, int64_t *used, int64_t *total, int64_t *proc)
 {
     *used = *(int64_t *)ctx;
@@ -519,7 +522,8 @@ Test(tracking, quiesce_returns_the_device_fault_and_light_snapshots_skip_the_dri
     cr_expect_eq(d.sync_calls, 0, "nor synchronise");
     cr_expect_eq(s.tagged_device, 1 << 20, "the ledger is read all the same");
     cr_expect(s.dev_used == -1 && s.dev_total == -1 && s.dev_process == -1);
-    if (trk_build_has_allocator_stats()) cr_expect_gt(s.je_allocated, 0, "jemalloc is read all the same");
+    if (trk_build_has_allocator_stats())
+        cr_expect_gt(s.je_allocated, 0, "jemalloc is read all the same");
     trk_snapshot(T, &s);
     cr_expect_eq(d.usage_calls, 1);
     cr_expect_eq(d.sync_calls, 0, "a snapshot reads the driver without synchronising");

@@ -148,10 +148,8 @@ Test(varmap, init_depends_on_seed_and_name_not_on_creation_order)
     struct tn_tensor *x = vm_get(a, "x", 1, (int64_t[]){64}, KAIMING);
     struct tn_tensor *y = vm_get(a, "y", 1, (int64_t[]){64}, KAIMING);
     cr_assert_not(same_bits(x, y));
-    for (int64_t i = 0; i < 16; i++)
-        cr_assert_eq(tn_f32(vm_find(a, "enc.norm.weight"))[i], 1.0f);
-    for (int64_t i = 0; i < 16; i++)
-        cr_assert_eq(tn_f32(vm_find(a, "enc.norm.bias"))[i], 0.0f);
+    for (int64_t i = 0; i < 16; i++) cr_assert_eq(tn_f32(vm_find(a, "enc.norm.weight"))[i], 1.0f);
+    for (int64_t i = 0; i < 16; i++) cr_assert_eq(tn_f32(vm_find(a, "enc.norm.bias"))[i], 0.0f);
     vm_release(a, MODEL, TRK_HERE);
     vm_release(b, MODEL, TRK_HERE);
     vm_release(c, MODEL, TRK_HERE);
@@ -211,8 +209,7 @@ Test(varmap, parameters_are_listed_in_name_order_with_counts)
     int64_t numel = 0;
     for (int i = 0; i < NP; i++) {
         int64_t n = 1;
-        for (int d = 0; d < PARAMS[i].ndim; d++)
-            n *= PARAMS[i].shape[d];
+        for (int d = 0; d < PARAMS[i].ndim; d++) n *= PARAMS[i].shape[d];
         numel += n;
     }
     cr_assert_eq(vm_param_count(vm), numel);
@@ -225,8 +222,7 @@ Test(varmap, parameters_are_listed_in_name_order_with_counts)
     int n = 0;
     cr_assert_eq(vm_all_vars(vm, &list, &n), LG_OK);
     cr_assert_eq(n, NP);
-    for (int i = 0; i < n; i++)
-        cr_assert_eq(list[i], vm_at(vm, i));
+    for (int i = 0; i < n; i++) cr_assert_eq(list[i], vm_at(vm, i));
     char tag[LG_MAX_NAME];
     cr_assert(trk_tag_of(T, list, tag, sizeof tag));
     cr_assert_str_eq(tag, "meta/varmap.list");
@@ -305,8 +301,7 @@ static void write_file(const char *path, const struct st_entry *e, int n)
 /* Copies of every parameter's values, to prove a failed load changed nothing. */
 static void snapshot(struct vm_varmap *vm, struct tn_tensor **copy)
 {
-    for (int i = 0; i < vm_count(vm); i++)
-        copy[i] = tn_clone(vm_at(vm, i), "ckpt/test.copy");
+    for (int i = 0; i < vm_count(vm); i++) copy[i] = tn_clone(vm_at(vm, i), "ckpt/test.copy");
 }
 
 static void assert_unchanged(struct vm_varmap *vm, struct tn_tensor **copy, const char *what)
@@ -353,8 +348,7 @@ Test(varmap, a_load_that_does_not_match_changes_nothing)
     struct tn_tensor *wt = tn_new_f32(T, "ckpt/test.t", 2, (int64_t[]){8, 16});
     tn_fill(wt, 2.0f);
     int iw = 0;
-    while (strcmp(e[iw].name, "enc.fc1.weight") != 0)
-        iw++;
+    while (strcmp(e[iw].name, "enc.fc1.weight") != 0) iw++;
     struct st_entry keep = e[iw];
     e[iw].t = wt;
     write_file(path, e, NP);
@@ -390,14 +384,12 @@ Test(varmap, a_load_that_does_not_match_changes_nothing)
     e[iw] = keep;
     write_file(path, e, NP);
     cr_assert_eq(vm_load(vm, path, NULL), LG_OK, "%s", lg_errmsg());
-    for (int i = 0; i < NP; i++)
-        cr_assert(same_bits(vm_at(vm, i), vm_at(other, i)));
+    for (int i = 0; i < NP; i++) cr_assert(same_bits(vm_at(vm, i), vm_at(other, i)));
 
     tn_release(extra);
     tn_release(wt);
     tn_release(wi);
-    for (int i = 0; i < NP; i++)
-        tn_release(copy[i]);
+    for (int i = 0; i < NP; i++) tn_release(copy[i]);
     vm_release(vm, MODEL, TRK_HERE);
     vm_release(other, MODEL, TRK_HERE);
 }
@@ -503,8 +495,7 @@ Test(varmap, concurrent_retains_and_releases_balance)
         c[i] = (struct churn){vm, i};
         cr_assert_eq(pthread_create(&th[i], NULL, churn_thread, &c[i]), 0);
     }
-    for (int i = 0; i < 4; i++)
-        pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
     cr_assert_eq(vm_refs(vm), 1);
     cr_assert_eq(trk_error_count(T), 0);
     vm_release(vm, MODEL, TRK_HERE);

@@ -50,7 +50,8 @@ Test(verdict, interval_covers_the_true_slope_about_95_percent)
         rpt_theil_sen(y, 30, 0.95, &t);
         covered += t.lo <= 3.0 && 3.0 <= t.hi;
     }
-    cr_assert(covered >= trials * 90 / 100 && covered <= trials * 99 / 100, "covered %d of %d", covered, trials);
+    cr_assert(covered >= trials * 90 / 100 && covered <= trials * 99 / 100, "covered %d of %d",
+              covered, trials);
 }
 
 static struct rpt_budget budget(void)
@@ -159,9 +160,11 @@ Test(verdict, exact_channels_have_zero_tolerance_and_the_overall_exit_codes)
     struct rpt_verdict v = {0};
     rpt_judge_exact(RPT_CH_TAGGED_HOST, (int64_t[]){0, 0, 0, 0}, 4, "", &v.channels[0]);
     cr_assert_eq(v.channels[0].status, RPT_PASS);
-    rpt_judge_exact(RPT_CH_REFS, (int64_t[]){0, 0, 1, 1}, 4, "varmap x retained at tr_new", &v.channels[1]);
+    rpt_judge_exact(RPT_CH_REFS, (int64_t[]){0, 0, 1, 1}, 4, "varmap x retained at tr_new",
+                    &v.channels[1]);
     cr_assert_eq(v.channels[1].status, RPT_LEAK);
-    cr_assert(strstr(v.channels[1].why, "first in session 2") && strstr(v.channels[1].why, "tr_new"),
+    cr_assert(strstr(v.channels[1].why, "first in session 2") &&
+                  strstr(v.channels[1].why, "tr_new"),
               "%s", v.channels[1].why);
     v.n_channels = 2;
     v.sessions_measured = 4;
@@ -240,8 +243,9 @@ Test(verdict, a_pass_needs_every_required_channel_decided)
     struct rpt_verdict v = all_pass(req, 40);
     rpt_conclude(&v, NULL);
     cr_assert_eq(v.status, RPT_PASS, "%s", v.summary);
-    cr_assert(strstr(v.summary, "required: tagged_host, refs, je_allocated, je_active, je_resident, rss"), "%s",
-              v.summary);
+    cr_assert(
+        strstr(v.summary, "required: tagged_host, refs, je_allocated, je_active, je_resident, rss"),
+        "%s", v.summary);
     /* a required channel unavailable: inconclusive, naming it */
     v = all_pass(req, 40);
     v.channels[RPT_CH_RSS].status = RPT_UNAVAILABLE;
@@ -272,7 +276,8 @@ Test(verdict, a_pass_needs_every_required_channel_decided)
     strcpy(v.stopped, "SIGTERM");
     rpt_conclude(&v, NULL);
     cr_assert_eq(v.status, RPT_INCONCLUSIVE, "%s", v.summary);
-    cr_assert(strstr(v.summary, "stopped (SIGTERM) after 18 of 40 measured session(s)"), "%s", v.summary);
+    cr_assert(strstr(v.summary, "stopped (SIGTERM) after 18 of 40 measured session(s)"), "%s",
+              v.summary);
     v.channels[RPT_CH_TAGGED_HOST].status = RPT_LEAK;
     rpt_conclude(&v, NULL);
     cr_assert_eq(v.status, RPT_LEAK, "%s", v.summary);
@@ -283,8 +288,10 @@ Test(verdict, a_pass_needs_every_required_channel_decided)
     v = all_pass(rpt_default_required(true), 40);
     rpt_conclude(&v, b);
     cr_assert_eq(v.status, RPT_PASS, "%s", v.summary);
-    cr_assert(strstr(v.summary, "budgets never measured (see leakgate calibrate): dev_process"), "%s", v.summary);
-    cr_assert(!b[RPT_CH_DEV_PROCESS].measured && strstr(b[RPT_CH_DEV_PROCESS].source, "unmeasured"));
+    cr_assert(strstr(v.summary, "budgets never measured (see leakgate calibrate): dev_process"),
+              "%s", v.summary);
+    cr_assert(!b[RPT_CH_DEV_PROCESS].measured &&
+              strstr(b[RPT_CH_DEV_PROCESS].source, "unmeasured"));
 }
 
 Test(verdict, required_channels_parse_and_print)
@@ -293,7 +300,8 @@ Test(verdict, required_channels_parse_and_print)
     cr_assert_eq(rpt_parse_required("tagged_host,rss", false, &m), LG_OK);
     cr_assert_eq(m, RPT_BIT(RPT_CH_TAGGED_HOST) | RPT_BIT(RPT_CH_RSS));
     cr_assert_eq(rpt_parse_required("exact", true, &m), LG_OK);
-    cr_assert_eq(m, RPT_BIT(RPT_CH_TAGGED_HOST) | RPT_BIT(RPT_CH_TAGGED_DEVICE) | RPT_BIT(RPT_CH_REFS));
+    cr_assert_eq(m, RPT_BIT(RPT_CH_TAGGED_HOST) | RPT_BIT(RPT_CH_TAGGED_DEVICE) |
+                        RPT_BIT(RPT_CH_REFS));
     cr_assert_eq(rpt_parse_required("none", false, &m), LG_OK);
     cr_assert_eq(m, 0u);
     cr_assert_eq(rpt_parse_required("rss,bogus", false, &m), LG_EINVAL);
@@ -301,7 +309,9 @@ Test(verdict, required_channels_parse_and_print)
     cr_assert_eq(rpt_parse_required("", false, &m), LG_EINVAL);
     char buf[200];
     rpt_required_string(rpt_default_required(true), buf, sizeof buf);
-    cr_assert_str_eq(buf, "tagged_host, tagged_device, refs, je_allocated, je_active, je_resident, rss, dev_process");
+    cr_assert_str_eq(
+        buf,
+        "tagged_host, tagged_device, refs, je_allocated, je_active, je_resident, rss, dev_process");
     rpt_required_string(0, buf, sizeof buf);
     cr_assert_str_eq(buf, "none");
 }
@@ -335,9 +345,10 @@ Test(verdict, the_minimum_sessions_see_twice_the_budget_and_raise_no_false_alarm
             false_alarms += v.status == RPT_LEAK;
         }
         free(y);
-        cr_expect_geq(caught, trials * 90 / 100, "sigma %g, n %d: caught %d of %d", sigmas[k], n, caught, trials);
-        cr_expect_leq(false_alarms, trials * 5 / 100, "sigma %g, n %d: %d false alarms of %d", sigmas[k], n,
-                      false_alarms, trials);
+        cr_expect_geq(caught, trials * 90 / 100, "sigma %g, n %d: caught %d of %d", sigmas[k], n,
+                      caught, trials);
+        cr_expect_leq(false_alarms, trials * 5 / 100, "sigma %g, n %d: %d false alarms of %d",
+                      sigmas[k], n, false_alarms, trials);
         /* and one session fewer is refused as too few */
         if (n > RPT_MIN_TREND) {
             struct rpt_channel_verdict v;
@@ -372,7 +383,8 @@ Test(verdict, recurring_steps_leak_and_one_off_steps_do_not)
 Test(verdict, refs_count_objects_not_retains)
 {
     struct rpt_retain r2[2] = {{.site = "tr_new (trainer.c:53)"}, {.site = "ckpt (trainer.c:90)"}};
-    struct rpt_ref_leak obj = {.kind = "varmap", .name = "tiny", .refs = 2, .n_retains = 2, .retains = r2};
+    struct rpt_ref_leak obj = {
+        .kind = "varmap", .name = "tiny", .refs = 2, .n_retains = 2, .retains = r2};
     struct rpt_session s = {.n_refs = 1, .refs = &obj};
     for (int c = 0; c < RPT_NCHANNELS; c++) s.absolute[c] = s.delta[c] = 0;
     int64_t v;
@@ -413,19 +425,24 @@ Test(verdict, budgets_from_noise_and_the_budgets_file)
     /* written and read back */
     struct rpt_noise all[RPT_NCHANNELS] = {0};
     all[RPT_CH_JE_ALLOCATED] = nz;
-    struct rpt_budgets_info info = {.machine = "testhost: 2 CPUs", .device = "cpu", .build = "leakgate test",
-                                    .command = "leakgate calibrate --runs 5", .date = "2026-12-01T00:00:00Z",
+    struct rpt_budgets_info info = {.machine = "testhost: 2 CPUs",
+                                    .device = "cpu",
+                                    .build = "leakgate test",
+                                    .command = "leakgate calibrate --runs 5",
+                                    .date = "2026-12-01T00:00:00Z",
                                     .workload = "tiny"};
     const char *path = lg_test_tmpfile("budgets.json");
-    cr_assert_eq(rpt_budgets_write(path, b, all, RPT_BIT(RPT_CH_JE_ALLOCATED), &info), LG_OK, "%s", lg_errmsg());
+    cr_assert_eq(rpt_budgets_write(path, b, all, RPT_BIT(RPT_CH_JE_ALLOCATED), &info), LG_OK, "%s",
+                 lg_errmsg());
     struct rpt_budget back[RPT_NCHANNELS];
     hx_default_budgets(back, TN_CPU);
     cr_assert_eq(hx_load_budgets(back, path, TN_CPU), LG_OK, "%s", lg_errmsg());
     cr_assert_float_eq(back[RPT_CH_JE_ALLOCATED].band, a->band, 1e-6);
     cr_assert_float_eq(back[RPT_CH_JE_ALLOCATED].noise, a->noise, 1e-6);
-    cr_assert(strstr(back[RPT_CH_JE_ALLOCATED].source, "measured on testhost: 2 CPUs, 2026-12-01"), "%s",
-              back[RPT_CH_JE_ALLOCATED].source);
-    cr_assert(strstr(back[RPT_CH_RSS].source, "calibrate") != NULL, "channels the file does not name keep the defaults");
+    cr_assert(strstr(back[RPT_CH_JE_ALLOCATED].source, "measured on testhost: 2 CPUs, 2026-12-01"),
+              "%s", back[RPT_CH_JE_ALLOCATED].source);
+    cr_assert(strstr(back[RPT_CH_RSS].source, "calibrate") != NULL,
+              "channels the file does not name keep the defaults");
     /* malformed files: a message naming the file and the member */
     static const struct {
         const char *text, *needle;
@@ -450,9 +467,10 @@ Test(verdict, budgets_from_noise_and_the_budgets_file)
         write_text(path, bad[k].text);
         hx_default_budgets(back, TN_CPU);
         cr_expect_neq(hx_load_budgets(back, path, TN_CPU), LG_OK, "accepted: %s", bad[k].text);
-        cr_expect(strstr(lg_errmsg(), bad[k].needle) && strstr(lg_errmsg(), "budgets.json"), "%s: %s", bad[k].text,
-                  lg_errmsg());
+        cr_expect(strstr(lg_errmsg(), bad[k].needle) && strstr(lg_errmsg(), "budgets.json"),
+                  "%s: %s", bad[k].text, lg_errmsg());
     }
-    cr_expect_neq(hx_load_budgets(back, lg_test_tmpdir(), TN_CPU), LG_OK, "a directory is not a budgets file");
+    cr_expect_neq(hx_load_budgets(back, lg_test_tmpdir(), TN_CPU), LG_OK,
+                  "a directory is not a budgets file");
     cr_expect_neq(hx_load_budgets(back, "/nonexistent.json", TN_CPU), LG_OK);
 }

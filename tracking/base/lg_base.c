@@ -112,7 +112,8 @@ int lg_mkdirs(const char *dir)
 {
     char path[4096];
     if (!dir[0]) return lg_fail(LG_EINVAL, "the output directory is an empty path");
-    if (lg_strlcpy(path, dir, sizeof path)) return lg_fail(LG_EINVAL, "output directory path too long: %s", dir);
+    if (lg_strlcpy(path, dir, sizeof path))
+        return lg_fail(LG_EINVAL, "output directory path too long: %s", dir);
     for (char *p = path + 1;; p++) {
         if (*p != '/' && *p != '\0') continue;
         char c = *p;
@@ -123,7 +124,8 @@ int lg_mkdirs(const char *dir)
         if (c == '\0') break;
     }
     struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return lg_fail(LG_EIO, "%s is not a directory", dir);
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return lg_fail(LG_EIO, "%s is not a directory", dir);
     return LG_OK;
 }
 
@@ -131,9 +133,12 @@ int lg_dir_lock(struct lg_dir_lock *lk, const char *dir)
 {
     char path[4200], holder[32] = "";
     lk->fd = -1;
-    if (lg_snprintf(path, sizeof path, "%s/.leakgate.lock", dir)) return lg_fail(LG_EINVAL, "path too long: %s", dir);
+    if (lg_snprintf(path, sizeof path, "%s/.leakgate.lock", dir))
+        return lg_fail(LG_EINVAL, "path too long: %s", dir);
     int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
-    if (fd < 0) return lg_fail(LG_EIO, "%s: cannot create the lock of the output directory: %s", path, strerror(errno));
+    if (fd < 0)
+        return lg_fail(LG_EIO, "%s: cannot create the lock of the output directory: %s", path,
+                       strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
@@ -146,8 +151,11 @@ int lg_dir_lock(struct lg_dir_lock *lk, const char *dir)
         holder[strcspn(holder, "\n")] = '\0';
         close(fd);
         if (err == EWOULDBLOCK)
-            return lg_fail(LG_EBUSY, "%s is in use by another leakgate (pid %s); wait for it or choose another output "
-                                     "directory", dir, holder[0] ? holder : "?");
+            return lg_fail(
+                LG_EBUSY,
+                "%s is in use by another leakgate (pid %s); wait for it or choose another output "
+                "directory",
+                dir, holder[0] ? holder : "?");
         return lg_fail(LG_EIO, "%s: cannot lock the output directory: %s", path, strerror(err));
     }
     char pid[32];
@@ -169,19 +177,26 @@ void lg_dir_unlock(struct lg_dir_lock *lk)
 int lg_open_regular(FILE **out, const char *path, bool append)
 {
     *out = NULL;
-    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (append ? O_APPEND : 0), 0644);
+    int fd = open(
+        path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (append ? O_APPEND : 0),
+        0644);
     if (fd < 0)
         return lg_fail(LG_EIO, "%s: cannot write: %s", path,
-                       errno == ELOOP ? "it is a symbolic link (not followed)"
+                       errno == ELOOP   ? "it is a symbolic link (not followed)"
                        : errno == ENXIO ? "it is a FIFO with no reader (refused)"
                                         : strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return lg_fail(LG_EIO, "%s: cannot write: not a regular file (a %s); remove it or choose another output", path,
-                       S_ISFIFO(st.st_mode) ? "FIFO" : S_ISDIR(st.st_mode) ? "directory" : "device or socket");
+        return lg_fail(
+            LG_EIO,
+            "%s: cannot write: not a regular file (a %s); remove it or choose another output", path,
+            S_ISFIFO(st.st_mode)  ? "FIFO"
+            : S_ISDIR(st.st_mode) ? "directory"
+                                  : "device or socket");
     }
-    if ((!append && ftruncate(fd, 0) != 0) || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+    if ((!append && ftruncate(fd, 0) != 0) ||
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
         int err = errno;
         close(fd);
         return lg_fail(LG_EIO, "%s: cannot write: %s", path, strerror(err));

@@ -27,15 +27,15 @@
 
 enum lg_status {
     LG_OK = 0,
-    LG_EINVAL = 1,  /* invalid argument, shape or configuration */
-    LG_ENOMEM = 2,  /* out of memory (host or device) */
-    LG_EIO = 3,     /* a file could not be opened, read or written */
-    LG_EFORMAT = 4, /* malformed input: checkpoint, CSV, JSON, flags */
-    LG_EBUSY = 5,   /* a close over live children (session end with live allocations) */
-    LG_ECUDA = 6,   /* a CUDA runtime, cuBLAS or driver error */
-    LG_EUNAVAIL = 7,/* a feature not built in or not present (no GPU, no gnuplot) */
+    LG_EINVAL = 1,   /* invalid argument, shape or configuration */
+    LG_ENOMEM = 2,   /* out of memory (host or device) */
+    LG_EIO = 3,      /* a file could not be opened, read or written */
+    LG_EFORMAT = 4,  /* malformed input: checkpoint, CSV, JSON, flags */
+    LG_EBUSY = 5,    /* a close over live children (session end with live allocations) */
+    LG_ECUDA = 6,    /* a CUDA runtime, cuBLAS or driver error */
+    LG_EUNAVAIL = 7, /* a feature not built in or not present (no GPU, no gnuplot) */
     LG_EINTERNAL = 8,
-    LG_EINTR = 9,   /* interrupted by a signal */
+    LG_EINTR = 9, /* interrupted by a signal */
 };
 
 /* Records a runtime failure: formats the message into this thread's error buffer and returns
@@ -75,9 +75,9 @@ void lg_dir_unlock(struct lg_dir_lock *lk);
 int lg_open_regular(FILE **out, const char *path, bool append);
 
 /* Broken contract: print and abort. Kept in release builds (GGML_ASSERT). */
-#define LG_ASSERT(cond)                                                                    \
-    do {                                                                                   \
-        if (!(cond)) lg_assert_fail(__FILE__, __LINE__, #cond);                            \
+#define LG_ASSERT(cond)                                                                            \
+    do {                                                                                           \
+        if (!(cond)) lg_assert_fail(__FILE__, __LINE__, #cond);                                    \
     } while (0)
 _Noreturn void lg_assert_fail(const char *file, int line, const char *what);
 
@@ -96,7 +96,7 @@ double lg_now(void);
 char *lg_fmt_bytes(char *buf, size_t size, double bytes);
 
 #define LG_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-#define LG_MIN(a, b) ((a) < (b) ? (a) : (b))
-#define LG_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define LG_MIN(a, b)    ((a) < (b) ? (a) : (b))
+#define LG_MAX(a, b)    ((a) > (b) ? (a) : (b))
 
 #endif
