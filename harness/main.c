@@ -15,8 +15,10 @@
  * calling thread's cache, so regions cached by OpenBLAS's, CUDA's or cuBLAS's threads would move
  * jemalloc's figures between snapshots; the model never used them (the tracker allocates with
  * MALLOCX_TCACHE_NONE), so the cost falls on the harness's few untagged allocations
- * (docs/design.md, "Quiesce"). MALLOC_CONF can still override it. */
-const char *malloc_conf = "tcache:false";
+ * (docs/design.md, "Quiesce"). Heap profiling is available but idle (prof_active:false): a
+ * leak proven on an untagged channel arms it, and the stacks that grew are named
+ * (exec_prof.c). MALLOC_CONF can still override any of it. */
+const char *malloc_conf = "tcache:false,prof:true,prof_active:false,lg_prof_sample:17";
 
 static void usage(FILE *f)
 {

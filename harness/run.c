@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exec_impl.h"
 #include "hx_impl.h"
 #include "tn_device.h"
 #include "reports.h"
@@ -168,6 +169,7 @@ int hx_run(const struct hx_options *o, struct rpt_verdict *v)
     struct rpt_writer *w = NULL;
     struct rpt_run run;
     struct lg_dir_lock lock = {-1};
+    struct hx_prof prof = {0}; /* untagged growth named by allocation stack (exec_prof.c) */
     char path[700];
     memset(v, 0, sizeof *v);
     memset(&ser, 0, sizeof ser);
@@ -175,11 +177,13 @@ int hx_run(const struct hx_options *o, struct rpt_verdict *v)
     int warm_total = o->warmup * n_modes, total = warm_total + o->sessions;
     int rc = lg_mkdirs(o->out_dir);
     if (rc == LG_OK) rc = lg_dir_lock(&lock, o->out_dir);
+    if (rc == LG_OK) rc = hx_prof_start(&prof, o);
     if (rc == LG_OK) rc = hx_env_init(&env, o);
     if (rc == LG_OK) rc = rpt_series_init(&ser, total);
     if (rc != LG_OK) goto out;
     ser.device = trk_has_device(env.trk);
     hx_fill_run_line(o, &env.cfg, &run);
+    run.prof_sample = prof.available ? prof.sample : 0;
     snprintf(path, sizeof path, "%s/results.jsonl", o->out_dir);
     if ((rc = rpt_writer_open(&w, path, &run))) goto out;
     hx_progress_begin(o, &run, total);
@@ -199,6 +203,8 @@ int hx_run(const struct hx_options *o, struct rpt_verdict *v)
                              ? RPT_NONE
                              : s.absolute[c] - baseline[c];
         rpt_series_add(&ser, &s);
+        if (hx_prof_after_session(&prof, &ser, o->budgets, &s) != LG_OK && !o->quiet)
+            fprintf(stderr, "leakgate: heap profile: %s\n", lg_errmsg());
         int wrc = rpt_writer_session(w, &s);
         hx_progress_session(o, &s, idx, total);
         rpt_session_fini(&s);
@@ -231,7 +237,9 @@ int hx_run(const struct hx_options *o, struct rpt_verdict *v)
     int vrc = rpt_writer_verdict(w, v);
     if (rc == LG_OK && vrc != LG_OK) rc = vrc;
     hx_print_verdict(o, v, stdout);
+    hx_prof_print(&prof, stdout);
 out:
+    hx_prof_stop(&prof);
     rc = hx_close_results(o, w, path, rc, v);
     rpt_series_fini(&ser);
     if (env.o) hx_env_fini(&env);

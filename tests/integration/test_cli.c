@@ -326,3 +326,16 @@ Test(cli, calibrate_writes_budgets_that_run_uses_and_records)
     cr_expect_eq(o.status, 2, "calibration runs clean workloads only: %s", o.text);
     free(o.text);
 }
+
+Test(cli, raw_malloc_is_named_by_its_allocating_function)
+{
+    char args[512];
+    snprintf(args, sizeof args,
+             "run --sessions 8 --modes fp32 --no-reports --out '%s/out' --inject raw-malloc:256KiB",
+             lg_test_tmpdir());
+    struct lg_out o = run(args);
+    cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
+    const char *attr = strstr(o.text, "untagged growth by allocation stack");
+    cr_expect(attr && strstr(attr, "raw_faults (trainer.c:"), "names raw_faults:\n%s", o.text);
+    free(o.text);
+}
