@@ -1,0 +1,34 @@
+"""python -m leakgate [-m MODULE | SCRIPT] [ARGS...] — runs a program with the binding's
+attribution installed, for programs that know nothing of leakgate: under
+``leakgate exec --session-marker RE -- python -m leakgate train.py``, every session the marker
+ends carries the lines where Python's heap grew (tracemalloc) into the results and the verdict's
+printout. Outside exec it just runs the program."""
+
+import runpy
+import sys
+
+
+def main(argv):
+    if not argv or argv[0] in ("-h", "--help"):
+        sys.stdout.write(__doc__.strip() + "\n")
+        return 0 if argv else 2
+    import leakgate
+    from leakgate import _attrib
+
+    _attrib.ensure()  # before the program's first line: one-time costs land before its sessions
+    if argv[0] == "-m":
+        if len(argv) < 2:
+            sys.stderr.write("python -m leakgate: -m needs a module\n")
+            return 2
+        sys.argv = argv[1:]
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = argv
+        sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.abspath(argv[0])))
+        runpy.run_path(argv[0], run_name="__main__")
+    del leakgate
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,168 @@
+"""pytest plugin ``leakgate`` (entry point pytest11): leak tests judged by leakgate itself.
+
+    @pytest.mark.leakgate(sessions=6, warmup=1)
+    def test_train_session(model_config):
+        train_one_session(model_config)          # the body is one session
+
+``pytest`` runs each marked test (every test with ``--leakgate``) under its own ``leakgate exec``:
+a fresh ``python -m pytest NODEID`` with the agent preloaded, where this plugin calls the test
+body ``warmup + sessions`` times, each inside ``leakgate.session()``. So the channels, budgets,
+rules, verdict and "why" are exactly the CLI's (the exec parent judges; nothing is judged in
+Python), the results are a results JSONL per test (``leakgate report`` and ``compare`` read
+them) with report.html beside it, and Python-level attribution (who holds a tracked object,
+tracemalloc lines) comes with the verdict. A leak fails the test; so does an inconclusive verdict
+(a PASS is earned), with the why of each channel.
+
+Under ``leakgate exec -- python -m pytest ...`` the plugin runs the sessions in that process
+instead: the agent is already there, every channel is measured and exec's own verdict (its exit
+status) judges every session of the process as one run, so select one leakgate test.
+
+Without a ``leakgate`` binary (``--leakgate-bin``, LEAKGATE_BIN, PATH) the body still runs its
+sessions, and the test is skipped as not judged, naming the channels this process lacks.
+Fixtures are set up once per test; the sessions repeat its body with the same arguments.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+CHANNELS = ("tagged_host", "refs", "je_allocated", "je_active", "je_resident", "rss")
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("leakgate", "leak tests judged by leakgate (leakgate exec)")
+    g.addoption("--leakgate", action="store_true",
+                help="gate every test, as if marked @pytest.mark.leakgate")
+    g.addoption("--leakgate-sessions", type=int, default=6, metavar="N",
+                help="measured sessions for tests whose marker does not say (default 6)")
+    g.addoption("--leakgate-warmup", type=int, default=1, metavar="W",
+                help="warm-up sessions for tests whose marker does not say (default 1)")
+    g.addoption("--leakgate-out", default="leakgate-pytest", metavar="DIR",
+                help="where each test's results.jsonl and report go (DIR/NODEID/)")
+    g.addoption("--leakgate-bin", default=None, metavar="PATH",
+                help="the leakgate binary (default: LEAKGATE_BIN, else leakgate on PATH)")
+    g.addoption("--leakgate-require", default=None, metavar="CH,...",
+                help="channels the verdict requires (leakgate exec --require)")
+    g.addoption("--leakgate-pymalloc", action="store_true",
+                help="keep pymalloc in the test's process (default PYTHONMALLOC=malloc, so "
+                     "every Python object is a malloc that jemalloc's channels see)")
+    g.addoption("--leakgate-timeout", type=float, default=900, metavar="S",
+                help="seconds a gated test may run (default 900)")
+    g.addoption("--leakgate-child", action="store_true", help=argparse_hidden())
+
+
+def argparse_hidden():
+    import argparse
+    return argparse.SUPPRESS
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "leakgate(sessions=6, warmup=1, require=None): run the test body as warm-up "
+        "plus measured sessions under leakgate exec; fail on a leak or an inconclusive verdict")
+
+
+def _plan(item):
+    m = item.get_closest_marker("leakgate")
+    opt = item.config.getoption
+    if m is None and not opt("--leakgate"):
+        return None
+    kw = dict(m.kwargs) if m else {}
+    if m and m.args:
+        kw.setdefault("sessions", m.args[0])
+    return (int(kw.get("sessions", opt("--leakgate-sessions"))),
+            int(kw.get("warmup", opt("--leakgate-warmup"))),
+            kw.get("require", opt("--leakgate-require")))
+
+
+def _in_process():
+    import leakgate
+    return leakgate.active()
+
+
+def _run_sessions(item, n):
+    import leakgate
+    fn = item.obj
+    args = {a: item.funcargs[a] for a in item._fixtureinfo.argnames}
+    for _ in range(n):
+        with leakgate.session():
+            fn(**args)
+
+
+def _binary(config):
+    b = config.getoption("--leakgate-bin") or os.environ.get("LEAKGATE_BIN")
+    return b if b else shutil.which("leakgate")
+
+
+def _safe(nodeid):
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")[:150] or "test"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    plan = _plan(pyfuncitem)
+    if plan is None:
+        return None
+    sessions, warmup, require = plan
+    config = pyfuncitem.config
+    if config.getoption("--leakgate-child") or _in_process():
+        _run_sessions(pyfuncitem, warmup + sessions)
+        return True
+    exe = _binary(config)
+    if not exe:
+        _run_sessions(pyfuncitem, warmup + sessions)
+        pytest.skip("leakgate: not judged: no leakgate binary (--leakgate-bin, LEAKGATE_BIN, "
+                    "PATH), so no leakgate exec; this process lacks every channel (%s: the "
+                    "agent and jemalloc are not loaded); the body ran %d session(s) unjudged"
+                    % (", ".join(CHANNELS), warmup + sessions))
+    return _run_under_exec(pyfuncitem, exe, sessions, warmup, require)
+
+
+def _run_under_exec(item, exe, sessions, warmup, require):
+    config = item.config
+    root = str(config.rootpath)
+    out = os.path.abspath(os.path.join(str(config.invocation_params.dir),
+                                       config.getoption("--leakgate-out"), _safe(item.nodeid)))
+    cmd = [exe, "exec", "--warmup", str(warmup), "--sessions", str(sessions), "--out", out]
+    if require:
+        cmd += ["--require", require]
+    cmd += ["--", sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+            "--leakgate-child", "--rootdir", root]
+    if config.inipath:
+        cmd += ["-c", str(config.inipath)]
+    cmd.append(item.nodeid)
+    env = dict(os.environ)
+    if not config.getoption("--leakgate-pymalloc"):
+        env["PYTHONMALLOC"] = "malloc"
+    try:
+        p = subprocess.run(cmd, cwd=root, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True,
+                           timeout=config.getoption("--leakgate-timeout"))
+    except subprocess.TimeoutExpired as e:
+        pytest.fail("leakgate: %s ran past --leakgate-timeout (%ss)" % (item.nodeid, e.timeout),
+                    pytrace=False)
+    item.user_properties.append(("leakgate_results", os.path.join(out, "results.jsonl")))
+    text = p.stdout
+    verdict = _verdict_part(text)
+    where = "results: %s/results.jsonl, report: %s/report.html" % (out, out)
+    if p.returncode == 0:
+        item.add_report_section("call", "leakgate", verdict + "\n" + where)
+        return True
+    word = {1: "LEAK", 2: "usage error", 3: "INCONCLUSIVE (a PASS is earned)",
+            4: "the test's process failed"}.get(p.returncode, "exit %d" % p.returncode)
+    pytest.fail("leakgate: %s (leakgate exec exit %d)\n%s\n%s"
+                % (word, p.returncode, text if p.returncode in (2, 4) else verdict, where),
+                pytrace=False)
+
+
+def _verdict_part(text):
+    """exec's verdict table, its summary and the attribution lines, without the progress."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("channel ") and " verdict " in line:
+            return "\n".join(lines[i:])
+    return text
