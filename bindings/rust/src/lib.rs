@@ -16,12 +16,14 @@
 //! (`build.rs` says where it looks).
 #![forbid(unsafe_op_in_unsafe_fn)]
 
-use std::ffi::{c_char, c_int, c_void, CString};
+use std::ffi::{c_void, CString};
 use std::marker::PhantomData;
+use std::os::raw::{c_char, c_int};
 use std::panic::Location;
 
 mod ffi {
-    use std::ffi::{c_char, c_int, c_void};
+    use std::ffi::c_void;
+    use std::os::raw::{c_char, c_int};
     extern "C" {
         pub fn leakgate_api_version() -> c_int;
         pub fn leakgate_active() -> c_int;
@@ -162,63 +164,135 @@ pub fn note(text: &str) -> Result<(), Error> {
     check(unsafe { ffi::leakgate_session_note(c.as_ptr()) })
 }
 
-/// A site the ledger keeps (it stores the pointers, not copies): the caller's file as a
-/// NUL-terminated string that lives for the program, made once per distinct file and leaked
-/// on purpose. The function is not known to `#[track_caller]`; its slot says "rust".
-fn site(loc: &'static Location<'static>) -> (*const c_char, c_int, *const c_char) {
+/// A string the ledger may keep (it stores the pointers, not copies): one NUL-terminated copy
+/// per distinct string, made once and kept for the program's life.
+fn intern(s: &'static str) -> *const c_char {
     use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
-    static FILES: OnceLock<Mutex<HashMap<&'static str, &'static [u8]>>> = OnceLock::new();
-    let mut m = FILES
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    let f = *m.entry(loc.file()).or_insert_with(|| {
-        let mut v = loc.file().as_bytes().to_vec();
-        v.push(0);
-        Box::leak(v.into_boxed_slice())
-    });
-    (
-        f.as_ptr().cast(),
-        loc.line() as c_int,
-        b"rust\0".as_ptr().cast(),
-    )
+    use std::sync::Mutex;
+    type Seen = Option<HashMap<&'static str, &'static [u8]>>;
+    static SEEN: Mutex<Seen> = Mutex::new(None);
+    let mut g = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    let b = *g
+        .get_or_insert_with(HashMap::new)
+        .entry(s)
+        .or_insert_with(|| {
+            let mut v = s.replace('\0', " ").into_bytes();
+            v.push(0);
+            Box::leak(v.into_boxed_slice())
+        });
+    b.as_ptr().cast()
 }
 
 fn addr<T: ?Sized>(p: &T) -> *const c_void {
     p as *const T as *const c_void
 }
 
+/// The path of the function a macro expands in (`crate::module::Type::method`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __function {
+    () => {{
+        fn __f() {}
+        fn __name<T>(_: T) -> &'static str {
+            ::std::any::type_name::<T>()
+        }
+        let n = __name(__f);
+        n.strip_suffix("::__f").unwrap_or(n)
+    }};
+}
+
+/// Where a ledger call was made: file, line and function (the macros fill it in).
+#[derive(Clone, Copy, Debug)]
+pub struct Site {
+    pub file: &'static str,
+    pub line: u32,
+    pub func: &'static str,
+}
+
+impl Site {
+    /// The caller's file and line; the function is not known (`?`). The macros know it.
+    #[track_caller]
+    pub fn caller() -> Site {
+        let l = Location::caller();
+        Site {
+            file: l.file(),
+            line: l.line(),
+            func: "?",
+        }
+    }
+    fn c(&self) -> (*const c_char, c_int, *const c_char) {
+        (intern(self.file), self.line as c_int, intern(self.func))
+    }
+}
+
+/// The site of the macro's caller, with its function.
+#[macro_export]
+macro_rules! site {
+    () => {
+        $crate::Site {
+            file: file!(),
+            line: line!(),
+            func: $crate::__function!(),
+        }
+    };
+}
+
 /// Enters `obj` (any value with a stable address: the pointee of an `Arc`, a `Box`) in the
 /// ledger of shared objects, born holding `holder`'s reference. Alive at its session's end, it is
-/// reported with the retains nobody released and where they were taken (the caller's line).
-#[track_caller]
-pub fn track<T: ?Sized, H: ?Sized>(obj: &T, kind: &str, name: &str, holder: &H) {
-    let (f, l, func) = site(Location::caller());
-    let k = CString::new(kind).unwrap_or_default();
-    let n = CString::new(name).unwrap_or_default();
+/// reported with the retains nobody released and where they were taken.
+/// `leakgate::track!(obj, kind, name, holder)` fills the site in.
+pub fn track_at<T: ?Sized, H: ?Sized>(obj: &T, kind: &str, name: &str, holder: &H, at: Site) {
+    let (f, l, func) = at.c();
+    let k = CString::new(kind.replace('\0', " ")).unwrap_or_default();
+    let n = CString::new(name.replace('\0', " ")).unwrap_or_default();
     unsafe { ffi::leakgate_track(addr(obj), k.as_ptr(), n.as_ptr(), addr(holder), f, l, func) };
 }
 
-/// `holder` takes a reference to the tracked `obj`.
-#[track_caller]
-pub fn retain<T: ?Sized, H: ?Sized>(obj: &T, holder: &H) {
-    let (f, l, func) = site(Location::caller());
+/// `holder` takes a reference to the tracked `obj` (`leakgate::retain!(obj, holder)`).
+pub fn retain_at<T: ?Sized, H: ?Sized>(obj: &T, holder: &H, at: Site) {
+    let (f, l, func) = at.c();
     unsafe { ffi::leakgate_retain(addr(obj), addr(holder), f, l, func) };
 }
 
-/// `holder` drops the reference it took.
-#[track_caller]
-pub fn release<T: ?Sized, H: ?Sized>(obj: &T, holder: &H) {
-    let (f, l, func) = site(Location::caller());
+/// `holder` drops the reference it took (`leakgate::release!(obj, holder)`).
+pub fn release_at<T: ?Sized, H: ?Sized>(obj: &T, holder: &H, at: Site) {
+    let (f, l, func) = at.c();
     unsafe { ffi::leakgate_release(addr(obj), addr(holder), f, l, func) };
 }
 
-/// `obj` was destroyed.
-#[track_caller]
-pub fn untrack<T: ?Sized>(obj: &T) {
-    let (f, l, func) = site(Location::caller());
+/// `obj` was destroyed (`leakgate::untrack!(obj)`).
+pub fn untrack_at<T: ?Sized>(obj: &T, at: Site) {
+    let (f, l, func) = at.c();
     unsafe { ffi::leakgate_untrack(addr(obj), f, l, func) };
+}
+
+/// `track_at` with the caller's file, line and function.
+#[macro_export]
+macro_rules! track {
+    ($obj:expr, $kind:expr, $name:expr, $holder:expr) => {
+        $crate::track_at($obj, $kind, $name, $holder, $crate::site!())
+    };
+}
+/// `retain_at` with the caller's file, line and function.
+#[macro_export]
+macro_rules! retain {
+    ($obj:expr, $holder:expr) => {
+        $crate::retain_at($obj, $holder, $crate::site!())
+    };
+}
+/// `release_at` with the caller's file, line and function.
+#[macro_export]
+macro_rules! release {
+    ($obj:expr, $holder:expr) => {
+        $crate::release_at($obj, $holder, $crate::site!())
+    };
+}
+/// `untrack_at` with the caller's file, line and function.
+#[macro_export]
+macro_rules! untrack {
+    ($obj:expr) => {
+        $crate::untrack_at($obj, $crate::site!())
+    };
 }
 
 #[cfg(test)]
@@ -234,15 +308,27 @@ mod tests {
         {
             let _t = tag("varmap");
             let v = vec![1u8; 4096];
-            track(&*v, "buf", "v", &s);
-            retain(&*v, &v);
-            release(&*v, &v);
-            untrack(&*v);
+            track!(&*v, "buf", "v", &s);
+            retain!(&*v, &v);
+            release!(&*v, &v);
+            untrack!(&*v);
         }
         note("hello").unwrap();
         s.end().unwrap();
         // a second session right after is fine: nothing is open outside exec
         assert!(try_session().is_ok());
+    }
+
+    #[test]
+    fn sites_name_the_function() {
+        let s = crate::site!();
+        assert!(
+            s.func.ends_with("tests::sites_name_the_function"),
+            "{}",
+            s.func
+        );
+        assert_eq!(s.file, file!());
+        assert_eq!(Site::caller().func, "?");
     }
 
     #[test]

@@ -153,7 +153,7 @@ impl TFTTrainer {
             losses: Vec::new(),
         });
         if let Some(v) = &t.varmap {
-            leakgate::retain(&**v, &*t); // the duplicate reference, named in the ledger
+            leakgate::retain!(&**v, &*t); // the duplicate reference, named in the ledger
         }
         t
     }
@@ -233,7 +233,7 @@ fn main() {
             let _t = leakgate::tag("varmap");
             TemporalFusionTransformer::new(hidden, n_series)
         };
-        leakgate::track(&**model.get_varmap(), "varmap", "tft.varmap", &model);
+        leakgate::track!(&**model.get_varmap(), "varmap", "tft.varmap", &model);
         let bytes = model.get_varmap().total_bytes();
         let mut trainer = TFTTrainer::new(&model, a.fixed);
         trainer.train(&model, a.steps);
@@ -243,7 +243,7 @@ fn main() {
         let map = Arc::clone(model.get_varmap());
         drop(model);
         if Arc::strong_count(&map) == 1 {
-            leakgate::untrack(&*map); // the map dies with this last reference
+            leakgate::untrack!(&*map); // the map dies with this last reference
         }
         drop(map);
         drop(s);

@@ -47,9 +47,10 @@ def pytest_addoption(parser):
                 help="the leakgate binary (default: LEAKGATE_BIN, else leakgate on PATH)")
     g.addoption("--leakgate-require", default=None, metavar="CH,...",
                 help="channels the verdict requires (leakgate exec --require)")
-    g.addoption("--leakgate-pymalloc", action="store_true",
-                help="keep pymalloc in the test's process (default PYTHONMALLOC=malloc, so "
-                     "every Python object is a malloc that jemalloc's channels see)")
+    g.addoption("--leakgate-malloc", action="store_true",
+                help="PYTHONMALLOC=malloc in the test's process: every Python object a malloc "
+                     "that jemalloc's channels see (not with tag scopes: Python's free lists keep "
+                     "freed objects allocated, which a tag scope reports as exact leaks)")
     g.addoption("--leakgate-timeout", type=float, default=900, metavar="S",
                 help="seconds a gated test may run (default 900)")
     g.addoption("--leakgate-child", action="store_true", help=argparse_hidden())
@@ -131,12 +132,13 @@ def _run_under_exec(item, exe, sessions, warmup, require):
     if require:
         cmd += ["--require", require]
     cmd += ["--", sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-            "--leakgate-child", "--rootdir", root]
+            "--leakgate-child", "--leakgate", "--leakgate-sessions", str(sessions),
+            "--leakgate-warmup", str(warmup), "--rootdir", root]
     if config.inipath:
         cmd += ["-c", str(config.inipath)]
     cmd.append(item.nodeid)
     env = dict(os.environ)
-    if not config.getoption("--leakgate-pymalloc"):
+    if config.getoption("--leakgate-malloc"):
         env["PYTHONMALLOC"] = "malloc"
     try:
         p = subprocess.run(cmd, cwd=root, env=env, stdout=subprocess.PIPE,

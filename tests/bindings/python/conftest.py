@@ -1,0 +1,50 @@
+"""Shared by the binding's tests: the leakgate binary and libleakgate of the build under test
+(LEAKGATE_BIN, LEAKGATE_TEST_LIB, set by tests/bindings/run_python.sh), and a runner."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+SRC = os.environ.get("LEAKGATE_SOURCE_DIR", os.path.abspath(os.path.join(
+    os.path.dirname(__file__), "..", "..", "..")))
+
+
+@pytest.fixture(scope="session")
+def leakgate_bin():
+    b = os.environ.get("LEAKGATE_BIN")
+    if not b or not os.access(b, os.X_OK):
+        pytest.fail("LEAKGATE_BIN must name the built leakgate binary")
+    return b
+
+
+@pytest.fixture(scope="session")
+def libleakgate():
+    p = os.environ.get("LEAKGATE_TEST_LIB")
+    if not p or not os.path.exists(p):
+        pytest.fail("LEAKGATE_TEST_LIB must name the built libleakgate.so")
+    return p
+
+
+def run(cmd, env=None, cwd=None, timeout=600):
+    e = dict(os.environ)
+    e.update(env or {})
+    p = subprocess.run(cmd, env=e, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=timeout)
+    return p.returncode, p.stdout
+
+
+def exec_py(leakgate_bin, out, args, opts=(), env=None, cwd=None):
+    """leakgate exec [opts] --out OUT -- python ARGS; (exit status, output, results lines)."""
+    rc, text = run([leakgate_bin, "exec", "--quiet", "--out", str(out), *opts, "--",
+                    sys.executable, *args], env=env, cwd=cwd)
+    path = os.path.join(str(out), "results.jsonl")
+    lines = [json.loads(x) for x in open(path)] if os.path.exists(path) else []
+    return rc, text, lines
+
+
+def channel(lines, name):
+    v = [x for x in lines if x.get("type") == "verdict"]
+    assert v, "no verdict line"
+    return next(c for c in v[0]["channels"] if c["channel"] == name)

@@ -1,0 +1,76 @@
+"""The pytest plugin: marked tests judged by leakgate exec, failing on a leak with the CLI's
+why, passing when clean; results that leakgate report and compare read; --leakgate for every
+test; without a leakgate binary, skipped naming the channels it lacks."""
+import json
+import os
+import sys
+import textwrap
+
+from conftest import run
+
+TESTS = textwrap.dedent("""\
+    import pytest
+    KEEP = []
+
+    @pytest.mark.leakgate(sessions=5, warmup=1)
+    def test_leaky():
+        KEEP.append(bytearray(256 * 1024))
+
+    @pytest.mark.leakgate(sessions=5)
+    def test_clean(tmp_path):
+        rows = [bytearray(1024) for _ in range(100)]
+        (tmp_path / "x").write_bytes(rows[0])
+
+    def test_plain():
+        assert sum([1, 2]) == 3
+""")
+
+
+def pytest_in(tmp_path, *args, env=None):
+    (tmp_path / "test_demo.py").write_text(TESTS)
+    return run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", *args],
+               cwd=str(tmp_path), env=env)
+
+
+def test_leak_fails_clean_passes_with_results(leakgate_bin, tmp_path):
+    rc, out = pytest_in(tmp_path, env={"LEAKGATE_BIN": leakgate_bin})
+    assert rc == 1, out
+    assert "1 failed, 2 passed" in out, out
+    assert "leakgate: LEAK (leakgate exec exit 1)" in out, out
+    assert "je_allocated    yes leak" in out and "(rule 2)" in out, out  # the CLI's why
+    leaky = tmp_path / "leakgate-pytest" / "test_demo.py_test_leaky" / "results.jsonl"
+    clean = tmp_path / "leakgate-pytest" / "test_demo.py_test_clean" / "results.jsonl"
+    v = [json.loads(x) for x in open(leaky)][-1]
+    assert v["type"] == "verdict" and v["status"] == "leak" and v["sessions_measured"] == 5, v
+    v = [json.loads(x) for x in open(clean)][-1]
+    assert v["status"] == "pass", v
+    rc, rep = run([leakgate_bin, "report", str(leaky), "-o", str(tmp_path / "rep"), "--no-plots"])
+    assert rc == 1 and (tmp_path / "rep" / "report.html").exists(), rep
+    rc, cmp_out = run([leakgate_bin, "compare", str(clean), str(leaky)])
+    assert rc == 1, cmp_out  # HEAD (the leaky test) regressed against BASE (the clean one)
+
+
+def test_option_gates_every_test(leakgate_bin, tmp_path):
+    rc, out = pytest_in(tmp_path, "--leakgate", "-k", "plain", "--leakgate-sessions", "4",
+                        env={"LEAKGATE_BIN": leakgate_bin})
+    assert rc == 0 and "1 passed" in out, out
+    v = [json.loads(x) for x in open(
+        tmp_path / "leakgate-pytest" / "test_demo.py_test_plain" / "results.jsonl")][-1]
+    assert v["status"] == "pass" and v["sessions_measured"] == 4, v
+
+
+def test_without_leakgate_says_what_it_lacks(tmp_path):
+    rc, out = pytest_in(tmp_path, "-k", "clean", env={"LEAKGATE_BIN": "", "PATH": os.path.dirname(
+        sys.executable)})
+    assert rc == 0 and "1 skipped" in out, out
+    assert "lacks every channel (tagged_host, refs, je_allocated" in out, out
+
+
+def test_under_exec_sessions_run_in_process(leakgate_bin, tmp_path):
+    (tmp_path / "test_demo.py").write_text(TESTS)
+    rc, out = run([leakgate_bin, "exec", "--quiet", "--out", str(tmp_path / "o"), "--",
+                   sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                   "test_demo.py::test_leaky"], cwd=str(tmp_path))
+    assert rc == 1, out  # exec's own verdict on the sessions the plugin ran
+    lines = [json.loads(x) for x in open(tmp_path / "o" / "results.jsonl")]
+    assert sum(1 for x in lines if x["type"] == "session") == 6, out
