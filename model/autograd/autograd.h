@@ -138,6 +138,15 @@ struct tn_tensor *ag_sum_all(struct ag_ctx *ctx, struct tn_tensor *x);
 /* Inverted dropout with probability p (seeded by the context); identity when not training. */
 struct tn_tensor *ag_dropout(struct ag_ctx *ctx, struct tn_tensor *x, float p);
 
+/* Fused blocks (ops_fused.c): the same arithmetic as the chain of ops each replaces, without its
+ * intermediate tensors. GateAddNorm: y = LN(skip + a ⊙ σ(g)) over the last axis, where
+ * z [..., 2d] = [a, g] (first half value, second half gate), skip [..., d], w, b [d]. */
+struct tn_tensor *ag_gate_add_norm(struct ag_ctx *ctx, struct tn_tensor *z, struct tn_tensor *skip,
+                                   struct tn_tensor *w, struct tn_tensor *b, float eps);
+/* Σ_j v[..., j] · xs[j]: n tensors [..., h] weighted by v [..., n] → [..., h]. */
+struct tn_tensor *ag_weighted_sum(struct ag_ctx *ctx, struct tn_tensor **xs, int n,
+                                  struct tn_tensor *v);
+
 /* One LSTM layer over a sequence, fused (gate order i, f, g, o):
  *   x [B, T, In], h0 [B, H], c0 [B, H], w_ih [4H, In], w_hh [4H, H], b_ih [4H], b_hh [4H]
  *   → out [B, T, H] (h at every step) and c_last [B, H].

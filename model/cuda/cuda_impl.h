@@ -131,4 +131,16 @@ void kn_cuda_dfake_quant(float *dx, const float *dy, const float *x, const float
 void kn_cuda_adamw(float *p, float *m, float *v, const float *g, int64_t n, float lr, float beta1,
                    float beta2, float eps, float wd, float bc1, float bc2);
 
+/* kernels_fused.cu */
+void kn_cuda_gate_add_norm(float *y, float *s, float *mean, float *rstd, const float *z,
+                           const float *skip, const float *w, const float *b, int64_t rows,
+                           int64_t d, float eps);
+void kn_cuda_dgate_add_norm(float *dz, float *dskip, float *dw, float *db, const float *dy,
+                            const float *z, const float *s, const float *mean, const float *rstd,
+                            const float *w, int64_t rows, int64_t d, bool dz_acc);
+void kn_cuda_weighted_add(float *y, const float *x, const float *v, int64_t j, int64_t ldv,
+                          int64_t rows, int64_t h, bool acc);
+void kn_cuda_dweighted_add(float *dx, float *dv, const float *dy, const float *x, const float *v,
+                           int64_t j, int64_t ldv, int64_t rows, int64_t h);
+
 #endif

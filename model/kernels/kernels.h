@@ -129,6 +129,33 @@ struct kn_backend {
     void (*dembedding)(float *dw /* [card, h] */, const float *dy /* [n_idx, h] */,
                        const int32_t *idx /* [n_idx] */, int64_t n_idx, int64_t h);
 
+    /* ---- fused blocks ---- */
+    /* GateAddNorm over rows, z = [a, g] (value, gate): s = skip + a ⊙ σ(g); y = LN(s)·w + b */
+    void (*gate_add_norm)(float *y /* [rows, d] */, float *s /* [rows, d] (written) */,
+                          float *mean /* [rows] (written) */, float *rstd /* [rows] (written) */,
+                          const float *z /* [rows, 2d] */, const float *skip /* [rows, d] */,
+                          const float *w /* [d] */, const float *b /* [d] */, int64_t rows,
+                          int64_t d, float eps);
+    /* its backward: ds = the layer norm's input gradient; dskip += ds; dz = [ds·σ(g),
+     * ds·a·σ(g)(1 − σ(g))], added when dz_acc, else written; dw += Σ ŝ·dy, db += Σ dy. Any of
+     * dz, dskip, dw, db may be NULL. */
+    void (*dgate_add_norm)(float *dz /* [rows, 2d] */, float *dskip /* [rows, d] */,
+                           float *dw /* [d] */, float *db /* [d] */,
+                           const float *dy /* [rows, d] */, const float *z /* [rows, 2d] */,
+                           const float *s /* [rows, d] */, const float *mean /* [rows] */,
+                           const float *rstd /* [rows] */, const float *w /* [d] */, int64_t rows,
+                           int64_t d, bool dz_acc);
+    /* y[r, :] = (acc ? y[r, :] : 0) + v[r, j]·x[r, :]: one term of a weighted sum of rows */
+    void (*weighted_add)(float *y /* [rows, h] */, const float *x /* [rows, h] */,
+                         const float *v /* [rows, ldv] */, int64_t j, int64_t ldv, int64_t rows,
+                         int64_t h, bool acc);
+    /* its backward: dx[r, :] += v[r, j]·dy[r, :]; dv[r, j] += Σ_k x[r, k]·dy[r, k] (either may be
+     * NULL) */
+    void (*dweighted_add)(float *dx /* [rows, h] */, float *dv /* [rows, ldv] */,
+                          const float *dy /* [rows, h] */, const float *x /* [rows, h] */,
+                          const float *v /* [rows, ldv] */, int64_t j, int64_t ldv, int64_t rows,
+                          int64_t h);
+
     /* ---- LSTM cell, one time step over B rows (gate order i, f, g, o) ---- */
     /* in: gates holds the pre-activations; out: gates holds σ(i), σ(f), tanh(g), σ(o);
      * c = f·c_prev + i·g; h = o·tanh(c). c_prev NULL means zeros. */

@@ -1,11 +1,122 @@
-/* kernels_cpu.h — private to the CPU kernels: the members of kn_cpu that live in
- * kernels_cpu_nn.c (the LSTM cell, the losses, fake quantisation). Signatures and buffer
- * shapes as in struct kn_backend (kernels.h). */
+/* kernels_cpu.h — private to the CPU kernels: the members of kn_cpu defined outside
+ * kernels_cpu.c (signatures and buffer shapes as in struct kn_backend, kernels.h), and what
+ * their files share: the grain of a parallel loop and the walk over a geometry's rows.
+ *
+ *   kernels_cpu.c       memory, GEMM (split over the pool's threads), the table
+ *   kernels_cpu_ew.c    elementwise: strided gathers, broadcast binaries, activations, dropout
+ *   kernels_cpu_rows.c  rows and reductions: softmax, layer norm, sums, embedding, AdamW
+ *   kernels_cpu_nn.c    network-level: the LSTM cell, GLU, gate-add-norm, losses, quantisation
+ */
 #ifndef LG_KERNELS_CPU_H
 #define LG_KERNELS_CPU_H
 
 #include "kernels.h"
+#include "kn_pool.h"
 
+/* Elements per chunk of an elementwise loop: below 2·KN_GRAIN a kernel runs on one thread
+ * (waking a worker costs about as much as 16 Ki elements of arithmetic). */
+#define KN_GRAIN 16384
+
+/* Chunks of a reduction over rows whose result must not depend on the thread count: fixed, and
+ * merged in order. */
+#define KN_RED_CHUNKS 8
+
+/* Rows of a kernel whose rows are n floats long, at least KN_GRAIN floats a chunk. */
+static inline int64_t kn_row_grain(int64_t n) { return n > 0 && n < KN_GRAIN ? KN_GRAIN / n : 1; }
+
+/* The outer three dims of a geometry as one row index r: rows r ∈ [rb, re) in order, with
+ * oa_/ob_ the operands' offsets of row r (row_ is r, po the output row when out is not NULL). */
+#define KN_FOR_ROWS(g, out, rb, re, ...)                                                           \
+    do {                                                                                           \
+        int64_t n12_ = (g)->ne[1] * (g)->ne[2], r_ = (rb);                                         \
+        int64_t i0 = r_ / n12_, i1 = (r_ % n12_) / (g)->ne[2], i2 = r_ % (g)->ne[2];               \
+        for (int64_t row_ = r_; row_ < (re); row_++) {                                             \
+            int64_t oa_ = i0 * (g)->sa[0] + i1 * (g)->sa[1] + i2 * (g)->sa[2];                     \
+            int64_t ob_ = i0 * (g)->sb[0] + i1 * (g)->sb[1] + i2 * (g)->sb[2];                     \
+            float *po = (out) ? (out) + row_ * (g)->ne[3] : NULL;                                  \
+            (void)ob_;                                                                             \
+            (void)po;                                                                              \
+            __VA_ARGS__;                                                                           \
+            if (++i2 == (g)->ne[2]) {                                                              \
+                i2 = 0;                                                                            \
+                if (++i1 == (g)->ne[1]) i1 = 0, i0++;                                              \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+static inline int64_t kn_geom_rows(const struct kn_geom *g)
+{
+    return g->ne[0] * g->ne[1] * g->ne[2];
+}
+
+/* Rows that may be split between threads for a kernel that writes through the geometry's
+ * strides `s` (a gradient read back through a broadcast): the rows of one index of the outermost
+ * dim of more than one element, when that dim has a stride (its rows then write apart); 0 when
+ * the rows may collide and the loop must stay on one thread. */
+static inline int64_t kn_scatter_unit(const struct kn_geom *g, const int64_t *s)
+{
+    for (int k = 0; k < 3; k++) {
+        if (g->ne[k] == 1) continue;
+        if (s[k] == 0) return 0;
+        int64_t u = 1;
+        for (int j = k + 1; j < 3; j++) u *= g->ne[j];
+        return u;
+    }
+    return 0; /* one row */
+}
+
+/* kernels_cpu_ew.c */
+void kn_cpu_axpy(float *dst, const float *src, float alpha, int64_t n);
+void kn_cpu_gather(float *out, const float *x, const struct kn_geom *g);
+void kn_cpu_dgather(float *dx, const float *dy, float alpha, const struct kn_geom *g);
+void kn_cpu_bias_fill(float *y, const float *b1, const float *b2, int64_t rows, int64_t n);
+void kn_cpu_binary(float *out, const float *a, const float *b, enum kn_binop op,
+                   const struct kn_geom *g);
+void kn_cpu_dmul(float *dx, const float *dy, const float *other, const struct kn_geom *g);
+void kn_cpu_sigmoid(float *y, const float *x, int64_t n);
+void kn_cpu_dsigmoid(float *dx, const float *y, const float *dy, int64_t n);
+void kn_cpu_tanh(float *y, const float *x, int64_t n);
+void kn_cpu_dtanh(float *dx, const float *y, const float *dy, int64_t n);
+void kn_cpu_elu(float *y, const float *x, int64_t n);
+void kn_cpu_delu(float *dx, const float *y, const float *dy, int64_t n);
+void kn_cpu_dropout(float *y, int8_t *mask, const float *x, float p, float scale, uint64_t seed,
+                    int64_t n);
+void kn_cpu_ddropout(float *dx, const float *dy, const int8_t *mask, float scale, int64_t n);
+
+/* kernels_cpu_rows.c */
+void kn_cpu_dbias(float *db, const float *dy, int64_t rows, int64_t n);
+void kn_cpu_softmax(float *y, const float *x, int64_t rows, int64_t n);
+void kn_cpu_dsoftmax(float *dx, const float *y, const float *dy, int64_t rows, int64_t n);
+void kn_cpu_layernorm(float *y, float *mean, float *rstd, const float *x, const float *w,
+                      const float *b, int64_t rows, int64_t n, float eps);
+void kn_cpu_dlayernorm(float *dx, float *dw, float *db, const float *dy, const float *x,
+                       const float *mean, const float *rstd, const float *w, int64_t rows,
+                       int64_t n);
+void kn_cpu_sum_axis(float *y, const float *x, int64_t outer, int64_t n, int64_t inner,
+                     float alpha);
+void kn_cpu_dsum_axis(float *dx, const float *dy, int64_t outer, int64_t n, int64_t inner,
+                      float alpha);
+double kn_cpu_sumsq(const float *x, int64_t n);
+double kn_cpu_sumsq_many(const float *const *x, const int64_t *n, int count);
+void kn_cpu_embedding(float *y, const float *w, const int32_t *idx, int64_t n_idx, int64_t h);
+void kn_cpu_dembedding(float *dw, const float *dy, const int32_t *idx, int64_t n_idx, int64_t h);
+void kn_cpu_adamw(float *p, float *m, float *v, const float *g, int64_t n, float lr, float beta1,
+                  float beta2, float eps, float wd, float bc1, float bc2);
+/* Σ over rows of dy [rows, n] (row stride ld) into acc[n] (+=), in KN_RED_CHUNKS fixed row
+ * blocks merged in order; also used by the fused kernels of kernels_cpu_nn.c */
+void kn_cpu_colsum(float *acc, const float *dy, int64_t rows, int64_t n, int64_t ld);
+
+/* kernels_cpu_nn.c */
+void kn_cpu_gate_add_norm(float *y, float *s, float *mean, float *rstd, const float *z,
+                          const float *skip, const float *w, const float *b, int64_t rows,
+                          int64_t d, float eps);
+void kn_cpu_dgate_add_norm(float *dz, float *dskip, float *dw, float *db, const float *dy,
+                           const float *z, const float *s, const float *mean, const float *rstd,
+                           const float *w, int64_t rows, int64_t d, bool dz_acc);
+void kn_cpu_weighted_add(float *y, const float *x, const float *v, int64_t j, int64_t ldv,
+                         int64_t rows, int64_t h, bool acc);
+void kn_cpu_dweighted_add(float *dx, float *dv, const float *dy, const float *x, const float *v,
+                          int64_t j, int64_t ldv, int64_t rows, int64_t h);
 void kn_cpu_lstm_cell(float *gates, float *c, float *h, const float *c_prev, int64_t B, int64_t H,
                       int64_t ldg, int64_t ldc, int64_t ldh, int64_t ldcp);
 void kn_cpu_dlstm_cell(float *dg, float *dc, const float *dout, const float *dh_rec,

@@ -1,5 +1,6 @@
 /* kernels_cpu_nn.c — CPU kernels of the network-level ops: one LSTM time step forward and
- * back, the pinball loss, symmetric int8 fake quantisation (kernels.h has the contracts). */
+ * back, the pinball loss, symmetric int8 fake quantisation (kernels.h has the contracts).
+ * Rows are spread over the pool (kn_pool.h). */
 #include <math.h>
 
 #include "kernels_cpu.h"
@@ -33,14 +34,40 @@ static inline void cell_row(float *restrict gi, float *restrict gf, float *restr
     }
 }
 
+/* The arguments of one cell call, for its chunks of rows. */
+struct cell {
+    float *gates, *c, *h, *dg, *dc;
+    const float *c_prev, *dout, *dh_rec, *gates_in, *c_in;
+    int64_t H, ldg, ldc, ldh, ldcp;
+};
+
+/* Rows per chunk of a cell: a row is 4H transcendental-heavy elements. */
+static int64_t cell_grain(int64_t H) { return H < 1024 ? 1024 / H + 1 : 1; }
+
+static void cell_chunk(void *p, int64_t b0, int64_t b1)
+{
+    const struct cell *a = p;
+    int64_t H = a->H;
+    for (int64_t b = b0; b < b1; b++) {
+        float *g = a->gates + b * a->ldg;
+        cell_row(g, g + H, g + 2 * H, g + 3 * H, a->c + b * a->ldc, a->h + b * a->ldh,
+                 a->c_prev ? a->c_prev + b * a->ldcp : NULL, H);
+    }
+}
+
 void kn_cpu_lstm_cell(float *gates, float *c, float *h, const float *c_prev, int64_t B, int64_t H,
                       int64_t ldg, int64_t ldc, int64_t ldh, int64_t ldcp)
 {
-    for (int64_t b = 0; b < B; b++) {
-        float *g = gates + b * ldg;
-        cell_row(g, g + H, g + 2 * H, g + 3 * H, c + b * ldc, h + b * ldh,
-                 c_prev ? c_prev + b * ldcp : NULL, H);
-    }
+    struct cell a = {.gates = gates,
+                     .c = c,
+                     .h = h,
+                     .c_prev = c_prev,
+                     .H = H,
+                     .ldg = ldg,
+                     .ldc = ldc,
+                     .ldh = ldh,
+                     .ldcp = ldcp};
+    kn_parallel_for(B, cell_grain(H), cell_chunk, &a);
 }
 
 /* One row back through the cell. */
@@ -68,16 +95,205 @@ static inline void dcell_row(float *restrict di, float *restrict df, float *rest
  *   dh = dout + dh_rec;  dc += dh·o·(1 − tanh²c)
  *   d(pre-i) = dc·g·i(1−i), d(pre-f) = dc·c_prev·f(1−f), d(pre-g) = dc·i·(1−g²),
  *   d(pre-o) = dh·tanh(c)·o(1−o);  dc_prev = dc·f */
+static void dcell_chunk(void *p, int64_t b0, int64_t b1)
+{
+    const struct cell *a = p;
+    int64_t H = a->H;
+    for (int64_t b = b0; b < b1; b++) {
+        const float *g = a->gates_in + b * a->ldg;
+        float *d = a->dg + b * a->ldg;
+        dcell_row(d, d + H, d + 2 * H, d + 3 * H, a->dc + b * H, a->dout + b * a->ldh,
+                  a->dh_rec + b * H, g, g + H, g + 2 * H, g + 3 * H, a->c_in + b * a->ldc,
+                  a->c_prev + b * a->ldcp, H);
+    }
+}
+
 void kn_cpu_dlstm_cell(float *dg, float *dc, const float *dout, const float *dh_rec,
                        const float *gates, const float *c, const float *c_prev, int64_t B,
                        int64_t H, int64_t ldg, int64_t ldc, int64_t ldh, int64_t ldcp)
 {
-    for (int64_t b = 0; b < B; b++) {
-        const float *g = gates + b * ldg;
-        float *d = dg + b * ldg;
-        dcell_row(d, d + H, d + 2 * H, d + 3 * H, dc + b * H, dout + b * ldh, dh_rec + b * H, g,
-                  g + H, g + 2 * H, g + 3 * H, c + b * ldc, c_prev + b * ldcp, H);
+    struct cell a = {.dg = dg,
+                     .dc = dc,
+                     .dout = dout,
+                     .dh_rec = dh_rec,
+                     .gates_in = gates,
+                     .c_in = c,
+                     .c_prev = c_prev,
+                     .H = H,
+                     .ldg = ldg,
+                     .ldc = ldc,
+                     .ldh = ldh,
+                     .ldcp = ldcp};
+    kn_parallel_for(B, cell_grain(H), dcell_chunk, &a);
+}
+
+/* ---- GateAddNorm: LN(skip + a ⊙ σ(g)) -------------------------------------------------------- */
+
+struct gan {
+    float *y, *s, *mean, *rstd, *dz, *dskip;
+    const float *z, *skip, *w, *b, *dy, *s_in, *mean_in, *rstd_in;
+    int64_t d;
+    float eps;
+    bool dz_acc;
+};
+
+/* The sum, then the layer norm of each row: the operations of ag_mul, ag_add and ag_layernorm
+ * in the same order, so the fused block rounds as the three ops do. */
+static void gan_chunk(void *p, int64_t r0, int64_t r1)
+{
+    const struct gan *a = p;
+    int64_t d = a->d;
+    const float *restrict w = a->w, *restrict bs = a->b;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *restrict za = a->z + r * 2 * d, *restrict zg = za + d,
+                              *restrict sk = a->skip + r * d;
+        float *restrict sr = a->s + r * d, *restrict yr = a->y + r * d;
+        float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t j = 0; j < d; j++) {
+            float v = sk[j] + za[j] * kn_sigmoid(zg[j]);
+            sr[j] = v;
+            sum += v;
+        }
+        float m = sum / (float)d, var = 0.0f;
+#pragma omp simd reduction(+ : var)
+        for (int64_t j = 0; j < d; j++) var += (sr[j] - m) * (sr[j] - m);
+        float rs = 1.0f / sqrtf(var / (float)d + a->eps);
+        for (int64_t j = 0; j < d; j++) yr[j] = (sr[j] - m) * rs * w[j] + bs[j];
+        a->mean[r] = m;
+        a->rstd[r] = rs;
     }
+}
+
+void kn_cpu_gate_add_norm(float *y, float *s, float *mean, float *rstd, const float *z,
+                          const float *skip, const float *w, const float *b, int64_t rows,
+                          int64_t d, float eps)
+{
+    struct gan a = {.y = y,
+                    .s = s,
+                    .mean = mean,
+                    .rstd = rstd,
+                    .z = z,
+                    .skip = skip,
+                    .w = w,
+                    .b = b,
+                    .d = d,
+                    .eps = eps};
+    kn_parallel_for(rows, kn_row_grain(3 * d), gan_chunk, &a);
+}
+
+/* Per row: ds_j = (w_j·dy_j − mean(w·dy) − ŝ_j·mean(w·dy·ŝ))·rstd, then the sum's and the
+ * gate's gradients from it, element by element (no row buffer). */
+static void dgan_chunk(void *p, int64_t r0, int64_t r1)
+{
+    const struct gan *a = p;
+    int64_t d = a->d;
+    const float *restrict w = a->w;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *restrict dyr = a->dy + r * d, *restrict sr = a->s_in + r * d;
+        const float *restrict za = a->z + r * 2 * d, *restrict zg = za + d;
+        float m = a->mean_in[r], rs = a->rstd_in[r], dn_mean = 0.0f, dn_norm_mean = 0.0f;
+#pragma omp simd reduction(+ : dn_mean, dn_norm_mean)
+        for (int64_t j = 0; j < d; j++) {
+            float dn = w[j] * dyr[j];
+            dn_mean += dn;
+            dn_norm_mean += dn * (sr[j] - m) * rs;
+        }
+        dn_mean /= (float)d;
+        dn_norm_mean /= (float)d;
+        float *restrict dsk = a->dskip ? a->dskip + r * d : NULL;
+        float *restrict dza = a->dz ? a->dz + r * 2 * d : NULL, *restrict dzg =
+                                                                    dza ? dza + d : NULL;
+        if (dsk)
+            for (int64_t j = 0; j < d; j++)
+                dsk[j] += (w[j] * dyr[j] - dn_mean - (sr[j] - m) * rs * dn_norm_mean) * rs;
+        if (!dza) continue;
+        for (int64_t j = 0; j < d; j++) {
+            float ds = (w[j] * dyr[j] - dn_mean - (sr[j] - m) * rs * dn_norm_mean) * rs;
+            float sg = kn_sigmoid(zg[j]);
+            float va = ds * sg, vg = ds * za[j] * sg * (1.0f - sg);
+            dza[j] = a->dz_acc ? dza[j] + va : va;
+            dzg[j] = a->dz_acc ? dzg[j] + vg : vg;
+        }
+    }
+}
+
+void kn_cpu_dgate_add_norm(float *dz, float *dskip, float *dw, float *db, const float *dy,
+                           const float *z, const float *s, const float *mean, const float *rstd,
+                           const float *w, int64_t rows, int64_t d, bool dz_acc)
+{
+    if (rows <= 0 || d <= 0) return;
+    if (dw || db) kn_cpu_dlayernorm(NULL, dw, db, dy, s, mean, rstd, w, rows, d);
+    if (!dz && !dskip) return;
+    struct gan a = {.dz = dz,
+                    .dskip = dskip,
+                    .z = z,
+                    .w = w,
+                    .dy = dy,
+                    .s_in = s,
+                    .mean_in = mean,
+                    .rstd_in = rstd,
+                    .d = d,
+                    .dz_acc = dz_acc};
+    kn_parallel_for(rows, kn_row_grain(4 * d), dgan_chunk, &a);
+}
+
+/* ---- a weighted sum of rows, one term at a time ---------------------------------------------- */
+
+struct wadd {
+    float *y, *dx, *dv;
+    const float *x, *v, *dy;
+    int64_t j, ldv, h;
+    bool acc;
+};
+
+static void wadd_chunk(void *p, int64_t r0, int64_t r1)
+{
+    const struct wadd *a = p;
+    int64_t h = a->h;
+    for (int64_t r = r0; r < r1; r++) {
+        float *restrict yr = a->y + r * h;
+        const float *restrict xr = a->x + r * h;
+        float c = a->v[r * a->ldv + a->j];
+        if (a->acc)
+            for (int64_t k = 0; k < h; k++) yr[k] += c * xr[k];
+        else
+            for (int64_t k = 0; k < h; k++) yr[k] = c * xr[k];
+    }
+}
+
+void kn_cpu_weighted_add(float *y, const float *x, const float *v, int64_t j, int64_t ldv,
+                         int64_t rows, int64_t h, bool acc)
+{
+    struct wadd a = {.y = y, .x = x, .v = v, .j = j, .ldv = ldv, .h = h, .acc = acc};
+    kn_parallel_for(rows, kn_row_grain(h), wadd_chunk, &a);
+}
+
+static void dwadd_chunk(void *p, int64_t r0, int64_t r1)
+{
+    const struct wadd *a = p;
+    int64_t h = a->h;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *restrict dyr = a->dy + r * h, *restrict xr = a->x + r * h;
+        if (a->dv) {
+            float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+            for (int64_t k = 0; k < h; k++) dot += xr[k] * dyr[k];
+            a->dv[r * a->ldv + a->j] += dot;
+        }
+        if (a->dx) {
+            float *restrict dxr = a->dx + r * h;
+            float c = a->v[r * a->ldv + a->j];
+            for (int64_t k = 0; k < h; k++) dxr[k] += c * dyr[k];
+        }
+    }
+}
+
+void kn_cpu_dweighted_add(float *dx, float *dv, const float *dy, const float *x, const float *v,
+                          int64_t j, int64_t ldv, int64_t rows, int64_t h)
+{
+    struct wadd a = {.dx = dx, .dv = dv, .x = x, .v = v, .dy = dy, .j = j, .ldv = ldv, .h = h};
+    kn_parallel_for(rows, kn_row_grain(2 * h), dwadd_chunk, &a);
 }
 
 /* ---- pinball loss ---------------------------------------------------------------------------- */
@@ -110,9 +326,19 @@ void kn_cpu_dpinball(float *dyhat, float *dy, const float *dloss, const float *y
 
 /* ---- fake quantisation ----------------------------------------------------------------------- */
 
-void kn_cpu_fake_quant(float *y, float *scale, const float *x, int64_t rows, int64_t n)
+struct fq {
+    float *y, *scale, *dx;
+    const float *x, *dy, *scale_in;
+    int64_t n;
+};
+
+static void fake_quant_chunk(void *p, int64_t r0, int64_t r1)
 {
-    for (int64_t r = 0; r < rows; r++) {
+    const struct fq *q = p;
+    float *y = q->y, *scale = q->scale;
+    const float *x = q->x;
+    int64_t n = q->n;
+    for (int64_t r = r0; r < r1; r++) {
         const float *restrict xr = x + r * n;
         float *restrict yr = y + r * n;
         float amax = 0.0f;
@@ -130,13 +356,29 @@ void kn_cpu_fake_quant(float *y, float *scale, const float *x, int64_t rows, int
     }
 }
 
-void kn_cpu_dfake_quant(float *dx, const float *dy, const float *x, const float *scale,
-                        int64_t rows, int64_t n)
+void kn_cpu_fake_quant(float *y, float *scale, const float *x, int64_t rows, int64_t n)
 {
-    for (int64_t r = 0; r < rows; r++) {
+    kn_parallel_for(rows, kn_row_grain(n), fake_quant_chunk,
+                    &(struct fq){.y = y, .scale = scale, .x = x, .n = n});
+}
+
+static void dfake_quant_chunk(void *p, int64_t r0, int64_t r1)
+{
+    const struct fq *a = p;
+    float *dx = a->dx;
+    const float *dy = a->dy, *x = a->x, *scale = a->scale_in;
+    int64_t n = a->n;
+    for (int64_t r = r0; r < r1; r++) {
         float inv = scale[r] > 0.0f ? 1.0f / scale[r] : 0.0f;
         const float *restrict xr = x + r * n, *restrict dyr = dy + r * n;
         float *restrict dxr = dx + r * n;
         for (int64_t j = 0; j < n; j++) dxr[j] += fabsf(xr[j]) * inv < 127.5f ? dyr[j] : 0.0f;
     }
+}
+
+void kn_cpu_dfake_quant(float *dx, const float *dy, const float *x, const float *scale,
+                        int64_t rows, int64_t n)
+{
+    kn_parallel_for(rows, kn_row_grain(n), dfake_quant_chunk,
+                    &(struct fq){.dx = dx, .dy = dy, .x = x, .scale_in = scale, .n = n});
 }

@@ -111,20 +111,13 @@ struct tn_tensor *tft_apply_linear(struct tft_model *m, struct ag_ctx *ctx,
     return y;
 }
 
-/* out = z[:d] ⊙ σ(z[d:]) with z = fc(x): first half value, second half gate. */
-struct tn_tensor *tft_glu_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_glu *g,
-                                  struct tn_tensor *x)
-{
-    struct tn_tensor *z = tft_apply_linear(m, ctx, &g->fc, x), *half[2] = {NULL, NULL};
-    if (!z || ag_split(ctx, z, -1, 2, half) != LG_OK) return NULL;
-    return ag_mul(ctx, half[0], ag_sigmoid(ctx, half[1]));
-}
-
+/* LN(skip + GLU(x)): GLU(x) = z[:d] ⊙ σ(z[d:]) with z = fc(x), first half value, second half
+ * gate; the gate, the sum and the norm are one fused op (ag_gate_add_norm). */
 struct tn_tensor *tft_gan_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_gan *g,
                                   struct tn_tensor *x, struct tn_tensor *skip)
 {
-    struct tn_tensor *s = ag_add(ctx, skip, tft_glu_forward(m, ctx, &g->glu, x));
-    return ag_layernorm(ctx, s, g->norm.w, g->norm.b, LN_EPS);
+    struct tn_tensor *z = tft_apply_linear(m, ctx, &g->glu.fc, x);
+    return ag_gate_add_norm(ctx, z, skip, g->norm.w, g->norm.b, LN_EPS);
 }
 
 /* The GRN after its first layer: h = fc1(a), skip = skip(a) (a itself when d_in = d_out).
@@ -142,8 +135,8 @@ static struct tn_tensor *grn_tail(struct tft_model *m, struct ag_ctx *ctx, const
     h = ag_elu(ctx, h);
     h = tft_apply_linear(m, ctx, &g->fc2, h);
     h = ag_dropout(ctx, h, m->cfg.dropout);
-    struct tn_tensor *gl = tft_glu_forward(m, ctx, &g->glu, h);
-    return ag_layernorm(ctx, ag_add(ctx, skip, gl), g->norm.w, g->norm.b, LN_EPS);
+    struct tn_tensor *z = tft_apply_linear(m, ctx, &g->glu.fc, h);
+    return ag_gate_add_norm(ctx, z, skip, g->norm.w, g->norm.b, LN_EPS);
 }
 
 struct tn_tensor *tft_grn_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_grn *g,
@@ -214,7 +207,6 @@ struct tn_tensor *tft_vsn_forward(struct tft_model *m, struct ag_ctx *ctx, const
             proc[j] = tft_grn_forward(m, ctx, g, xs[j], NULL);
     }
     if (v->n == 1) return proc[0];
-    int nd = xs[0]->ndim; /* 2: [B, H] (static); 3: [B, T, H] */
     struct tn_tensor *gate;
     if (factored) {
         struct tn_tensor *h = linear_concat(ctx, &v->flat.fc1, xs, f, v->n, H);
@@ -224,12 +216,6 @@ struct tn_tensor *tft_vsn_forward(struct tft_model *m, struct ag_ctx *ctx, const
         struct tn_tensor *flat = ag_concat(ctx, xs, v->n, -1); /* [..., n·H] */
         gate = tft_grn_forward(m, ctx, &v->flat, flat, c);
     }
-    struct tn_tensor *w = ag_softmax(ctx, gate);                   /* [..., n] */
-    struct tn_tensor *stacked = ag_stack(ctx, proc, v->n, nd - 1); /* [..., n, H] */
-    if (!w || !stacked) return NULL;
-    int64_t shape[TN_MAX_DIMS];
-    for (int i = 0; i < nd; i++) shape[i] = w->ne[i];
-    shape[nd] = 1; /* [..., n, 1] */
-    struct tn_tensor *w1 = ag_reshape(ctx, w, nd + 1, shape);
-    return ag_sum(ctx, ag_mul(ctx, stacked, w1), nd - 1, false); /* [..., H] */
+    struct tn_tensor *w = ag_softmax(ctx, gate); /* [..., n] */
+    return ag_weighted_sum(ctx, proc, v->n, w);  /* Σ_j w_j proc_j [..., H] */
 }

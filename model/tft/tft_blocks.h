@@ -93,8 +93,6 @@ int tft_vsn_init(struct tft_vsn *v, struct vm_varmap *vm, const struct tft_confi
 /* Forward pieces. All return context-owned tensors (NULL on error, sticky in ctx). */
 struct tn_tensor *tft_apply_linear(struct tft_model *m, struct ag_ctx *ctx,
                                    const struct tft_linear *l, struct tn_tensor *x);
-struct tn_tensor *tft_glu_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_glu *g,
-                                  struct tn_tensor *x);
 struct tn_tensor *tft_gan_forward(struct tft_model *m, struct ag_ctx *ctx, const struct tft_gan *g,
                                   struct tn_tensor *x, struct tn_tensor *skip);
 /* c: context [B, d_c] broadcast over time when x is [B, T, d_in]; may be NULL. */

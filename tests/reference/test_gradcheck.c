@@ -278,6 +278,52 @@ Test(gradcheck, layernorm)
     gradcheck(&c);
 }
 
+/* ---- fused blocks: gate-add-norm, weighted sum ---------------------------------------------- */
+
+static struct tn_tensor *f_gate_add_norm(struct ag_ctx *ctx, struct tn_tensor **in, const int *a)
+{
+    (void)a;
+    return ag_gate_add_norm(ctx, in[0], in[1], in[2], in[3], 1e-3f);
+}
+
+Test(gradcheck, gate_add_norm_every_input)
+{
+    tn_rng_seed(&rng, 21);
+    for (int rep = 0; rep < 3; rep++) {
+        int64_t d = rnd(2, 7), r0 = rnd(1, 3), r1 = rnd(1, 4);
+        struct gc c = {"gate_add_norm",
+                       f_gate_add_norm,
+                       NULL,
+                       4,
+                       {leaf("z", 3, (int64_t[]){r0, r1, 2 * d}),
+                        leaf("skip", 3, (int64_t[]){r0, r1, d}), leaf("w", 1, (int64_t[]){d}),
+                        leaf("b", 1, (int64_t[]){d})},
+                       CURVED};
+        if (rep == 2) c.in[1]->requires_grad = false; /* a constant skip: no gradient for it */
+        gradcheck(&c);
+    }
+}
+
+static struct tn_tensor *f_weighted_sum(struct ag_ctx *ctx, struct tn_tensor **in, const int *a)
+{
+    return ag_weighted_sum(ctx, in, a[0], in[a[0]]);
+}
+
+Test(gradcheck, weighted_sum_of_every_term_and_the_weights)
+{
+    tn_rng_seed(&rng, 22);
+    static const int counts[3] = {1, 3, 5};
+    for (int k = 0; k < 3; k++) {
+        int n = counts[k];
+        int64_t h = rnd(1, 6), r0 = rnd(1, 3), r1 = rnd(1, 3);
+        struct gc c = {"weighted_sum", f_weighted_sum, &counts[k], n + 1, {0}, LINEAR};
+        for (int j = 0; j < n; j++) c.in[j] = leaf("x", 3, (int64_t[]){r0, r1, h});
+        c.in[n] = leaf("v", 3, (int64_t[]){r0, r1, n});
+        if (k == 1) c.in[0]->requires_grad = false;
+        gradcheck(&c);
+    }
+}
+
 /* ---- embedding ------------------------------------------------------------------------------- */
 
 static struct tn_tensor *f_embedding(struct ag_ctx *ctx, struct tn_tensor **in, const int *a)

@@ -1,0 +1,206 @@
+/* kn_pool.c — the CPU kernels' thread pool (kn_pool.h).
+ *
+ * One job at a time. The caller publishes the job (function, argument, chunk count), then bumps
+ * `gen`, the futex word the workers watch. Chunks are claimed through one 64-bit ticket that
+ * holds the job's generation and the next chunk, so a worker that wakes late — after the job it
+ * saw is finished and another has started — fails its claim instead of running a chunk of a job
+ * it never read. A job's fields are read only after a claim succeeds; the caller does not start
+ * another job before every claimed chunk is done, so they cannot change under a running chunk.
+ * The caller claims chunks too, so a job finishes even when no worker ever wakes (after fork).
+ */
+#define _GNU_SOURCE
+#include "kn_pool.h"
+
+#include <cblas.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Pauses a waiting worker spins before it sleeps: ~50-100 µs on current x86 (a pause is 40-140
+ * cycles), longer than the gap between two kernels of a step, shorter than anything a person
+ * would see as a busy idle core. */
+#define KN_SPIN 2000
+
+static struct {
+    pthread_once_t once;
+    int default_threads;
+    int nthreads;     /* threads used by jobs (the caller's included) */
+    int nworkers;     /* workers started */
+    _Atomic int busy; /* a job is running */
+    _Atomic uint32_t gen;
+    _Atomic int sleepers;
+    _Atomic uint64_t ticket; /* gen << 32 | next chunk */
+    _Atomic int64_t done;
+    kn_chunk_fn fn;
+    void *arg;
+    int64_t nchunks;
+} pool = {.once = PTHREAD_ONCE_INIT};
+
+static _Thread_local bool in_chunk; /* this thread is running a chunk */
+
+static void futex_wait(_Atomic uint32_t *w, uint32_t v)
+{
+    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+}
+
+static void futex_wake_all(_Atomic uint32_t *w)
+{
+    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, KN_MAX_THREADS, NULL, NULL, 0);
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Claims and runs chunks of generation g until none is left. */
+static void run_chunks(uint32_t g)
+{
+    for (;;) {
+        uint64_t t = atomic_load_explicit(&pool.ticket, memory_order_acquire);
+        if ((uint32_t)(t >> 32) != g) return;
+        int64_t c = (int64_t)(uint32_t)t;
+        if (c >= pool.nchunks) return; /* stable: g is current while its ticket is */
+        if (!atomic_compare_exchange_weak_explicit(&pool.ticket, &t, t + 1, memory_order_acq_rel,
+                                                   memory_order_relaxed))
+            continue;
+        in_chunk = true;
+        pool.fn(pool.arg, c);
+        in_chunk = false;
+        atomic_fetch_add_explicit(&pool.done, 1, memory_order_release);
+    }
+}
+
+static void *worker(void *index)
+{
+    int me = (int)(intptr_t)index; /* workers 0 … nthreads - 2 take part */
+    uint32_t seen = atomic_load_explicit(&pool.gen, memory_order_acquire);
+    for (;;) {
+        uint32_t g = seen;
+        for (int i = 0; i < KN_SPIN && g == seen; i++) {
+            cpu_relax();
+            g = atomic_load_explicit(&pool.gen, memory_order_acquire);
+        }
+        if (g == seen) {
+            atomic_fetch_add(&pool.sleepers, 1);
+            while ((g = atomic_load_explicit(&pool.gen, memory_order_acquire)) == seen)
+                futex_wait(&pool.gen, seen);
+            atomic_fetch_sub(&pool.sleepers, 1);
+        }
+        seen = g;
+        if (me + 1 < pool.nthreads) run_chunks(g);
+    }
+    return NULL;
+}
+
+static int env_threads(void)
+{
+    const char *s = getenv("LG_THREADS");
+    int n = s ? atoi(s) : 0;
+    if (n < 1) {
+        cpu_set_t set;
+        n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    }
+    return n < 1 ? 1 : n > KN_MAX_THREADS ? KN_MAX_THREADS : n;
+}
+
+static void pool_init(void)
+{
+    pool.default_threads = env_threads();
+    pool.nthreads = pool.default_threads;
+    /* OpenBLAS's own threads would spin against these for the same cores: the pool splits the
+     * GEMMs instead, each part a one-thread OpenBLAS call */
+    openblas_set_num_threads(1);
+}
+
+/* Starts workers up to n - 1 (threads are never stopped; fewer are used when n shrinks). */
+static void ensure_workers(int n)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&mu);
+    while (pool.nworkers < n - 1) {
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&at, 1 << 20);
+        pthread_t tid;
+        int rc = pthread_create(&tid, &at, worker, (void *)(intptr_t)pool.nworkers);
+        pthread_attr_destroy(&at);
+        if (rc != 0) break; /* fewer threads: the caller still runs every chunk */
+        pool.nworkers++;
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+int kn_threads(void)
+{
+    pthread_once(&pool.once, pool_init);
+    return pool.nthreads;
+}
+
+void kn_set_threads(int n)
+{
+    pthread_once(&pool.once, pool_init);
+    pool.nthreads = n < 1 ? pool.default_threads : n > KN_MAX_THREADS ? KN_MAX_THREADS : n;
+}
+
+void kn_parallel_chunks(int64_t n, kn_chunk_fn fn, void *arg)
+{
+    if (n <= 0) return;
+    int threads = kn_threads();
+    int expect = 0;
+    if (threads < 2 || n < 2 || in_chunk ||
+        !atomic_compare_exchange_strong(&pool.busy, &expect, 1)) {
+        for (int64_t c = 0; c < n; c++) fn(arg, c);
+        return;
+    }
+    ensure_workers(threads);
+    pool.fn = fn;
+    pool.arg = arg;
+    pool.nchunks = n;
+    atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
+    uint32_t g = atomic_load_explicit(&pool.gen, memory_order_relaxed) + 1;
+    atomic_store_explicit(&pool.ticket, (uint64_t)g << 32, memory_order_release);
+    atomic_store_explicit(&pool.gen, g, memory_order_release);
+    if (atomic_load(&pool.sleepers) > 0) futex_wake_all(&pool.gen);
+    run_chunks(g);
+    while (atomic_load_explicit(&pool.done, memory_order_acquire) < n) cpu_relax();
+    atomic_store_explicit(&pool.busy, 0, memory_order_release);
+}
+
+struct range_job {
+    kn_range_fn fn;
+    void *arg;
+    int64_t n, size;
+};
+
+static void range_chunk(void *p, int64_t c)
+{
+    struct range_job *j = p;
+    int64_t b = c * j->size, e = b + j->size < j->n ? b + j->size : j->n;
+    j->fn(j->arg, b, e);
+}
+
+void kn_parallel_for(int64_t n, int64_t grain, kn_range_fn fn, void *arg)
+{
+    if (n <= 0) return;
+    int threads = kn_threads();
+    if (grain < 1) grain = 1;
+    if (threads < 2 || n < 2 * grain || in_chunk) {
+        fn(arg, 0, n);
+        return;
+    }
+    /* a few chunks per thread, so that a thread that loses its core leaves its share to the
+     * others; never below the grain */
+    int64_t chunks = n / grain, most = 4 * (int64_t)threads;
+    if (chunks > most) chunks = most;
+    struct range_job j = {fn, arg, n, (n + chunks - 1) / chunks};
+    kn_parallel_chunks((n + j.size - 1) / j.size, range_chunk, &j);
+}

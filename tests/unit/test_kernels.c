@@ -1,0 +1,344 @@
+/* test_kernels.c — the CPU kernels on more than one thread, and the fused ops against the
+ * chains of ops they replace.
+ *
+ * The reference checks use shapes small enough that every kernel runs on one thread; here the
+ * shapes are large enough to be split. An elementwise kernel, a row kernel or a reduction over
+ * fixed blocks must give the same bits on 1 and on 2 (or 3) threads; a split GEMM the same
+ * products to float rounding. The pool itself: every chunk runs once, a call from inside a chunk
+ * and calls from two threads at once complete. */
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "autograd.h"
+#include "kernels.h"
+#include "kn_pool.h"
+#include "lg_test.h"
+
+static void setup(void)
+{
+    lg_test_setup();
+    kn_set_threads(0);
+}
+
+static void teardown(void)
+{
+    kn_set_threads(0);
+    lg_test_teardown();
+}
+
+TestSuite(kernels, .init = setup, .fini = teardown);
+
+static struct tn_rng rng;
+
+static float *rnd_buf(int64_t n)
+{
+    float *p = trk_alloc(T, (size_t)n * sizeof *p, "test/buf");
+    cr_assert_not_null(p);
+    for (int64_t i = 0; i < n; i++) p[i] = tn_rng_normal(&rng);
+    return p;
+}
+
+static float *copy_buf(const float *src, int64_t n)
+{
+    float *p = trk_alloc(T, (size_t)n * sizeof *p, "test/buf");
+    cr_assert_not_null(p);
+    memcpy(p, src, (size_t)n * sizeof *p);
+    return p;
+}
+
+static void assert_same(const float *a, const float *b, int64_t n, const char *what)
+{
+    for (int64_t i = 0; i < n; i++)
+        cr_assert(memcmp(&a[i], &b[i], sizeof *a) == 0,
+                  "%s: element %lld: %.9g on 1 thread, %.9g on more", what, (long long)i, a[i],
+                  b[i]);
+}
+
+static void assert_close(const float *a, const float *b, int64_t n, double rtol, const char *what)
+{
+    double scale = 0;
+    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(a[i]));
+    for (int64_t i = 0; i < n; i++)
+        cr_assert_leq(fabs(a[i] - b[i]), rtol * scale + 1e-30, "%s: element %lld: %.9g vs %.9g",
+                      what, (long long)i, a[i], b[i]);
+}
+
+/* ---- the pool -------------------------------------------------------------------------------- */
+
+struct count {
+    _Atomic int hits[1000];
+};
+
+static void count_chunk(void *p, int64_t c) { ((struct count *)p)->hits[c]++; }
+
+Test(kernels, every_chunk_runs_once_at_every_thread_count)
+{
+    for (int t = 1; t <= 4; t++) {
+        kn_set_threads(t);
+        cr_assert_eq(kn_threads(), t);
+        static struct count c;
+        memset(&c, 0, sizeof c);
+        kn_parallel_chunks(1000, count_chunk, &c);
+        for (int i = 0; i < 1000; i++)
+            cr_assert_eq(c.hits[i], 1, "%d threads: chunk %d ran %d times", t, i, c.hits[i]);
+    }
+}
+
+struct cover {
+    _Atomic int *hits;
+    _Atomic int chunks;
+};
+
+static void cover_part(void *p, int64_t b, int64_t e)
+{
+    struct cover *c = p;
+    c->chunks++;
+    cr_assert(e - b >= 1024 || e == 100000, "a chunk of %lld items, below the grain",
+              (long long)(e - b));
+    for (int64_t i = b; i < e; i++) c->hits[i]++;
+}
+
+static void nested(void *p, int64_t c)
+{
+    /* a parallel call from inside a chunk runs on this thread */
+    struct count *cnt = p;
+    kn_parallel_chunks(10, count_chunk, cnt + c);
+}
+
+Test(kernels, a_call_from_inside_a_chunk_runs_inline)
+{
+    kn_set_threads(2);
+    static struct count c[4];
+    memset(c, 0, sizeof c);
+    kn_parallel_chunks(4, nested, c);
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < 10; i++) cr_assert_eq(c[k].hits[i], 1);
+}
+
+static void *caller(void *p)
+{
+    struct count *c = p;
+    for (int r = 0; r < 200; r++) kn_parallel_chunks(50, count_chunk, c);
+    return NULL;
+}
+
+Test(kernels, two_callers_at_once_both_complete)
+{
+    kn_set_threads(2);
+    static struct count c[2];
+    memset(c, 0, sizeof c);
+    pthread_t a, b;
+    pthread_create(&a, NULL, caller, &c[0]);
+    pthread_create(&b, NULL, caller, &c[1]);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 50; i++) cr_assert_eq(c[k].hits[i], 200);
+}
+
+Test(kernels, parallel_for_covers_the_range_once)
+{
+    kn_set_threads(3);
+    struct cover c = {trk_calloc(T, 100000 * sizeof(_Atomic int), "test/hits"), 0};
+    kn_parallel_for(100000, 1024, cover_part, &c);
+    for (int i = 0; i < 100000; i++)
+        cr_assert_eq(c.hits[i], 1, "item %d covered %d times", i, c.hits[i]);
+    cr_assert_gt(c.chunks, 1, "one chunk: nothing was split");
+    trk_free(T, (void *)c.hits);
+}
+
+/* ---- kernels on 1 thread and on more -------------------------------------------------------- */
+
+/* Runs `body` (which writes `out` of n floats from fresh copies of its inputs) on one thread and
+ * on `threads`, and compares. */
+#define ON_BOTH(threads, out, n, exact, what, body)                                                \
+    do {                                                                                           \
+        kn_set_threads(1);                                                                         \
+        body;                                                                                      \
+        float *one_ = copy_buf(out, n);                                                            \
+        kn_set_threads(threads);                                                                   \
+        body;                                                                                      \
+        if (exact)                                                                                 \
+            assert_same(one_, out, n, what);                                                       \
+        else                                                                                       \
+            assert_close(one_, out, n, 1e-5, what);                                                \
+        trk_free(T, one_);                                                                         \
+    } while (0)
+
+Test(kernels, elementwise_and_row_kernels_give_the_same_bits_on_more_threads)
+{
+    tn_rng_seed(&rng, 1);
+    const struct kn_backend *kb = &kn_cpu;
+    int64_t rows = 3000, d = 96, n = rows * d;
+    float *x = rnd_buf(n), *x2 = rnd_buf(2 * n), *y = rnd_buf(n), *dy = rnd_buf(n);
+    float *w = rnd_buf(d), *b = rnd_buf(d), *out = rnd_buf(2 * n), *st = rnd_buf(2 * rows);
+    float *s = rnd_buf(n), *dw = rnd_buf(d), *db = rnd_buf(d);
+    int8_t *mask = trk_alloc(T, (size_t)n, "test/mask");
+    for (int t = 2; t <= 3; t++) {
+        ON_BOTH(t, out, n, true, "sigmoid", kb->sigmoid(out, x, n));
+        ON_BOTH(t, out, n, true, "tanh", kb->tanh(out, x, n));
+        ON_BOTH(t, out, n, true, "elu", kb->elu(out, x, n));
+        ON_BOTH(t, out, n, true, "dsigmoid", (memset(out, 0, n * 4), kb->dsigmoid(out, y, dy, n)));
+        ON_BOTH(t, out, n, true, "dropout", kb->dropout(out, mask, x, 0.2f, 1.25f, 77, n));
+        ON_BOTH(t, out, n, true, "scale", kb->scale(out, x, 0.3f, n));
+        ON_BOTH(t, out, n, true, "axpy", (memcpy(out, y, n * 4), kb->axpy(out, x, 0.5f, n)));
+        ON_BOTH(t, out, n, true, "softmax", kb->softmax(out, x, rows, d));
+        ON_BOTH(t, out, n, true, "layernorm",
+                kb->layernorm(out, st, st + rows, x, w, b, rows, d, 1e-3f));
+        ON_BOTH(t, out, n, true, "dlayernorm dx",
+                (memset(out, 0, n * 4),
+                 kb->dlayernorm(out, NULL, NULL, dy, x, st, st + rows, w, rows, d)));
+        ON_BOTH(t, dw, d, true, "dlayernorm dw",
+                (memset(dw, 0, d * 4),
+                 kb->dlayernorm(NULL, dw, NULL, dy, x, st, st + rows, w, rows, d)));
+        ON_BOTH(t, db, d, true, "dbias", (memset(db, 0, d * 4), kb->dbias(db, dy, rows, d)));
+        ON_BOTH(t, out, n, true, "gate_add_norm",
+                kb->gate_add_norm(out, s, st, st + rows, x2, y, w, b, rows, d, 1e-3f));
+        ON_BOTH(
+            t, out, 2 * n, true, "dgate_add_norm dz",
+            kb->dgate_add_norm(out, NULL, NULL, NULL, dy, x2, s, st, st + rows, w, rows, d, false));
+        ON_BOTH(t, out, n, true, "weighted_add",
+                (kb->weighted_add(out, x, x2, 0, 3, rows, d, false),
+                 kb->weighted_add(out, y, x2, 1, 3, rows, d, true)));
+        struct kn_geom g = {
+            {1, rows, 1, d}, {0, d, 0, 1}, {0, 1, 0, 0}}; /* a [rows, d] * b [rows, 1] */
+        ON_BOTH(t, out, n, true, "binary", kb->binary(out, x, x2, KN_MUL, &g));
+        ON_BOTH(
+            t, out, rows, true, "dmul into the broadcast operand",
+            (memset(out, 0, rows * 4),
+             kb->dmul(out, dy, x, &(struct kn_geom){{1, rows, 1, d}, {0, 1, 0, 0}, {0, d, 0, 1}})));
+        ON_BOTH(
+            t, out, d, true, "dgather summing over rows",
+            (memset(out, 0, d * 4),
+             kb->dgather(out, dy, 1.0f, &(struct kn_geom){{1, rows, 1, d}, {0, 0, 0, 1}, {0}})));
+        ON_BOTH(t, out, n, true, "lstm_cell",
+                (memcpy(out, x2, 4 * 4 * rows * 24),
+                 kb->lstm_cell(out, s, y, x, rows, 24, 96, 24, 24, 24)));
+    }
+    trk_free(T, mask);
+    float *all[] = {x, x2, y, dy, w, b, out, st, s, dw, db};
+    for (size_t i = 0; i < LG_ARRAY_LEN(all); i++) trk_free(T, all[i]);
+}
+
+Test(kernels, split_gemms_match_one_call)
+{
+    tn_rng_seed(&rng, 2);
+    const struct kn_backend *kb = &kn_cpu;
+    static const int shapes[][3] = {
+        {3000, 160, 160}, {64, 640, 160}, {160, 320, 3000}, {37, 2048, 64}};
+    for (size_t k = 0; k < LG_ARRAY_LEN(shapes); k++)
+        for (int tr = 0; tr < 4; tr++) {
+            int m = shapes[k][0], n = shapes[k][1], kk = shapes[k][2];
+            bool ta = tr & 1, tb = tr & 2;
+            float *a = rnd_buf((int64_t)m * kk), *b = rnd_buf((int64_t)kk * n),
+                  *c = rnd_buf((int64_t)m * n);
+            float *c0 = copy_buf(c, (int64_t)m * n);
+            ON_BOTH(2, c, (int64_t)m * n, false, "gemm",
+                    (memcpy(c, c0, (size_t)m * n * 4),
+                     kb->gemm(c, a, b, ta, tb, m, n, kk, 0.7f, ta ? m : kk, tb ? kk : n, 0.5f, n)));
+            trk_free(T, a);
+            trk_free(T, b);
+            trk_free(T, c);
+            trk_free(T, c0);
+        }
+}
+
+/* ---- the fused ops against the chains they replace ------------------------------------------ */
+
+static struct tn_tensor *leaf(const char *name, int nd, const int64_t *shape)
+{
+    struct tn_tensor *t = tn_new_f32(T, name, nd, shape);
+    cr_assert_not_null(t, "%s", lg_errmsg());
+    tn_fill_normal(t, &rng, 0.0f, 1.0f);
+    t->requires_grad = true;
+    return t;
+}
+
+/* Forward output and every input's gradient of one op against another, on 2 threads and shapes
+ * large enough to split; inputs' gradients are cleared between the two. */
+typedef struct tn_tensor *(*op_fn)(struct ag_ctx *ctx, struct tn_tensor **in, int n);
+
+static void compare_ops(op_fn fused, op_fn chain, struct tn_tensor **in, int n, double rtol)
+{
+    kn_set_threads(2);
+    struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){.training = true, .seed = 5});
+    struct tn_tensor *grads[2][8] = {{0}}, *outs[2];
+    op_fn fns[2] = {fused, chain};
+    for (int k = 0; k < 2; k++) {
+        struct tn_tensor *y = fns[k](ctx, in, n);
+        cr_assert_not_null(y, "%s", ag_errmsg(ctx));
+        outs[k] = tn_clone(y, "test/out");
+        struct tn_tensor *r = tn_new_f32(T, "test/projection", y->ndim, y->ne);
+        struct tn_rng rr;
+        tn_rng_seed(&rr, 9);
+        tn_fill_normal(r, &rr, 0.0f, 1.0f);
+        cr_assert_eq(ag_backward(ctx, ag_sum_all(ctx, ag_mul(ctx, y, r))), LG_OK, "%s",
+                     ag_errmsg(ctx));
+        tn_release(r);
+        ag_ctx_reset(ctx);
+        for (int i = 0; i < n; i++) {
+            grads[k][i] = in[i]->grad;
+            in[i]->grad = NULL;
+        }
+    }
+    assert_close(tn_f32(outs[1]), tn_f32(outs[0]), tn_numel(outs[0]), rtol, "forward");
+    for (int i = 0; i < n; i++) {
+        cr_assert_not_null(grads[0][i], "input %d got no gradient from the fused op", i + 1);
+        assert_close(tn_f32(grads[1][i]), tn_f32(grads[0][i]), tn_numel(in[i]), rtol, in[i]->name);
+        tn_release(grads[0][i]);
+        tn_release(grads[1][i]);
+    }
+    tn_release(outs[0]);
+    tn_release(outs[1]);
+    ag_ctx_free(ctx);
+}
+
+static struct tn_tensor *gan_fused(struct ag_ctx *ctx, struct tn_tensor **in, int n)
+{
+    (void)n;
+    return ag_gate_add_norm(ctx, in[0], in[1], in[2], in[3], 1e-3f);
+}
+
+static struct tn_tensor *gan_chain(struct ag_ctx *ctx, struct tn_tensor **in, int n)
+{
+    (void)n;
+    struct tn_tensor *half[2];
+    cr_assert_eq(ag_split(ctx, in[0], -1, 2, half), LG_OK);
+    struct tn_tensor *s = ag_add(ctx, in[1], ag_mul(ctx, half[0], ag_sigmoid(ctx, half[1])));
+    return ag_layernorm(ctx, s, in[2], in[3], 1e-3f);
+}
+
+Test(kernels, gate_add_norm_is_split_sigmoid_mul_add_layernorm)
+{
+    tn_rng_seed(&rng, 3);
+    int64_t d = 160;
+    struct tn_tensor *in[4] = {leaf("z", 3, (int64_t[]){16, 40, 2 * d}),
+                               leaf("skip", 3, (int64_t[]){16, 40, d}),
+                               leaf("w", 1, (int64_t[]){d}), leaf("b", 1, (int64_t[]){d})};
+    compare_ops(gan_fused, gan_chain, in, 4, 1e-5);
+    for (int i = 0; i < 4; i++) tn_release(in[i]);
+}
+
+static struct tn_tensor *wsum_fused(struct ag_ctx *ctx, struct tn_tensor **in, int n)
+{
+    return ag_weighted_sum(ctx, in, n - 1, in[n - 1]);
+}
+
+static struct tn_tensor *wsum_chain(struct ag_ctx *ctx, struct tn_tensor **in, int n)
+{
+    struct tn_tensor *v = in[n - 1];
+    struct tn_tensor *st = ag_stack(ctx, in, n - 1, 2); /* [B, T, n, H] */
+    struct tn_tensor *v1 = ag_reshape(ctx, v, 4, (int64_t[]){v->ne[0], v->ne[1], v->ne[2], 1});
+    return ag_sum(ctx, ag_mul(ctx, st, v1), 2, false);
+}
+
+Test(kernels, weighted_sum_is_stack_mul_sum)
+{
+    tn_rng_seed(&rng, 4);
+    struct tn_tensor *in[5];
+    for (int j = 0; j < 4; j++) in[j] = leaf("x", 3, (int64_t[]){16, 40, 160});
+    in[4] = leaf("v", 3, (int64_t[]){16, 40, 4});
+    compare_ops(wsum_fused, wsum_chain, in, 5, 1e-6);
+    for (int i = 0; i < 5; i++) tn_release(in[i]);
+}
