@@ -81,8 +81,7 @@ static void put_snapshot(struct lga_enc *e, const struct trk_snapshot *s)
                          s->dev_total,       s->dev_process,
                          s->tracker_overhead};
     lga_put_u32(e, (uint32_t)LG_ARRAY_LEN(v));
-    for (size_t i = 0; i < LG_ARRAY_LEN(v); i++)
-        lga_put_i64(e, v[i]);
+    for (size_t i = 0; i < LG_ARRAY_LEN(v); i++) lga_put_i64(e, v[i]);
 }
 
 static void put_leaks(struct lga_enc *e, const struct trk_leaks *lk)
@@ -91,20 +90,20 @@ static void put_leaks(struct lga_enc *e, const struct trk_leaks *lk)
     lga_put_i64(e, lk ? lk->device_bytes : 0);
     lga_put_u32(e, lk ? (uint32_t)lk->n_groups : 0);
     for (size_t i = 0; lk && i < lk->n_groups; i++) {
-        const struct trk_leak_group *g = &lk->groups[i];
+        const struct lg_leak_group *g = &lk->groups[i];
         lga_put_str(e, g->tag);
-        lga_put_u32(e, (uint32_t)g->space);
+        lga_put_u32(e, strcmp(g->space, "device") == 0 ? TRK_DEVICE : TRK_HOST);
         lga_put_i64(e, g->bytes);
         lga_put_i64(e, g->count);
         lga_put_u32(e, (uint32_t)g->n_stacks);
         for (int k = 0; k < g->n_stacks; k++) {
-            lga_put_i64(e, g->stack_counts[k]);
-            lga_put_str(e, g->stacks[k]);
+            lga_put_i64(e, g->stacks[k].count);
+            lga_put_str(e, g->stacks[k].frames);
         }
     }
     lga_put_u32(e, lk ? (uint32_t)lk->n_refs : 0);
     for (size_t i = 0; lk && i < lk->n_refs; i++) {
-        const struct trk_ref_leak *r = &lk->refs[i];
+        const struct lg_ref_leak *r = &lk->refs[i];
         lga_put_str(e, r->kind);
         lga_put_str(e, r->name);
         lga_put_u32(e, (uint32_t)r->refs);
@@ -147,8 +146,7 @@ static void put_notes(struct lga_enc *e)
 {
     pthread_mutex_lock(&lga.note_mu);
     lga_put_u32(e, (uint32_t)lga.n_notes);
-    for (int i = 0; i < lga.n_notes; i++)
-        lga_put_str(e, lga.notes[i]);
+    for (int i = 0; i < lga.n_notes; i++) lga_put_str(e, lga.notes[i]);
     lga.n_notes = 0;
     pthread_mutex_unlock(&lga.note_mu);
 }
@@ -196,8 +194,7 @@ static int report_locked(const struct trk_snapshot *snap, const struct trk_total
     uint32_t type = 0;
     unsigned char *payload = NULL;
     size_t n = 0;
-    do
-        rc = lga_recv(lga.fd, &type, &payload, &n);
+    do rc = lga_recv(lga.fd, &type, &payload, &n);
     while (rc == LG_EINTR);
     if (rc != LG_OK) return rc;
     struct lga_dec d = {.p = payload, .n = n};
@@ -252,20 +249,11 @@ out:
 /* ---- the API table ----------------------------------------------------------------------------
  */
 
-static int api_active(void)
-{
-    return lga_on();
-}
+static int api_active(void) { return lga_on(); }
 
 /* In marker mode the output lines mark sessions; the API's session calls do nothing. */
-static int api_session_begin(void)
-{
-    return lga.marker ? LEAKGATE_OK : lga_session_begin();
-}
-static int api_session_end(void)
-{
-    return lga.marker ? LEAKGATE_OK : lga_session_end(NULL);
-}
+static int api_session_begin(void) { return lga.marker ? LEAKGATE_OK : lga_session_begin(); }
+static int api_session_end(void) { return lga.marker ? LEAKGATE_OK : lga_session_end(NULL); }
 
 static int api_tag_push(const char *name)
 {

@@ -37,8 +37,7 @@ static void get_snapshot(struct lga_dec *d, struct trk_snapshot *s)
         d->bad = true;
         return;
     }
-    for (uint32_t i = 0; i < n; i++)
-        *dst[i] = lga_get_i64(d);
+    for (uint32_t i = 0; i < n; i++) *dst[i] = lga_get_i64(d);
 }
 
 /* A raw stack made readable, or a copy of it when there is no map. */
@@ -52,34 +51,14 @@ static char *stack_text(const struct hx_maps *maps, const char *raw)
     return strdup(raw);
 }
 
-static void class_add(struct rpt_session *s, const char *tag, int64_t bytes)
-{
-    char cls[32];
-    trk_tag_class(tag, cls, sizeof cls);
-    for (int i = 0; i < s->n_classes; i++)
-        if (!strcmp(s->classes[i].cls, cls)) {
-            s->classes[i].bytes += bytes;
-            return;
-        }
-    lg_strlcpy(s->classes[s->n_classes].cls, cls, sizeof s->classes[0].cls);
-    s->classes[s->n_classes++].bytes = bytes;
-}
-
-static int cmp_class(const void *a, const void *b)
-{
-    const struct rpt_class_bytes *x = a, *y = b;
-    return (x->bytes < y->bytes) - (x->bytes > y->bytes);
-}
-
 static int get_groups(struct lga_dec *d, const struct hx_maps *maps, struct rpt_session *s)
 {
     uint32_t n = lga_get_u32(d);
     if (d->bad || n > MAX_ITEMS) return LG_EFORMAT;
     s->groups = calloc(n ? n : 1, sizeof *s->groups);
-    s->classes = calloc(n ? n : 1, sizeof *s->classes);
-    if (!s->groups || !s->classes) return LG_ENOMEM;
+    if (!s->groups) return LG_ENOMEM;
     for (uint32_t i = 0; i < n && !d->bad; i++) {
-        struct rpt_leak_group *g = &s->groups[s->n_groups++];
+        struct lg_leak_group *g = &s->groups[s->n_groups++];
         lga_get_str(d, g->tag, sizeof g->tag);
         lg_strlcpy(g->space, lga_get_u32(d) == TRK_DEVICE ? "device" : "host", sizeof g->space);
         g->bytes = lga_get_i64(d);
@@ -88,16 +67,16 @@ static int get_groups(struct lga_dec *d, const struct hx_maps *maps, struct rpt_
         if (d->bad || ns > MAX_ITEMS) return LG_EFORMAT;
         if (ns && !(g->stacks = calloc(ns, sizeof *g->stacks))) return LG_ENOMEM;
         for (uint32_t k = 0; k < ns && !d->bad; k++) {
-            struct rpt_stack *st = &g->stacks[g->n_stacks++];
+            struct lg_stack *st = &g->stacks[g->n_stacks++];
             st->count = lga_get_i64(d);
             char *raw = lga_get_strdup(d);
             st->frames = stack_text(maps, raw);
             free(raw);
         }
-        if (!d->bad) class_add(s, g->tag, g->bytes);
     }
-    qsort(s->classes, (size_t)s->n_classes, sizeof *s->classes, cmp_class);
-    return d->bad ? LG_EFORMAT : LG_OK;
+    if (d->bad) return LG_EFORMAT;
+    return lg_leak_classes(s->groups, s->n_groups, &s->classes, &s->n_classes) == LG_OK ? LG_OK
+                                                                                        : LG_ENOMEM;
 }
 
 static int get_refs(struct lga_dec *d, const struct hx_maps *maps, struct rpt_session *s)
@@ -107,7 +86,7 @@ static int get_refs(struct lga_dec *d, const struct hx_maps *maps, struct rpt_se
     s->refs = calloc(n ? n : 1, sizeof *s->refs);
     if (!s->refs) return LG_ENOMEM;
     for (uint32_t i = 0; i < n && !d->bad; i++) {
-        struct rpt_ref_leak *r = &s->refs[s->n_refs++];
+        struct lg_ref_leak *r = &s->refs[s->n_refs++];
         lga_get_str(d, r->kind, sizeof r->kind);
         lga_get_str(d, r->name, sizeof r->name);
         r->refs = (int)lga_get_u32(d);
@@ -115,7 +94,7 @@ static int get_refs(struct lga_dec *d, const struct hx_maps *maps, struct rpt_se
         if (d->bad || nr > MAX_ITEMS) return LG_EFORMAT;
         if (nr && !(r->retains = calloc(nr, sizeof *r->retains))) return LG_ENOMEM;
         for (uint32_t k = 0; k < nr && !d->bad; k++) {
-            struct rpt_retain *rt = &r->retains[r->n_retains++];
+            struct lg_retain *rt = &r->retains[r->n_retains++];
             lga_get_str(d, rt->site, sizeof rt->site);
             rt->generation = lga_get_u32(d);
             char *raw = lga_get_strdup(d);
@@ -156,8 +135,7 @@ int hx_exec_decode_session(const unsigned char *p, size_t n, const char *maps_te
     memset(m, 0, sizeof *m);
     lg_strlcpy(s->mode, "exec", sizeof s->mode);
     s->train_loss = s->val_loss = s->quant_val_loss = NAN;
-    for (int c = 0; c < RPT_NCHANNELS; c++)
-        s->absolute[c] = s->delta[c] = m->begin[c] = RPT_NONE;
+    for (int c = 0; c < RPT_NCHANNELS; c++) s->absolute[c] = s->delta[c] = m->begin[c] = RPT_NONE;
     m->agent_index = (int)lga_get_u32(&d);
     s->duration_s = lga_get_f64(&d);
     m->used = lga_get_u32(&d);

@@ -41,7 +41,7 @@ void hx_progress_session(const struct hx_options *o, const struct rpt_session *s
                 s->mode, s->warmup ? " (warm-up)" : "", b(b1, tagged),
                 b(b2, s->warmup ? s->absolute[RPT_CH_JE_ALLOCATED] : s->delta[RPT_CH_JE_ALLOCATED]),
                 b(b3, s->warmup ? s->absolute[RPT_CH_RSS] : s->delta[RPT_CH_RSS]));
-        if (tagged || s->error[0]) fputc('\n', stderr);
+        if (tagged || s->error[0] || s->invalid_frees > 0) fputc('\n', stderr);
     } else {
         fprintf(
             stderr,
@@ -51,6 +51,9 @@ void hx_progress_session(const struct hx_options *o, const struct rpt_session *s
             b(b3, s->delta[RPT_CH_RSS]));
     }
     if (s->error[0]) fprintf(stderr, "  error: %s\n", s->error);
+    if (s->invalid_frees > 0)
+        fprintf(stderr, "  %lld invalid free(s): a double free or a pointer never allocated\n",
+                (long long)s->invalid_frees);
     if (tagged || s->n_refs) hx_print_leaks(s, stderr, 5);
 }
 
@@ -69,7 +72,7 @@ void hx_print_leaks(const struct rpt_session *s, FILE *f, int max_groups)
                 lg_fmt_bytes(b1, sizeof b1, (double)s->classes[i].bytes),
                 (long long)s->classes[i].bytes);
     for (int i = 0; i < s->n_groups && i < max_groups; i++) {
-        const struct rpt_leak_group *g = &s->groups[i];
+        const struct lg_leak_group *g = &s->groups[i];
         fprintf(f, "    %12s  %5lld alloc  %-6s %s\n",
                 lg_fmt_bytes(b1, sizeof b1, (double)g->bytes), (long long)g->count, g->space,
                 g->tag);
@@ -85,7 +88,7 @@ void hx_print_leaks(const struct rpt_session *s, FILE *f, int max_groups)
     }
     if (s->n_groups > max_groups) fprintf(f, "    ... %d more tag(s)\n", s->n_groups - max_groups);
     for (int i = 0; i < s->n_refs; i++) {
-        const struct rpt_ref_leak *r = &s->refs[i];
+        const struct lg_ref_leak *r = &s->refs[i];
         fprintf(f, "    %s '%s' still held (%d reference(s)):\n", r->kind, r->name, r->refs);
         for (int k = 0; k < r->n_retains; k++)
             fprintf(f, "      retained at %s (session generation %u), never released\n",

@@ -110,82 +110,25 @@ static int session_body(struct hx_env *env, int index, int mode, struct rpt_sess
     return rc;
 }
 
-static void class_add(struct rpt_session *s, const char *tag, int64_t bytes, int cap)
-{
-    char cls[32];
-    trk_tag_class(tag, cls, sizeof cls);
-    for (int i = 0; i < s->n_classes; i++)
-        if (strcmp(s->classes[i].cls, cls) == 0) {
-            s->classes[i].bytes += bytes;
-            return;
-        }
-    if (s->n_classes < cap) {
-        lg_strlcpy(s->classes[s->n_classes].cls, cls, sizeof s->classes[0].cls);
-        s->classes[s->n_classes++].bytes = bytes;
-    }
-}
-
-static int cmp_class(const void *a, const void *b)
-{
-    const struct rpt_class_bytes *x = a, *y = b;
-    return (x->bytes < y->bytes) - (x->bytes > y->bytes);
-}
-
-static char *dup_or_null(const char *s)
-{
-    if (!s) return NULL;
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
-
-/* Copies the tracker's report into the session result (plain heap: reports' memory). */
-static int leaks_to_session(const struct trk_leaks *lk, struct rpt_session *s)
+/* Hands the tracker's report to the session result (lg_leaks.h: one data model): the groups and
+ * references move, the classes are summed; what lk still owns is freed by the caller. */
+static int leaks_to_session(struct trk_leaks *lk, struct rpt_session *s)
 {
     s->leaked_host_bytes = lk->host_bytes;
     s->leaked_device_bytes = lk->device_bytes;
-    int ng = (int)lk->n_groups, nr = (int)lk->n_refs;
-    s->groups = calloc(ng ? (size_t)ng : 1, sizeof *s->groups);
-    s->refs = calloc(nr ? (size_t)nr : 1, sizeof *s->refs);
-    s->classes = calloc(ng ? (size_t)ng : 1, sizeof *s->classes);
-    if (!s->groups || !s->refs || !s->classes)
-        return lg_fail(LG_ENOMEM, "out of memory for a leak report");
-    for (int i = 0; i < ng; i++) {
-        const struct trk_leak_group *g = &lk->groups[i];
-        struct rpt_leak_group *d = &s->groups[s->n_groups++];
-        lg_strlcpy(d->tag, g->tag, sizeof d->tag);
-        lg_strlcpy(d->space, g->space == TRK_DEVICE ? "device" : "host", sizeof d->space);
-        d->bytes = g->bytes;
-        d->count = g->count;
-        class_add(s, g->tag, g->bytes, ng);
-        if (g->n_stacks) {
-            d->stacks = calloc((size_t)g->n_stacks, sizeof *d->stacks);
-            if (!d->stacks) return lg_fail(LG_ENOMEM, "out of memory for a leak report");
-            for (int k = 0; k < g->n_stacks; k++) {
-                d->stacks[k].count = g->stack_counts[k];
-                d->stacks[k].frames = dup_or_null(g->stacks[k]);
-            }
-            d->n_stacks = g->n_stacks;
-        }
+    s->invalid_frees = (int64_t)lk->n_invalid_frees;
+    s->groups = lk->groups;
+    s->n_groups = (int)lk->n_groups;
+    s->refs = lk->refs;
+    s->n_refs = (int)lk->n_refs;
+    lk->groups = NULL;
+    lk->refs = NULL;
+    lk->n_groups = lk->n_refs = 0;
+    for (int i = 0; i < s->n_refs; i++) { /* addresses of this process mean nothing on disk */
+        s->refs[i].object = NULL;
+        for (int k = 0; k < s->refs[i].n_retains; k++) s->refs[i].retains[k].holder = NULL;
     }
-    qsort(s->classes, (size_t)s->n_classes, sizeof *s->classes, cmp_class); /* largest first */
-    for (int i = 0; i < nr; i++) {
-        const struct trk_ref_leak *r = &lk->refs[i];
-        struct rpt_ref_leak *d = &s->refs[s->n_refs++];
-        lg_strlcpy(d->kind, r->kind, sizeof d->kind);
-        lg_strlcpy(d->name, r->name, sizeof d->name);
-        d->refs = r->refs;
-        d->retains = calloc(r->n_retains ? (size_t)r->n_retains : 1, sizeof *d->retains);
-        if (!d->retains) return lg_fail(LG_ENOMEM, "out of memory for a leak report");
-        d->n_retains = r->n_retains;
-        for (int k = 0; k < r->n_retains; k++) {
-            lg_strlcpy(d->retains[k].site, r->retains[k].site, sizeof d->retains[k].site);
-            d->retains[k].generation = r->retains[k].generation;
-            d->retains[k].stack = dup_or_null(r->retains[k].stack);
-        }
-    }
-    return LG_OK;
+    return lg_leak_classes(s->groups, s->n_groups, &s->classes, &s->n_classes);
 }
 
 int hx_session_run(struct hx_env *env, int index, int mode, bool warmup, struct rpt_session *out)

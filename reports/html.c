@@ -44,10 +44,7 @@ static const char style[] =
     "svg.plot{max-width:100%;height:auto;border:1px solid #eee}\n"
     ".missing{color:#c0392b}\n";
 
-static void put_text(FILE *f, const char *s)
-{
-    rpt_put_xml(f, s);
-}
+static void put_text(FILE *f, const char *s) { rpt_put_xml(f, s); }
 
 static void banner(const struct rpt_results *r, FILE *f)
 {
@@ -164,8 +161,7 @@ static void put_svg(FILE *f, const char *svg, size_t n, const char *prefix, cons
     fputc('"', f);
     /* the start tag's attributes, less xmlns* */
     while (i < n && svg[i] != '>') {
-        while (i < n && (svg[i] == ' ' || svg[i] == '\n' || svg[i] == '\t' || svg[i] == '\r'))
-            i++;
+        while (i < n && (svg[i] == ' ' || svg[i] == '\n' || svg[i] == '\t' || svg[i] == '\r')) i++;
         if (i >= n || svg[i] == '>') break;
         size_t a = i;
         char q = 0;
@@ -261,7 +257,7 @@ static int leaks(const struct rpt_results *r, FILE *f)
         char a[48], b[48], cls[32];
         struct rpt_site_count *sites = NULL;
         int ns = 0;
-        rpt_tag_class(t[k].tag, cls, sizeof cls);
+        lg_tag_class(t[k].tag, cls, sizeof cls);
         rc = rpt_retain_sites(r, cls, &sites, &ns);
         fputs("<tr><td><code>", f);
         put_text(f, t[k].tag);
@@ -279,7 +275,7 @@ static int leaks(const struct rpt_results *r, FILE *f)
             fprintf(f, "</code> ×%d<br>", sites[s].count);
         }
         fputs(ns ? "</td><td>" : "—</td><td>", f);
-        const struct rpt_leak_group *g = t[k].example;
+        const struct lg_leak_group *g = t[k].example;
         for (int s = 0; s < g->n_stacks; s++) {
             char sum[64];
             snprintf(sum, sizeof sum, "stack %d (%lld allocation%s)", s + 1,
@@ -357,6 +353,9 @@ static void sessions(const struct rpt_results *r, FILE *f)
                         s->warmup ? "—" : rpt_fmt_value(a, sizeof a, c, s->delta[c], true));
         fputs("<td>", f);
         put_text(f, s->error);
+        if (s->invalid_frees > 0)
+            fprintf(f, "%s%lld invalid free(s)", s->error[0] ? "; " : "",
+                    (long long)s->invalid_frees);
         fputs("</td></tr>\n", f);
     }
     fputs("</table>\n</section>\n", f);

@@ -124,7 +124,7 @@ static int leak_table(const struct rpt_results *r, FILE *f)
         char cls[32];
         struct rpt_site_count *sites = NULL;
         int nsites = 0;
-        rpt_tag_class(t[k].tag, cls, sizeof cls);
+        lg_tag_class(t[k].tag, cls, sizeof cls);
         rc = rpt_retain_sites(r, cls, &sites, &nsites);
         fputs("| ", f);
         put_code(f, t[k].tag);
@@ -219,13 +219,20 @@ int rpt_write_markdown(const struct rpt_results *r, FILE *f)
         fprintf(f, "![%s](%s.png)\n\n", rpt_figure_title(fig), rpt_figure_name(fig));
     }
     int errors = 0;
-    for (int i = 0; i < r->n_sessions; i++) errors += r->sessions[i].error[0] != '\0';
+    for (int i = 0; i < r->n_sessions; i++)
+        errors += r->sessions[i].error[0] != '\0' || r->sessions[i].invalid_frees > 0;
     if (errors) {
         fputs("### Session errors\n\n", f);
         for (int i = 0; i < r->n_sessions; i++) {
-            if (!r->sessions[i].error[0]) continue;
-            fprintf(f, "- session %d (%s): ", r->sessions[i].index, r->sessions[i].mode);
-            rpt_put_md(f, r->sessions[i].error);
+            const struct rpt_session *s = &r->sessions[i];
+            if (!s->error[0] && s->invalid_frees <= 0) continue;
+            fprintf(f, "- session %d (%s): ", s->index, s->mode);
+            rpt_put_md(f, s->error);
+            if (s->invalid_frees > 0)
+                fprintf(f,
+                        "%s%lld invalid free(s): a double free or a pointer the tracker never "
+                        "saw allocated",
+                        s->error[0] ? "; " : "", (long long)s->invalid_frees);
             fputc('\n', f);
         }
         fputc('\n', f);

@@ -204,7 +204,7 @@ int rpt_fig_leaks(const struct rpt_results *r, const char *tmp, FILE *gp)
     FILE *df = NULL;
     for (int i = 0; i < r->n_sessions; i++)
         for (int j = 0; j < r->sessions[i].n_classes; j++) {
-            const struct rpt_class_bytes *cb = &r->sessions[i].classes[j];
+            const struct lg_class_bytes *cb = &r->sessions[i].classes[j];
             int k = 0;
             while (k < na && strcmp(all[k].cls, cb->cls) != 0) k++;
             if (k == na) {

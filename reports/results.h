@@ -28,10 +28,12 @@
 #include <stdio.h>
 
 #include "lg_base.h"
+#include "lg_leaks.h"
 
 #define RPT_SCHEMA "leakgate.results/1"
-#define RPT_SCHEMA_WRITTEN "leakgate.results/1.3" /* 1.1: required, budget noise, stopped; 1.2: exec's cmd,
-                                                  prof_sample, heap_profile; 1.3: notes */
+/* The schema this build writes. 1.1: required, budget noise, stopped; 1.2: exec's cmd,
+ * prof_sample, heap_profile; 1.3: notes; 1.4: invalid_frees. */
+#define RPT_SCHEMA_WRITTEN "leakgate.results/1.4"
 
 /* The measurement channels, most exact first (docs/DESIGN.md). */
 enum rpt_channel {
@@ -46,17 +48,17 @@ enum rpt_channel {
     RPT_CH_DEV_PROCESS,     /* this process's device memory (NVML) */
     RPT_NCHANNELS
 };
-const char *rpt_channel_name(enum rpt_channel c);  /* "tagged_host", ... */
-int rpt_channel_from_name(const char *name);        /* -1 when unknown */
-bool rpt_channel_exact(enum rpt_channel c);         /* zero-tolerance channels */
+const char *rpt_channel_name(enum rpt_channel c); /* "tagged_host", ... */
+int rpt_channel_from_name(const char *name);      /* -1 when unknown */
+bool rpt_channel_exact(enum rpt_channel c);       /* zero-tolerance channels */
 
 enum rpt_status {
     RPT_PASS = 0,
-    RPT_LEAK,          /* a leak was found */
-    RPT_SATURATING,    /* growth that shrinks each session: reported, not a leak */
-    RPT_INCONCLUSIVE,  /* the data cannot decide: more sessions needed */
-    RPT_UNAVAILABLE,   /* channel not measured in this build or on this machine */
-    RPT_ERROR,         /* the run itself failed (usage, input, internal) */
+    RPT_LEAK,         /* a leak was found */
+    RPT_SATURATING,   /* growth that shrinks each session: reported, not a leak */
+    RPT_INCONCLUSIVE, /* the data cannot decide: more sessions needed */
+    RPT_UNAVAILABLE,  /* channel not measured in this build or on this machine */
+    RPT_ERROR,        /* the run itself failed (usage, input, internal) */
 };
 const char *rpt_status_name(enum rpt_status s); /* "pass", "leak", ... */
 int rpt_status_from_name(const char *name);
@@ -65,72 +67,48 @@ int rpt_status_from_name(const char *name);
 
 /* ---- the run line ------------------------------------------------------------------------ */
 
-struct rpt_budget {                /* per statistical channel, as used by the verdict */
-    double band;                   /* bytes: |delta| tolerated, one-time steps included */
-    double slope;                  /* bytes per session tolerated */
-    double floor;                  /* bytes: late-vs-early median shift needed to call a leak */
-    double noise;                  /* bytes: per-session jitter seen on clean runs (a robust
-                                      sigma); 0 when none was seen; NaN when never measured */
-    bool measured;                 /* the figures come from a measurement (calibrate), not a guess */
-    char source[160];              /* where they came from: "measured on HOST (...) by leakgate
-                                      calibrate ..., DATE", "--budget", "FILE: ..." */
+struct rpt_budget {   /* per statistical channel, as used by the verdict */
+    double band;      /* bytes: |delta| tolerated, one-time steps included */
+    double slope;     /* bytes per session tolerated */
+    double floor;     /* bytes: late-vs-early median shift needed to call a leak */
+    double noise;     /* bytes: per-session jitter seen on clean runs (a robust
+                         sigma); 0 when none was seen; NaN when never measured */
+    bool measured;    /* the figures come from a measurement (calibrate), not a guess */
+    char source[160]; /* where they came from: "measured on HOST (...) by leakgate
+                         calibrate ..., DATE", "--budget", "FILE: ..." */
 };
 
 struct rpt_run {
-    char schema[32];               /* RPT_SCHEMA */
-    char version[32];              /* leakgate version */
-    char command[16];              /* "run", "reproduce", "soak" */
-    char started[32];              /* ISO 8601 UTC */
+    char schema[32];  /* RPT_SCHEMA */
+    char version[32]; /* leakgate version */
+    char command[16]; /* "run", "reproduce", "soak" */
+    char started[32]; /* ISO 8601 UTC */
     char hostname[64];
     int cpus;
     int64_t mem_bytes;
-    char device[96];               /* "cpu" or "cuda: NVIDIA H200" */
-    char cmd[512];                 /* exec: the program's command line ("" for the trainer) */
-    int64_t prof_sample;           /* heap profiles: mean bytes between samples (0: none) */
+    char device[96];     /* "cpu" or "cuda: NVIDIA H200" */
+    char cmd[512];       /* exec: the program's command line ("" for the trainer) */
+    int64_t prof_sample; /* heap profiles: mean bytes between samples (0: none) */
     char preset[32];
-    char modes[64];                /* "fp32,int8" */
+    char modes[64]; /* "fp32,int8" */
     int sessions, warmup, steps;
     uint64_t seed;
     bool stacks;
-    char inject[96];               /* "" or "raw-malloc:256KiB@40" */
-    char shard[16];                /* "" or "2/4" */
-    unsigned required;             /* channels the verdict requires (bit 1u << channel) */
+    char inject[96];   /* "" or "raw-malloc:256KiB@40" */
+    char shard[16];    /* "" or "2/4" */
+    unsigned required; /* channels the verdict requires (bit 1u << channel) */
     struct rpt_budget budgets[RPT_NCHANNELS];
 };
 
 /* ---- a session line ---------------------------------------------------------------------- */
 
-struct rpt_stack {
-    int64_t count;
-    char *frames;                  /* symbolised, one frame a line */
-};
+/* What a session left behind — leak groups, unbalanced references, classes — is described by
+ * lg_leaks.h's structs, the tracker's own: one data model from the ledger to every report. */
 
-struct rpt_leak_group {
-    char tag[96];
-    char space[8];                 /* "host" or "device" */
-    int64_t bytes, count;
-    int n_stacks;
-    struct rpt_stack *stacks;
-};
-
-struct rpt_retain {
-    char site[160];
-    uint32_t generation;
-    char *stack;                   /* may be NULL */
-};
-
-struct rpt_ref_leak {
-    char kind[32];
-    char name[96];
-    int refs;
-    int n_retains;
-    struct rpt_retain *retains;
-};
-
-struct rpt_sample {                /* a timeline point inside a session */
-    int step;                      /* training step, or -1 for phase marks */
-    char phase[16];                /* "build", "train", "validate", "save", "int8", "qat", "free" */
-    double t;                      /* seconds since the session began */
+struct rpt_sample { /* a timeline point inside a session */
+    int step;       /* training step, or -1 for phase marks */
+    char phase[16]; /* "build", "train", "validate", "save", "int8", "qat", "free" */
+    double t;       /* seconds since the session began */
     int64_t tagged_host, tagged_device, je_allocated, rss;
 };
 
@@ -138,46 +116,44 @@ struct rpt_sample {                /* a timeline point inside a session */
  * profiles sample allocations (one per prof_sample bytes on average); estimates are unbiased
  * and `samples` says how many sampled objects they rest on (docs/exec.md, the uncertainty). */
 struct rpt_alloc_stack {
-    int64_t bytes;                 /* estimated live bytes gained since the base profile */
-    int64_t objects;               /* estimated live objects gained */
-    int64_t samples;               /* sampled objects gained: the estimate's evidence */
-    char *frames;                  /* symbolised, innermost first, one a line */
+    int64_t bytes;   /* estimated live bytes gained since the base profile */
+    int64_t objects; /* estimated live objects gained */
+    int64_t samples; /* sampled objects gained: the estimate's evidence */
+    char *frames;    /* symbolised, innermost first, one a line */
 };
 /* The 95% interval [*lo, *hi] of a->bytes, from its samples and the run's prof_sample (a
  * Wilson score interval of the binomial sampling: asymmetric, and right with few samples). */
-void rpt_alloc_interval(const struct rpt_alloc_stack *a, int64_t prof_sample, double *lo, double *hi);
-
-struct rpt_class_bytes {           /* leaked bytes of one tag class ("varmap") */
-    char cls[32];
-    int64_t bytes;
-};
+void rpt_alloc_interval(const struct rpt_alloc_stack *a, int64_t prof_sample, double *lo,
+                        double *hi);
 
 struct rpt_session {
-    int index;                     /* 0-based over the run, warm-up included */
-    char mode[8];                  /* "fp32", "int8", "qat" */
+    int index;    /* 0-based over the run, warm-up included */
+    char mode[8]; /* "fp32", "int8", "qat" */
     bool warmup;
     double duration_s;
     int steps;
     double train_loss, val_loss, quant_val_loss; /* NaN when not measured */
-    int64_t absolute[RPT_NCHANNELS]; /* after quiesce; RPT_NONE when unavailable */
-    int64_t delta[RPT_NCHANNELS];    /* against the baseline; RPT_NONE in warm-up */
+    int64_t absolute[RPT_NCHANNELS];             /* after quiesce; RPT_NONE when unavailable */
+    int64_t delta[RPT_NCHANNELS];                /* against the baseline; RPT_NONE in warm-up */
     int64_t peak_tagged_host, peak_tagged_device;
     int64_t leaked_host_bytes, leaked_device_bytes; /* born in the session, still live */
+    int64_t invalid_frees; /* frees of unknown pointers and double frees the tracker saw
+                              during the session (0 when none; results 1.4) */
     int n_groups;
-    struct rpt_leak_group *groups; /* largest first */
+    struct lg_leak_group *groups; /* largest first */
     int n_refs;
-    struct rpt_ref_leak *refs;
+    struct lg_ref_leak *refs;
     int n_classes;
-    struct rpt_class_bytes *classes;
+    struct lg_class_bytes *classes;
     int n_samples;
     struct rpt_sample *samples;
-    int alloc_base;                /* heap profile: the session whose profile the diff starts at */
-    int alloc_sessions;            /* sessions since then (0: no heap profile diff) */
+    int alloc_base;     /* heap profile: the session whose profile the diff starts at */
+    int alloc_sessions; /* sessions since then (0: no heap profile diff) */
     int n_alloc_stacks;
     struct rpt_alloc_stack *alloc_stacks; /* largest growth first */
     int n_notes;
-    char **notes;                  /* lines the program attached (leakgate_session_note) */
-    char error[256];               /* "" or what failed inside the session */
+    char **notes;    /* lines the program attached (leakgate_session_note) */
+    char error[256]; /* "" or what failed inside the session */
 };
 
 /* The one per-session value of a channel, which the verdict, compare, JUnit, the CSV and the
@@ -192,26 +168,26 @@ bool rpt_session_value(const struct rpt_session *s, enum rpt_channel c, int64_t 
 struct rpt_channel_verdict {
     enum rpt_channel channel;
     enum rpt_status status;
-    double figure;                 /* the number judged: bytes per session, or total bytes */
-    double budget;                 /* what it was judged against */
+    double figure;                    /* the number judged: bytes per session, or total bytes */
+    double budget;                    /* what it was judged against */
     double slope, slope_lo, slope_hi; /* Theil–Sen bytes/session with its confidence bound */
-    double shift;                  /* late-vs-early median shift, bytes */
-    bool required;                 /* the run's verdict needs this channel's evidence */
-    char why[400];                 /* one sentence: "slope 262 KiB/session [250, 270] > 64 KiB" */
+    double shift;                     /* late-vs-early median shift, bytes */
+    bool required;                    /* the run's verdict needs this channel's evidence */
+    char why[400]; /* one sentence: "slope 262 KiB/session [250, 270] > 64 KiB" */
 };
 
 struct rpt_verdict {
-    enum rpt_status status;        /* the run's overall verdict */
-    int exit_code;                 /* 0 pass, 1 leak, 2 usage/input, 3 inconclusive, 4 internal */
+    enum rpt_status status; /* the run's overall verdict */
+    int exit_code;          /* 0 pass, 1 leak, 2 usage/input, 3 inconclusive, 4 internal */
     int sessions_measured;
-    int sessions_planned;          /* measured sessions the plan asked for; 0: unbounded (soak) */
-    unsigned required;             /* channels required (bit 1u << channel) */
+    int sessions_planned; /* measured sessions the plan asked for; 0: unbounded (soak) */
+    unsigned required;    /* channels required (bit 1u << channel) */
     int n_channels;
     struct rpt_channel_verdict channels[RPT_NCHANNELS];
     char summary[768];
-    bool partial;                  /* the run ended early (signal, crash, time) */
-    char stopped[64];              /* why it ended early: "SIGTERM", "time limit", "results cut
-                                      short (no verdict line)"; "" when it ran its plan */
+    bool partial;     /* the run ended early (signal, crash, time) */
+    char stopped[64]; /* why it ended early: "SIGTERM", "time limit", "results cut
+                         short (no verdict line)"; "" when it ran its plan */
 };
 
 /* ---- writing (harness side) ----------------------------------------------------------------- */
@@ -232,7 +208,7 @@ struct rpt_results {
     struct rpt_session *sessions;
     bool has_verdict;
     struct rpt_verdict verdict;
-    int truncated_lines;           /* a partial last line (crash mid-write) is skipped, counted */
+    int truncated_lines; /* a partial last line (crash mid-write) is skipped, counted */
 };
 
 /* Loads a results JSONL file; *out is freed with rpt_results_free. LG_EFORMAT with file and

@@ -98,7 +98,8 @@ static int get_bool(const struct rpt_dec *d, const char *where, json_t *o, const
 static json_t *optional(json_t *o, const char *key) { return json_object_get(o, key); }
 
 /* An array of channel names as a mask. */
-static int get_channel_list(const struct rpt_dec *d, const char *where, json_t *a, const char *key, unsigned *out)
+static int get_channel_list(const struct rpt_dec *d, const char *where, json_t *a, const char *key,
+                            unsigned *out)
 {
     json_t *e;
     size_t i;
@@ -242,7 +243,8 @@ int rpt_run_from_json(const struct rpt_dec *d, json_t *o, struct rpt_run *run)
         b->noise = 0;
         b->measured = c != RPT_CH_DEV_DRIVER && c != RPT_CH_DEV_PROCESS;
         if (rc == LG_OK && optional(e, "noise")) rc = get_num(d, bw, e, "noise", &b->noise);
-        if (rc == LG_OK && optional(e, "measured")) rc = get_bool(d, bw, e, "measured", &b->measured);
+        if (rc == LG_OK && optional(e, "measured"))
+            rc = get_bool(d, bw, e, "measured", &b->measured);
     }
     run->required = rpt_default_required(rpt_run_had_device(run));
     if (rc == LG_OK && optional(o, "required"))
@@ -250,7 +252,7 @@ int rpt_run_from_json(const struct rpt_dec *d, json_t *o, struct rpt_run *run)
     return rc;
 }
 
-static int decode_group(const struct rpt_dec *d, const char *w, json_t *e, struct rpt_leak_group *g)
+static int decode_group(const struct rpt_dec *d, const char *w, json_t *e, struct lg_leak_group *g)
 {
     json_t *st = NULL, *sk;
     size_t k;
@@ -277,7 +279,7 @@ static int decode_group(const struct rpt_dec *d, const char *w, json_t *e, struc
     return rc;
 }
 
-static int decode_ref(const struct rpt_dec *d, const char *w, json_t *e, struct rpt_ref_leak *rl)
+static int decode_ref(const struct rpt_dec *d, const char *w, json_t *e, struct lg_ref_leak *rl)
 {
     json_t *ra = NULL, *re;
     size_t k;
@@ -311,8 +313,7 @@ static int decode_sample(const struct rpt_dec *d, const char *w, json_t *row, st
         return bad(d, w, NULL,
                    "expected [step, phase, t, tagged_host, tagged_device, je_allocated, rss]");
     json_t *c[7];
-    for (int k = 0; k < 7; k++)
-        c[k] = json_array_get(row, k);
+    for (int k = 0; k < 7; k++) c[k] = json_array_get(row, k);
     if (!json_is_integer(c[0]) || json_integer_value(c[0]) < -1 ||
         json_integer_value(c[0]) > INT32_MAX)
         return bad(d, w, "step", "expected an integer >= -1");
@@ -367,6 +368,8 @@ int rpt_session_from_json(const struct rpt_dec *d, json_t *o, struct rpt_session
     if (rc == LG_OK)
         rc = get_int(d, w, o, "leaked_device_bytes", &s->leaked_device_bytes, INT64_MIN, INT64_MAX,
                      true);
+    if (rc == LG_OK && optional(o, "invalid_frees")) /* since 1.4 */
+        rc = get_int(d, w, o, "invalid_frees", &s->invalid_frees, 0, INT64_MAX, false);
     if (rc == LG_OK) rc = get_arr(d, w, o, "leaks", &a);
     if (rc == LG_OK)
         rc = alloc_arr(d, (void **)&s->groups, &s->n_groups, json_array_size(a), sizeof *s->groups);
@@ -432,7 +435,8 @@ int rpt_verdict_from_json(const struct rpt_dec *d, json_t *o, struct rpt_verdict
     if (rc == LG_OK) rc = get_str(d, w, o, "summary", v->summary, sizeof v->summary);
     if (rc == LG_OK && optional(o, "sessions_planned"))
         rc = get_i32(d, w, o, "sessions_planned", &v->sessions_planned, 0, INT32_MAX);
-    if (rc == LG_OK && optional(o, "stopped")) rc = get_str(d, w, o, "stopped", v->stopped, sizeof v->stopped);
+    if (rc == LG_OK && optional(o, "stopped"))
+        rc = get_str(d, w, o, "stopped", v->stopped, sizeof v->stopped);
     if (rc == LG_OK && optional(o, "required"))
         rc = get_channel_list(d, w, optional(o, "required"), "required", &v->required);
     if (rc == LG_OK) rc = get_arr(d, w, o, "channels", &a);
@@ -463,7 +467,8 @@ int rpt_verdict_from_json(const struct rpt_dec *d, json_t *o, struct rpt_verdict
         if (rc == LG_OK) rc = get_num(d, cw, e, "slope_lo", &cv->slope_lo);
         if (rc == LG_OK) rc = get_num(d, cw, e, "slope_hi", &cv->slope_hi);
         if (rc == LG_OK) rc = get_num(d, cw, e, "shift", &cv->shift);
-        if (rc == LG_OK && optional(e, "required")) rc = get_bool(d, cw, e, "required", &cv->required);
+        if (rc == LG_OK && optional(e, "required"))
+            rc = get_bool(d, cw, e, "required", &cv->required);
         if (rc == LG_OK) rc = get_str(d, cw, e, "why", cv->why, sizeof cv->why);
         if (rc == LG_OK) v->n_channels = (int)k + 1;
     }

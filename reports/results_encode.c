@@ -53,20 +53,11 @@ static json_t *jstr_n(const char *s, size_t len)
     return j;
 }
 
-static json_t *jstr(const char *s)
-{
-    return jstr_n(s, strlen(s));
-}
+static json_t *jstr(const char *s) { return jstr_n(s, strlen(s)); }
 
-static json_t *jint(int64_t v)
-{
-    return v == RPT_NONE ? json_null() : json_integer(v);
-}
+static json_t *jint(int64_t v) { return v == RPT_NONE ? json_null() : json_integer(v); }
 
-static json_t *jnum(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
-}
+static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 /* A new JSON array of the lines of s: "a\nb\n" -> ["a", "b"]; NULL -> null. */
 static json_t *jframes(const char *s)
@@ -95,8 +86,7 @@ static json_t *channels_obj(const int64_t *v)
 {
     json_t *o = json_object();
     int bad = 0;
-    for (int c = 0; o && c < RPT_NCHANNELS; c++)
-        put(o, rpt_channel_name(c), jint(v[c]), &bad);
+    for (int c = 0; o && c < RPT_NCHANNELS; c++) put(o, rpt_channel_name(c), jint(v[c]), &bad);
     if (bad) {
         json_decref(o);
         return NULL;
@@ -118,7 +108,8 @@ static json_t *channel_list(unsigned mask)
 {
     json_t *a = json_array();
     for (int c = 0; a && c < RPT_NCHANNELS; c++)
-        if ((mask & RPT_BIT(c)) && json_array_append_new(a, json_string(rpt_channel_name((enum rpt_channel)c))) != 0) {
+        if ((mask & RPT_BIT(c)) &&
+            json_array_append_new(a, json_string(rpt_channel_name((enum rpt_channel)c))) != 0) {
             json_decref(a);
             return NULL;
         }
@@ -169,7 +160,8 @@ json_t *rpt_run_to_json(const struct rpt_run *run)
         put(e, "floor", jnum(bg->floor), &bad);
         if (!rpt_channel_exact((enum rpt_channel)c)) {
             put(e, "noise", jnum(bg->noise), &bad);
-            put(e, "min_sessions", json_integer(rpt_min_sessions(bg)), &bad); /* derived, for readers */
+            put(e, "min_sessions", json_integer(rpt_min_sessions(bg)),
+                &bad); /* derived, for readers */
         }
         put(e, "measured", json_boolean(bg->measured), &bad);
         put(e, "source", jstr(bg->source), &bad);
@@ -188,7 +180,7 @@ static json_t *groups_arr(const struct rpt_session *s)
     json_t *a = json_array();
     int bad = !a;
     for (int i = 0; !bad && i < s->n_groups; i++) {
-        const struct rpt_leak_group *g = &s->groups[i];
+        const struct lg_leak_group *g = &s->groups[i];
         json_t *e = json_object(), *st = json_array();
         if (!e || !st) {
             json_decref(e);
@@ -221,7 +213,7 @@ static json_t *refs_arr(const struct rpt_session *s)
     json_t *a = json_array();
     int bad = !a;
     for (int i = 0; !bad && i < s->n_refs; i++) {
-        const struct rpt_ref_leak *rl = &s->refs[i];
+        const struct lg_ref_leak *rl = &s->refs[i];
         json_t *e = json_object(), *ra = json_array();
         if (!e || !ra) {
             json_decref(e);
@@ -308,6 +300,7 @@ json_t *rpt_session_to_json(const struct rpt_session *s)
     put(o, "peak_tagged_device", jint(s->peak_tagged_device), &bad);
     put(o, "leaked_host_bytes", jint(s->leaked_host_bytes), &bad);
     put(o, "leaked_device_bytes", jint(s->leaked_device_bytes), &bad);
+    put(o, "invalid_frees", json_integer(s->invalid_frees), &bad);
     put(o, "leaks", groups_arr(s), &bad);
     put(o, "refs", refs_arr(s), &bad);
     put(o, "classes", classes_arr(s), &bad);

@@ -98,18 +98,8 @@ void rpt_writer_close(struct rpt_writer *w)
 void rpt_session_fini(struct rpt_session *s)
 {
     if (!s) return;
-    for (int i = 0; i < s->n_groups; i++) {
-        for (int k = 0; k < s->groups[i].n_stacks; k++)
-            free(s->groups[i].stacks[k].frames);
-        free(s->groups[i].stacks);
-    }
-    free(s->groups);
-    for (int i = 0; i < s->n_refs; i++) {
-        for (int k = 0; k < s->refs[i].n_retains; k++)
-            free(s->refs[i].retains[k].stack);
-        free(s->refs[i].retains);
-    }
-    free(s->refs);
+    lg_leak_groups_free(s->groups, s->n_groups);
+    lg_ref_leaks_free(s->refs, s->n_refs);
     free(s->classes);
     free(s->samples);
     rpt_alloc_stacks_free(s);
@@ -124,8 +114,7 @@ void rpt_session_fini(struct rpt_session *s)
 void rpt_results_free(struct rpt_results *r)
 {
     if (!r) return;
-    for (int i = 0; i < r->n_sessions; i++)
-        rpt_session_fini(&r->sessions[i]);
+    for (int i = 0; i < r->n_sessions; i++) rpt_session_fini(&r->sessions[i]);
     free(r->sessions);
     free(r);
 }
@@ -223,8 +212,8 @@ int rpt_results_load(struct rpt_results **out, const char *path)
         errno = 0;
         ssize_t len = read_line(f, &line, &line_cap);
         if (len == -2) {
-            rc = lg_fail(LG_EFORMAT, "%s:%d: a line longer than %d MiB: not a results file", path, d.line + 1,
-                         RPT_MAX_LINE >> 20);
+            rc = lg_fail(LG_EFORMAT, "%s:%d: a line longer than %d MiB: not a results file", path,
+                         d.line + 1, RPT_MAX_LINE >> 20);
             break;
         }
         if (len == -3) {
@@ -239,8 +228,7 @@ int rpt_results_load(struct rpt_results **out, const char *path)
         }
         d.line++;
         bool complete = len > 0 && line[len - 1] == '\n';
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-            len--;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
         if (len == 0) continue; /* a blank line holds no record */
         json_error_t err;
         json_t *o = json_loadb(line, (size_t)len, JSON_REJECT_DUPLICATES, &err);

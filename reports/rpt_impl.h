@@ -76,10 +76,10 @@ bool rpt_session_judge(const struct rpt_results *r, int i, enum rpt_channel c, i
 struct rpt_tag_total {
     char tag[96];
     char space[8];
-    int64_t bytes, count;                 /* summed over the measured sessions */
-    int sessions;                         /* measured sessions in which it leaked */
-    int first_session;                    /* the index of the first of them */
-    const struct rpt_leak_group *example; /* that session's group (its stacks) */
+    int64_t bytes, count;                /* summed over the measured sessions */
+    int sessions;                        /* measured sessions in which it leaked */
+    int first_session;                   /* the index of the first of them */
+    const struct lg_leak_group *example; /* that session's group (its stacks) */
 };
 /* *out is freed with free(); *n may be 0 (then *out is NULL). */
 int rpt_tag_totals(const struct rpt_results *r, struct rpt_tag_total **out, int *n);
@@ -99,8 +99,5 @@ int rpt_retain_sites(const struct rpt_results *r, const char *kind, struct rpt_s
 /* The intercept of a Theil–Sen line through (x, y) with the given slope: median(y − slope·x)
  * into *out (0 when n == 0 or the slope is not finite). */
 int rpt_line_intercept(const double *x, const double *y, int n, double slope, double *out);
-
-/* The class of a tag ("varmap" for "varmap/enc.weight") into buf. */
-void rpt_tag_class(const char *tag, char *buf, size_t size);
 
 #endif

@@ -66,11 +66,11 @@ void rpt_series_attribute(struct rpt_series *s, const struct rpt_session *r)
         int64_t *worst = sp ? &s->worst_dev_bytes : &s->worst_host_bytes;
         char *dst = sp ? s->worst_dev : s->worst_host;
         for (int c = 0; c < r->n_classes; c++) {
-            const struct rpt_class_bytes *cl = &r->classes[c];
+            const struct lg_class_bytes *cl = &r->classes[c];
             if (!strcmp(cl->cls, "meta") || cl->bytes <= *worst) continue;
-            const struct rpt_leak_group *top = NULL;
+            const struct lg_leak_group *top = NULL;
             for (int g = 0; g < r->n_groups; g++) {
-                const struct rpt_leak_group *lg = &r->groups[g];
+                const struct lg_leak_group *lg = &r->groups[g];
                 size_t l = strlen(cl->cls);
                 if (strcmp(lg->space, space) || strncmp(lg->tag, cl->cls, l) || lg->tag[l] != '/')
                     continue;
@@ -85,7 +85,7 @@ void rpt_series_attribute(struct rpt_series *s, const struct rpt_session *r)
         }
     }
     if (r->n_refs && !s->worst_ref[0]) {
-        const struct rpt_ref_leak *rl = &r->refs[0];
+        const struct lg_ref_leak *rl = &r->refs[0];
         snprintf(s->worst_ref, sizeof s->worst_ref, "%s %s retained at %s", rl->kind, rl->name,
                  rl->n_retains ? rl->retains[rl->n_retains - 1].site : "?");
     }

@@ -32,15 +32,6 @@ bool rpt_channel_measured(const struct rpt_results *r, enum rpt_channel c)
     return false;
 }
 
-void rpt_tag_class(const char *tag, char *buf, size_t size)
-{
-    const char *slash = strchr(tag, '/');
-    size_t n = slash ? (size_t)(slash - tag) : strlen(tag);
-    if (n >= size) n = size - 1;
-    memcpy(buf, tag, n);
-    buf[n] = '\0';
-}
-
 bool rpt_session_value(const struct rpt_session *s, enum rpt_channel c, int64_t *out)
 {
     switch (c) {
@@ -122,7 +113,7 @@ int rpt_tag_totals(const struct rpt_results *r, struct rpt_tag_total **out, int 
         const struct rpt_session *s = &r->sessions[i];
         if (s->warmup) continue;
         for (int g = 0; g < s->n_groups; g++) {
-            const struct rpt_leak_group *lg = &s->groups[g];
+            const struct lg_leak_group *lg = &s->groups[g];
             int k = 0;
             while (k < nv && (strcmp(v[k].tag, lg->tag) != 0 || strcmp(v[k].space, lg->space) != 0))
                 k++;
@@ -172,10 +163,10 @@ int rpt_retain_sites(const struct rpt_results *r, const char *kind, struct rpt_s
         const struct rpt_session *s = &r->sessions[i];
         if (s->warmup) continue;
         for (int o = 0; o < s->n_refs; o++) {
-            const struct rpt_ref_leak *rl = &s->refs[o];
+            const struct lg_ref_leak *rl = &s->refs[o];
             if (kind && strcmp(rl->kind, kind) != 0) continue;
             for (int t = 0; t < rl->n_retains; t++) {
-                const struct rpt_retain *re = &rl->retains[t];
+                const struct lg_retain *re = &rl->retains[t];
                 int k = 0;
                 while (k < nv &&
                        (strcmp(v[k].site, re->site) != 0 || strcmp(v[k].kind, rl->kind) != 0))

@@ -22,14 +22,14 @@ uint32_t trk_session_begin(struct trk_tracker *trk)
 
 struct group_acc {
     int64_t bytes, count;
-    uint32_t stacks[TRK_MAX_GROUP_STACKS];
-    int64_t stack_counts[TRK_MAX_GROUP_STACKS];
+    uint32_t stacks[LG_MAX_GROUP_STACKS];
+    int64_t stack_counts[LG_MAX_GROUP_STACKS];
     int n_stacks;
 };
 
 static int cmp_group(const void *a, const void *b)
 {
-    const struct trk_leak_group *x = a, *y = b;
+    const struct lg_leak_group *x = a, *y = b;
     if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
     return strcmp(x->tag, y->tag);
 }
@@ -70,7 +70,7 @@ int trk_leaks_of(struct trk_tracker *trk, uint32_t gen, struct trk_leaks **out)
             }
             if (k < g->n_stacks)
                 g->stack_counts[k]++;
-            else if (g->n_stacks < TRK_MAX_GROUP_STACKS) {
+            else if (g->n_stacks < LG_MAX_GROUP_STACKS) {
                 g->stacks[g->n_stacks] = r->stack;
                 g->stack_counts[g->n_stacks++] = 1;
             }
@@ -88,23 +88,22 @@ int trk_leaks_of(struct trk_tracker *trk, uint32_t gen, struct trk_leaks **out)
     for (size_t i = 0; i < (size_t)ntags * TRK_NSPACES; i++) {
         struct group_acc *a = &acc[i];
         if (!a->count) continue;
-        struct trk_leak_group *g = &lk->groups[lk->n_groups++];
+        struct lg_leak_group *g = &lk->groups[lk->n_groups++];
         lg_strlcpy(g->tag, trk_tag_get(trk, (uint32_t)(i / TRK_NSPACES))->name, sizeof g->tag);
-        g->space = (enum trk_space)(i % TRK_NSPACES);
+        lg_strlcpy(g->space, i % TRK_NSPACES == TRK_DEVICE ? "device" : "host", sizeof g->space);
         g->generation = gen;
         g->bytes = a->bytes;
         g->count = a->count;
         if (a->n_stacks) {
             g->stacks = calloc((size_t)a->n_stacks, sizeof *g->stacks);
-            g->stack_counts = calloc((size_t)a->n_stacks, sizeof *g->stack_counts);
-            if (!g->stacks || !g->stack_counts) {
+            if (!g->stacks) {
                 rc = lg_fail(LG_ENOMEM, "tracker: out of memory building a leak report");
                 goto fail;
             }
             g->n_stacks = a->n_stacks;
             for (int k = 0; k < a->n_stacks; k++) {
-                g->stacks[k] = trk_stack_text(trk, a->stacks[k]);
-                g->stack_counts[k] = a->stack_counts[k];
+                g->stacks[k].frames = trk_stack_text(trk, a->stacks[k]);
+                g->stacks[k].count = a->stack_counts[k];
             }
         }
     }
@@ -147,17 +146,8 @@ int trk_session_end(struct trk_tracker *trk, struct trk_leaks **out)
 void trk_leaks_free(struct trk_leaks *lk)
 {
     if (!lk) return;
-    for (size_t i = 0; i < lk->n_groups; i++) {
-        for (int k = 0; k < lk->groups[i].n_stacks; k++) free(lk->groups[i].stacks[k]);
-        free(lk->groups[i].stacks);
-        free(lk->groups[i].stack_counts);
-    }
-    free(lk->groups);
-    for (size_t i = 0; i < lk->n_refs; i++) {
-        for (int j = 0; j < lk->refs[i].n_retains; j++) free(lk->refs[i].retains[j].stack);
-        free(lk->refs[i].retains);
-    }
-    free(lk->refs);
+    lg_leak_groups_free(lk->groups, (int)lk->n_groups);
+    lg_ref_leaks_free(lk->refs, (int)lk->n_refs);
     free(lk);
 }
 
@@ -180,12 +170,12 @@ void trk_leaks_print(const struct trk_leaks *lk, FILE *f, int max_groups)
             lg_fmt_bytes(b2, sizeof b2, (double)lk->device_bytes), (long long)lk->device_count);
     size_t shown = max_groups > 0 ? LG_MIN(lk->n_groups, (size_t)max_groups) : lk->n_groups;
     for (size_t i = 0; i < shown; i++) {
-        const struct trk_leak_group *g = &lk->groups[i];
+        const struct lg_leak_group *g = &lk->groups[i];
         fprintf(f, "  %12s  %6lld alloc  %-6s %s\n", lg_fmt_bytes(b1, sizeof b1, (double)g->bytes),
-                (long long)g->count, g->space == TRK_DEVICE ? "device" : "host", g->tag);
+                (long long)g->count, g->space, g->tag);
         for (int k = 0; k < g->n_stacks; k++) {
-            fprintf(f, "      allocated %lld time(s) at:\n", (long long)g->stack_counts[k]);
-            print_indented(f, g->stacks[k], "        ");
+            fprintf(f, "      allocated %lld time(s) at:\n", (long long)g->stacks[k].count);
+            print_indented(f, g->stacks[k].frames, "        ");
         }
     }
     if (shown < lk->n_groups) {
@@ -195,7 +185,7 @@ void trk_leaks_print(const struct trk_leaks *lk, FILE *f, int max_groups)
                 lg_fmt_bytes(b1, sizeof b1, (double)rest));
     }
     for (size_t i = 0; i < lk->n_refs; i++) {
-        const struct trk_ref_leak *r = &lk->refs[i];
+        const struct lg_ref_leak *r = &lk->refs[i];
         fprintf(f, "  %s %s (%p) still alive with %d reference(s):\n", r->kind, r->name, r->object,
                 r->refs);
         for (int j = 0; j < r->n_retains; j++) {

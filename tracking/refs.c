@@ -177,7 +177,7 @@ int trk_refs_report(struct trk_tracker *trk, uint32_t gen, struct trk_leaks *lk)
         int hit = o->gen == gen;
         for (int j = 0; j < o->n && !hit; j++) hit = o->retains[j].gen == gen;
         if (!hit) continue;
-        struct trk_ref_leak *r = &lk->refs[lk->n_refs++];
+        struct lg_ref_leak *r = &lk->refs[lk->n_refs++];
         lg_strlcpy(r->kind, o->kind, sizeof r->kind);
         lg_strlcpy(r->name, o->name, sizeof r->name);
         r->object = o->obj;

@@ -146,15 +146,6 @@ uint32_t trk_tag_intern(struct trk_tracker *trk, const char *name)
     return id;
 }
 
-void trk_tag_class(const char *tag, char *buf, size_t size)
-{
-    const char *slash = strchr(tag, '/');
-    size_t n = slash ? (size_t)(slash - tag) : strlen(tag);
-    if (n >= size) n = size - 1;
-    memcpy(buf, tag, n);
-    buf[n] = '\0';
-}
-
 size_t trk_tag_stats(struct trk_tracker *trk, struct trk_tag_stat **out)
 {
     uint32_t n = atomic_load(&trk->tags.count);

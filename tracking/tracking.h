@@ -34,6 +34,7 @@
 #include <stdio.h>
 
 #include "lg_base.h"
+#include "lg_leaks.h"
 
 struct trk_tracker;
 
@@ -141,44 +142,16 @@ size_t trk_tag_stats(struct trk_tracker *trk, struct trk_tag_stat **out);
 uint32_t trk_session_begin(struct trk_tracker *trk);
 uint32_t trk_generation(const struct trk_tracker *trk);
 
-/* One group of allocations that outlived their session: same tag, same space. */
-struct trk_leak_group {
-    char tag[LG_MAX_NAME];
-    enum trk_space space;
-    uint32_t generation;
-    int64_t bytes, count;
-    int n_stacks;  /* distinct allocation stacks kept (at most TRK_MAX_GROUP_STACKS) */
-    char **stacks; /* each a symbolised multi-line string, innermost frame first */
-    int64_t *stack_counts;
-};
-#define TRK_MAX_GROUP_STACKS 3
-
-/* A retain on a tracked object that was never matched by a release. */
-struct trk_retain_site {
-    const void *holder;
-    char site[160]; /* "func (file:line)" */
-    uint32_t generation;
-    char *stack; /* symbolised, or NULL when stacks are off */
-};
-
-/* A tracked shared object still alive at a session's end, with its outstanding retains. */
-struct trk_ref_leak {
-    char kind[32]; /* "varmap" */
-    char name[LG_MAX_NAME];
-    const void *object;
-    uint32_t generation; /* when the object was created */
-    int refs;            /* outstanding retains */
-    int n_retains;
-    struct trk_retain_site *retains;
-};
-
+/* What a generation left alive is described by lg_leaks.h's structs (one data model for the
+ * tracker, the results and every report): groups by tag and space, largest first, with up to
+ * LG_MAX_GROUP_STACKS distinct stacks each; shared objects with their unreleased retains. */
 struct trk_leaks {
     uint32_t generation;
     int64_t host_bytes, host_count, device_bytes, device_count;
-    size_t n_groups; /* sorted by bytes, largest first */
-    struct trk_leak_group *groups;
+    size_t n_groups;              /* sorted by bytes, largest first */
+    struct lg_leak_group *groups; /* the caller may take the arrays (and zero them) */
     size_t n_refs;
-    struct trk_ref_leak *refs;
+    struct lg_ref_leak *refs;
     size_t n_invalid_frees; /* invalid frees recorded during the generation */
 };
 
@@ -277,8 +250,5 @@ void trk_tag_diff_print(const struct trk_tag_stat *a, size_t na, const struct tr
 /* Captures the caller's stack and returns it symbolised, skipping `skip` frames; the caller
  * frees the string with free(). Used for sites that are not allocations. */
 char *trk_stack_here(int skip, int depth);
-
-/* The class of a tag ("varmap" for "varmap/out.weight") into buf. */
-void trk_tag_class(const char *tag, char *buf, size_t size);
 
 #endif

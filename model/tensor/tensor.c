@@ -82,13 +82,9 @@ static int check_shape(int ndim, const int64_t *shape, const char *name)
  * of the tensor it serves, so a leak report puts it beside that tensor's bytes. */
 static void meta_tag(char *buf, size_t size, const char *name, const char *what)
 {
-    const char *slash = strchr(name, '/');
-    size_t n = slash ? (size_t)(slash - name) : 0;
-    char cls[LG_MAX_NAME];
-    if (n >= sizeof cls) n = sizeof cls - 1;
-    memcpy(cls, name, n);
-    cls[n] = '\0';
-    lg_join(buf, size, 4, "meta/", cls, n ? "." : "", what);
+    char cls[LG_MAX_CLASS] = ""; /* a name without a class: "meta/<what>" */
+    if (strchr(name, '/')) lg_tag_class(name, cls, sizeof cls);
+    lg_join(buf, size, 4, "meta/", cls, cls[0] ? "." : "", what);
 }
 
 /* A tensor struct with no storage yet; the caller sets st. */

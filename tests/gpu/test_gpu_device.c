@@ -58,7 +58,7 @@ Test(gpu_device, a_device_buffer_outliving_its_session_is_named)
     cr_expect_eq(lk->host_bytes, 0);
     cr_assert_geq(lk->n_groups, 1);
     cr_expect_str_eq(lk->groups[0].tag, "act/device.scratch");
-    cr_expect_eq(lk->groups[0].space, TRK_DEVICE);
+    cr_expect_str_eq(lk->groups[0].space, "device");
     trk_leaks_free(lk);
     trk_dev_free(T, kept);
 }

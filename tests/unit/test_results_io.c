@@ -115,6 +115,7 @@ static void fill_session(struct rpt_session *s, int index, bool warmup)
     s->peak_tagged_device = RPT_NONE;
     s->leaked_host_bytes = 3317760 + index;
     s->leaked_device_bytes = 0;
+    s->invalid_frees = index == 1 ? 2 : 0;
     s->n_groups = 2;
     s->groups = calloc(2, sizeof *s->groups);
     strcpy(s->groups[0].tag, "varmap/enc_lstm.w_ih");
@@ -229,9 +230,10 @@ static void check_session(const struct rpt_session *a, const struct rpt_session 
     cr_assert_eq(a->peak_tagged_device, b->peak_tagged_device);
     cr_assert_eq(a->leaked_host_bytes, b->leaked_host_bytes);
     cr_assert_eq(a->leaked_device_bytes, b->leaked_device_bytes);
+    cr_assert_eq(a->invalid_frees, b->invalid_frees);
     cr_assert_eq(a->n_groups, b->n_groups);
     for (int g = 0; g < a->n_groups; g++) {
-        const struct rpt_leak_group *x = &a->groups[g], *y = &b->groups[g];
+        const struct lg_leak_group *x = &a->groups[g], *y = &b->groups[g];
         cr_assert_str_eq(x->tag, y->tag);
         cr_assert_str_eq(x->space, y->space);
         cr_assert_eq(x->bytes, y->bytes);
@@ -244,7 +246,7 @@ static void check_session(const struct rpt_session *a, const struct rpt_session 
     }
     cr_assert_eq(a->n_refs, b->n_refs);
     for (int k = 0; k < a->n_refs; k++) {
-        const struct rpt_ref_leak *x = &a->refs[k], *y = &b->refs[k];
+        const struct lg_ref_leak *x = &a->refs[k], *y = &b->refs[k];
         cr_assert_str_eq(x->kind, y->kind);
         cr_assert_str_eq(x->name, y->name);
         cr_assert_eq(x->refs, y->refs);

@@ -261,9 +261,9 @@ Test(soak_trend, exact_channels_fail_at_zero_tolerance_with_attribution)
     feed_init(&f, 50);
     feed(&f, 10, zero);
     struct rpt_session s = session(11, false, 0);
-    struct rpt_leak_group g = {
+    struct lg_leak_group g = {
         .tag = "adam.m/enc.fc1.weight", .space = "host", .bytes = 4096, .count = 1};
-    struct rpt_class_bytes cl = {.cls = "adam.m", .bytes = 4096};
+    struct lg_class_bytes cl = {.cls = "adam.m", .bytes = 4096};
     s.leaked_host_bytes = 4096;
     s.n_groups = 1;
     s.groups = &g;

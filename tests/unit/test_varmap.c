@@ -411,7 +411,7 @@ Test(varmap, an_unreleased_retain_is_reported_with_its_holder_and_site)
     struct trk_leaks *lk = NULL;
     cr_assert_eq(trk_session_end(T, &lk), LG_EBUSY);
     cr_assert_eq(lk->n_refs, 1);
-    const struct trk_ref_leak *r = &lk->refs[0];
+    const struct lg_ref_leak *r = &lk->refs[0];
     cr_assert_str_eq(r->kind, "varmap");
     cr_assert_str_eq(r->name, "test");
     cr_assert_eq(r->object, vm);

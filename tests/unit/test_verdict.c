@@ -382,8 +382,8 @@ Test(verdict, recurring_steps_leak_and_one_off_steps_do_not)
 
 Test(verdict, refs_count_objects_not_retains)
 {
-    struct rpt_retain r2[2] = {{.site = "tr_new (trainer.c:53)"}, {.site = "ckpt (trainer.c:90)"}};
-    struct rpt_ref_leak obj = {
+    struct lg_retain r2[2] = {{.site = "tr_new (trainer.c:53)"}, {.site = "ckpt (trainer.c:90)"}};
+    struct lg_ref_leak obj = {
         .kind = "varmap", .name = "tiny", .refs = 2, .n_retains = 2, .retains = r2};
     struct rpt_session s = {.n_refs = 1, .refs = &obj};
     for (int c = 0; c < RPT_NCHANNELS; c++) s.absolute[c] = s.delta[c] = 0;
