@@ -13,6 +13,16 @@
 #include "kernels.h"
 #include "kn_pool.h"
 
+/* The kernels' loops are compiled three times — AVX-512, AVX2 with FMA, and the x86-64 baseline
+ * every build otherwise targets (SSE2: 4 floats a vector) — and the best the CPU has is picked
+ * when the program loads (target_clones: an ifunc, GCC and Clang). Numerics: the AVX2 and
+ * AVX-512 clones fuse multiply-adds, so results may differ in the last bits between CPUs. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define KN_SIMD __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define KN_SIMD
+#endif
+
 /* Elements per chunk of an elementwise loop: below 2·KN_GRAIN a kernel runs on one thread
  * (waking a worker costs about as much as 16 Ki elements of arithmetic). */
 #define KN_GRAIN 16384

@@ -27,7 +27,7 @@ struct ew {
 
 #define EW_RUN(n, fn, ...) kn_parallel_for((n), KN_GRAIN, (fn), &(struct ew){__VA_ARGS__})
 /* A chunk function over [b_, e_) with the call's struct as `w`. */
-#define EW_CHUNK(name) static void name(void *w_, int64_t b_, int64_t e_)
+#define EW_CHUNK(name) KN_SIMD static void name(void *w_, int64_t b_, int64_t e_)
 
 /* ---- axpy ----------------------------------------------------------------------------------- */
 

@@ -17,7 +17,7 @@ struct rows {
     float f0;
 };
 
-#define ROWS_CHUNK(name) static void name(void *w_, int64_t b_, int64_t e_)
+#define ROWS_CHUNK(name) KN_SIMD static void name(void *w_, int64_t b_, int64_t e_)
 
 /* ---- column sums ----------------------------------------------------------------------------- */
 
@@ -25,8 +25,8 @@ struct rows {
  * live on the stack). */
 #define KN_COLSUM_MAX 2048
 
-static void colsum_rows(float *restrict acc, const float *dy, int64_t r0, int64_t r1, int64_t n,
-                        int64_t ld)
+KN_SIMD static void colsum_rows(float *restrict acc, const float *dy, int64_t r0, int64_t r1,
+                                int64_t n, int64_t ld)
 {
     for (int64_t r = r0; r < r1; r++) {
         const float *restrict d = dy + r * ld;
@@ -176,8 +176,8 @@ ROWS_CHUNK(dlayernorm_dx_chunk)
 }
 
 /* dw += Σ x̂·dy, db += Σ dy over rows [r0, r1), into dw, db (either may be NULL) */
-static void dlayernorm_wb_rows(float *restrict dw, float *restrict db, const struct rows *s,
-                               int64_t r0, int64_t r1)
+KN_SIMD static void dlayernorm_wb_rows(float *restrict dw, float *restrict db, const struct rows *s,
+                                       int64_t r0, int64_t r1)
 {
     int64_t n = s->n;
     for (int64_t r = r0; r < r1; r++) {
@@ -285,7 +285,7 @@ void kn_cpu_dsum_axis(float *dx, const float *dy, int64_t outer, int64_t n, int6
                     &(struct rows){.o = dx, .a = dy, .n = n, .inner = inner, .f0 = alpha});
 }
 
-double kn_cpu_sumsq(const float *x, int64_t n)
+KN_SIMD double kn_cpu_sumsq(const float *x, int64_t n)
 {
     double acc = 0.0;
 #pragma omp simd reduction(+ : acc)
@@ -317,7 +317,8 @@ void kn_cpu_embedding(float *y, const float *w, const int32_t *idx, int64_t n_id
 }
 
 /* a scatter-add: indices repeat, so one thread */
-void kn_cpu_dembedding(float *dw, const float *dy, const int32_t *idx, int64_t n_idx, int64_t h)
+KN_SIMD void kn_cpu_dembedding(float *dw, const float *dy, const int32_t *idx, int64_t n_idx,
+                               int64_t h)
 {
     for (int64_t r = 0; r < n_idx; r++) {
         float *restrict d = dw + (int64_t)idx[r] * h;
@@ -334,7 +335,7 @@ struct adamw {
     float beta1, beta2, eps, decay, step, inv_sqrt_bc2;
 };
 
-static void adamw_chunk(void *a_, int64_t b, int64_t e)
+KN_SIMD static void adamw_chunk(void *a_, int64_t b, int64_t e)
 {
     const struct adamw *a = a_;
     float *restrict p = a->p, *restrict m = a->m, *restrict v = a->v;
