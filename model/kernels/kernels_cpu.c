@@ -232,8 +232,10 @@ static void cpu_gemm_batched(float *c, const float *a, const float *b, bool ta, 
                              int batch, int64_t stride_a, int64_t stride_b, int64_t stride_c)
 {
     double flops = 2.0 * m * n * k;
-    if (stride_c == 0 || flops >= KN_GEMM_SPLIT_FLOPS || batch < 2) {
-        /* entries that add into one C run in order; large ones split themselves */
+    if (stride_c == 0 || flops >= KN_GEMM_SPLIT_FLOPS || batch < 2 ||
+        flops * batch < KN_GEMM_SPLIT_FLOPS) {
+        /* entries that add into one C run in order; large ones split themselves; a small batch
+         * stays on this thread */
         for (int i = 0; i < batch; i++)
             cpu_gemm(c + i * stride_c, a + i * stride_a, b + i * stride_b, ta, tb, m, n, k, alpha,
                      lda, ldb, beta, ldc);

@@ -29,9 +29,9 @@
 static struct {
     pthread_once_t once;
     int default_threads;
-    int nthreads;     /* threads used by jobs (the caller's included) */
-    int nworkers;     /* workers started */
-    _Atomic int busy; /* a job is running */
+    int nthreads;         /* threads used by jobs (the caller's included) */
+    _Atomic int nworkers; /* workers started */
+    _Atomic int busy;     /* a job is running */
     _Atomic uint32_t gen;
     _Atomic int sleepers;
     _Atomic uint64_t ticket; /* gen << 32 | next chunk */
@@ -124,6 +124,7 @@ static void pool_init(void)
 static void ensure_workers(int n)
 {
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    if (atomic_load_explicit(&pool.nworkers, memory_order_acquire) >= n - 1) return;
     pthread_mutex_lock(&mu);
     while (pool.nworkers < n - 1) {
         pthread_attr_t at;
