@@ -109,7 +109,7 @@ static uint32_t add_locked(struct trk_tracker *trk, const char *name, uint64_t h
 
 /* The per-thread cache: direct-mapped by hash, keyed by the tracker's serial (not its
  * address: a new tracker may reuse an old address). */
-#define TL_SLOTS 64
+#define TL_SLOTS 1024
 static _Thread_local struct {
     uint64_t serial, hash;
     uint32_t id;
@@ -126,7 +126,7 @@ uint32_t trk_tag_intern(struct trk_tracker *trk, const char *name)
         name = buf;
         h = hash_str(name, &len);
     }
-    unsigned slot = (unsigned)(h >> 58) & (TL_SLOTS - 1);
+    unsigned slot = (unsigned)(h >> 54) & (TL_SLOTS - 1);
     if (tl_cache[slot].serial == trk->serial && tl_cache[slot].hash == h &&
         strcmp(trk_tag_get(trk, tl_cache[slot].id)->name, name) == 0)
         return tl_cache[slot].id;

@@ -22,6 +22,9 @@ struct ag_tape *ag_ctx_take_tape(struct ag_ctx *ctx)
     t->holder.tape = ctx->tape;
     t->holder.ntape = ctx->ntape;
     t->holder.tape_cap = ctx->tape_cap;
+    t->holder.chunks = ctx->chunks; /* the nodes' memory; the structs' pool stays with ctx */
+    t->holder.chunk = ctx->chunk;
+    ctx->chunks = ctx->chunk = NULL;
     ctx->temps = NULL;
     ctx->ntemps = ctx->temps_cap = 0;
     ctx->tape = NULL;
@@ -40,5 +43,6 @@ void ag_tape_free(struct ag_tape *t)
     ag_ctx_reset(&t->holder);
     trk_free(trk, t->holder.temps);
     trk_free(trk, t->holder.tape);
+    ag_chunks_free(trk, t->holder.chunks);
     trk_free(trk, t);
 }

@@ -20,7 +20,48 @@ struct ag_ctx *ag_ctx_new(struct trk_tracker *trk, const struct ag_options *opt)
     if (opt) ctx->opt = *opt;
     ctx->grad_enabled = true;
     tn_rng_seed(&ctx->rng, ctx->opt.seed);
+    /* a step's activations and intermediate gradients take their structs from here (one
+     * tracked allocation each, for the data), tagged as the tensor structs of act/ always were */
+    ctx->pool = tn_pool_new(trk, "meta/act.tensor");
+    if (!ctx->pool) {
+        trk_free(trk, ctx);
+        return NULL;
+    }
     return ctx;
+}
+
+/* Frees a list of node chunks. */
+void ag_chunks_free(struct trk_tracker *trk, struct ag_chunk *c)
+{
+    while (c) {
+        struct ag_chunk *next = c->next;
+        trk_free(trk, c);
+        c = next;
+    }
+}
+
+/* Zeroed room for a node of `size` bytes in the context's chunks; NULL when out of memory. */
+static void *node_room(struct ag_ctx *ctx, size_t size)
+{
+    size = (size + 15) & ~(size_t)15;
+    struct ag_chunk *c = ctx->chunk;
+    while (c && c->used + size > c->cap) c = c->next; /* a later chunk kept from earlier steps */
+    if (!c) {
+        size_t cap = size > 65536 ? size : 65536;
+        c = trk_alloc(ctx->trk, sizeof *c + cap, "meta/ag_node");
+        if (!c) return NULL;
+        c->cap = cap;
+        c->used = 0;
+        c->next = NULL;
+        struct ag_chunk **at = &ctx->chunks;
+        while (*at) at = &(*at)->next;
+        *at = c;
+    }
+    ctx->chunk = c;
+    void *p = c->data + c->used;
+    c->used += size;
+    memset(p, 0, size);
+    return p;
 }
 
 static void tape_clear(struct ag_ctx *ctx)
@@ -36,9 +77,10 @@ static void tape_clear(struct ag_ctx *ctx)
         }
         for (int k = 0; k < nd->nin; k++) tn_release(nd->in[k]);
         for (int k = 0; k < AG_MAX_SAVED; k++) tn_release(nd->saved[k]);
-        trk_free(ctx->trk, nd);
     }
     ctx->ntape = 0;
+    for (struct ag_chunk *c = ctx->chunks; c; c = c->next) c->used = 0; /* rewound, kept */
+    ctx->chunk = ctx->chunks;
 }
 
 void ag_ctx_reset(struct ag_ctx *ctx)
@@ -56,6 +98,8 @@ void ag_ctx_free(struct ag_ctx *ctx)
     ag_ctx_reset(ctx);
     trk_free(ctx->trk, ctx->temps);
     trk_free(ctx->trk, ctx->tape);
+    ag_chunks_free(ctx->trk, ctx->chunks);
+    tn_pool_free(ctx->pool);
     trk_free(ctx->trk, ctx);
 }
 
@@ -171,7 +215,7 @@ struct tn_tensor *ag_out(struct ag_ctx *ctx, const char *name, enum tn_dtype dt,
 {
     char tag[LG_MAX_NAME];
     ag_act_name(ctx, name, tag, sizeof tag);
-    struct tn_tensor *t = tn_new(ctx->trk, dt, dev, ndim, shape, tag);
+    struct tn_tensor *t = tn_new_pooled(ctx->pool, dt, dev, ndim, shape, tag);
     if (!t) {
         fail_alloc(ctx, tag);
         return NULL;
@@ -256,7 +300,7 @@ struct ag_node *ag_record(struct ag_ctx *ctx, const char *op, ag_backward_fn bac
         fail_alloc(ctx, op);
         return NULL;
     }
-    struct ag_node *nd = trk_calloc(ctx->trk, head + extra, "meta/ag_node");
+    struct ag_node *nd = node_room(ctx, head + extra);
     if (!nd) {
         fail_alloc(ctx, op);
         return NULL;
@@ -288,11 +332,31 @@ static float *grad_of(struct ag_ctx *ctx, struct tn_tensor *t, bool zero, bool *
 {
     *fresh = false;
     if (!t || !t->requires_grad) return NULL;
+    if (!t->grad && t->node && t->node->backward == ag_view_backward) {
+        /* a view's gradient: a view of its input's, made (zeroed) now if need be, so that
+         * whatever flows into the view lands in the input's gradient with no copy */
+        struct tn_tensor *x = t->node->in[0];
+        float *gx = grad_of(ctx, x, true, fresh, rc);
+        *fresh = false;
+        if (!gx) return NULL;
+        char name[LG_MAX_NAME];
+        lg_join(name, sizeof name, 2, "act.grad/", tn_basename(t));
+        t->grad = tn_reshape_pooled(ctx->pool, x->grad, t->ndim, t->ne, name);
+        if (!t->grad) {
+            *rc = fail_alloc(ctx, name);
+            return NULL;
+        }
+        return tn_f32(t->grad);
+    }
     if (!t->grad) {
         char name[LG_MAX_NAME];
         lg_join(name, sizeof name, 2, t->node ? "act.grad/" : "grad/", tn_basename(t));
-        t->grad = zero ? tn_zeros(t->st->trk, TN_F32, t->device, t->ndim, t->ne, name)
-                       : tn_new(t->st->trk, TN_F32, t->device, t->ndim, t->ne, name);
+        /* an intermediate's gradient lives no longer than the step: its structs from the
+         * pool; a leaf's is tracked alone, beside the leaf */
+        t->grad = t->node ? tn_new_pooled(ctx->pool, TN_F32, t->device, t->ndim, t->ne, name)
+                          : tn_new(t->st->trk, TN_F32, t->device, t->ndim, t->ne, name);
+        const struct kn_backend *kb = t->grad ? kn_backend_for(t->device) : NULL;
+        if (t->grad && zero && kb) kb->zero(tn_f32(t->grad), tn_numel(t->grad));
         if (!t->grad) {
             *rc = fail_alloc(ctx, name);
             return NULL;
@@ -332,7 +396,7 @@ struct tn_tensor *ag_scratch(struct ag_ctx *ctx, const struct tn_tensor *owner, 
 {
     char name[LG_MAX_NAME];
     lg_join(name, sizeof name, 4, "act.grad/", tn_basename(owner), ".", what);
-    struct tn_tensor *t = tn_new(ctx->trk, TN_F32, owner->device, ndim, shape, name);
+    struct tn_tensor *t = tn_new_pooled(ctx->pool, TN_F32, owner->device, ndim, shape, name);
     if (!t) fail_alloc(ctx, name);
     return t;
 }

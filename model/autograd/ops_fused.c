@@ -9,7 +9,8 @@
 
 /* ---- gate-add-norm --------------------------------------------------------------------------- */
 
-/* in: z, skip, w, b; saved: 0 the sum s, 1 the row statistics [2, rows] */
+/* in: z, skip, w, b; saved: 0 the sum s [rows, d] and, after it, the row statistics [2, rows]
+ * (one allocation) */
 static int gate_add_norm_backward(struct ag_ctx *ctx, struct ag_node *nd)
 {
     struct tn_tensor *z = nd->in[0], *skip = nd->in[1], *w = nd->in[2], *b = nd->in[3];
@@ -22,9 +23,9 @@ static int gate_add_norm_backward(struct ag_ctx *ctx, struct ag_node *nd)
         if (fz && dz) nd->kb->zero(dz, tn_numel(z)); /* never leave a new gradient unwritten */
         return rc;
     }
-    const float *stats = tn_f32(nd->saved[1]);
-    nd->kb->dgate_add_norm(dz, dskip, dw, db, tn_f32(nd->out[0]->grad), tn_f32(z),
-                           tn_f32(nd->saved[0]), stats, stats + rows, tn_f32(w), rows, d, !fz);
+    const float *sum = tn_f32(nd->saved[0]), *stats = sum + rows * d;
+    nd->kb->dgate_add_norm(dz, dskip, dw, db, tn_f32(nd->out[0]->grad), tn_f32(z), sum, stats,
+                           stats + rows, tn_f32(w), rows, d, !fz);
     return LG_OK;
 }
 
@@ -50,11 +51,10 @@ struct tn_tensor *ag_gate_add_norm(struct ag_ctx *ctx, struct tn_tensor *z, stru
     int64_t rows = tn_numel(skip) / d;
     struct tn_tensor *y = ag_out(ctx, "gate_add_norm", TN_F32, z->device, skip->ndim, skip->ne);
     struct tn_tensor *s =
-        y ? ag_out(ctx, "gate_add_norm.sum", TN_F32, z->device, skip->ndim, skip->ne) : NULL;
-    struct tn_tensor *stats =
-        s ? ag_out(ctx, "gate_add_norm.stats", TN_F32, z->device, 2, (int64_t[]){2, rows}) : NULL;
-    if (!stats) return NULL;
-    float *st = tn_f32(stats);
+        y ? ag_out(ctx, "gate_add_norm.sum", TN_F32, z->device, 1, (int64_t[]){rows * (d + 2)})
+          : NULL;
+    if (!s) return NULL;
+    float *st = tn_f32(s) + rows * d;
     kb->gate_add_norm(tn_f32(y), tn_f32(s), st, st + rows, tn_f32(z), tn_f32(skip), tn_f32(w),
                       tn_f32(b), rows, d, eps);
     if (ag_wants_grad(ctx, 4, in)) {
@@ -63,7 +63,6 @@ struct tn_tensor *ag_gate_add_norm(struct ag_ctx *ctx, struct tn_tensor *z, stru
         nd->ia[0] = d;
         nd->ia[1] = rows;
         ag_save(nd, 0, s);
-        ag_save(nd, 1, stats);
     }
     return y;
 }

@@ -25,9 +25,12 @@ static int64_t prod(const int64_t *ne, int from, int to)
 
 /* ---- views: reshape -------------------------------------------------------------------------- */
 
-static int view_backward(struct ag_ctx *ctx, struct ag_node *nd)
+/* A view's gradient is usually a view of its input's (ag_grad): then everything is in place. */
+int ag_view_backward(struct ag_ctx *ctx, struct ag_node *nd)
 {
-    return ag_grad_axpy(ctx, nd->kb, nd->in[0], tn_f32(nd->out[0]->grad), 1.0f);
+    struct tn_tensor *x = nd->in[0], *g = nd->out[0]->grad;
+    if (x->grad && g->st == x->grad->st) return LG_OK;
+    return ag_grad_axpy(ctx, nd->kb, x, tn_f32(g), 1.0f);
 }
 
 /* Context-owned view. */
@@ -38,10 +41,10 @@ struct tn_tensor *ag_view(struct ag_ctx *ctx, struct tn_tensor *x, int ndim, con
     if (!kb) return NULL;
     char tag[LG_MAX_NAME];
     ag_act_name(ctx, name, tag, sizeof tag);
-    struct tn_tensor *v = ag_own(ctx, tn_reshape(x, ndim, shape, tag));
+    struct tn_tensor *v = ag_own(ctx, tn_reshape_pooled(ctx->pool, x, ndim, shape, tag));
     if (!v) return ctx->err ? NULL : ag_fail(ctx, lg_errcode(), "ag_reshape: %s", lg_errmsg());
     if (ag_wants_grad(ctx, 1, &x) &&
-        !ag_record(ctx, "ag_reshape", view_backward, kb, 1, &x, 1, &v, 0))
+        !ag_record(ctx, "ag_reshape", ag_view_backward, kb, 1, &x, 1, &v, 0))
         return NULL;
     return v;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "tn_device.h"
+#include "tn_pool_impl.h"
 
 size_t tn_dtype_size(enum tn_dtype dt)
 {
@@ -87,15 +88,26 @@ static void meta_tag(char *buf, size_t size, const char *name, const char *what)
     lg_join(buf, size, 4, "meta/", cls, cls[0] ? "." : "", what);
 }
 
-/* A tensor struct with no storage yet; the caller sets st. */
-static struct tn_tensor *new_header(struct trk_tracker *trk, enum tn_dtype dt, enum tn_device dev,
+/* A tensor struct with no storage yet; the caller sets st. From `pool` when one is given and
+ * still taking (the slot's storage struct reserved too when `with_storage`), else tracked
+ * alone. */
+static struct tn_tensor *new_header(struct trk_tracker *trk, struct tn_pool *pool,
+                                    bool with_storage, enum tn_dtype dt, enum tn_device dev,
                                     int ndim, const int64_t *shape, const char *name)
 {
-    char tag[64];
-    meta_tag(tag, sizeof tag, name ? name : "tensor", "tensor");
-    struct tn_tensor *t = trk_alloc(trk, sizeof *t, tag);
-    if (!t) return NULL;
+    struct tn_cell *cell =
+        pool ? tn_cell_get(pool, TN_CELL_TENSOR | (with_storage ? TN_CELL_STORAGE : 0)) : NULL;
+    struct tn_tensor *t;
+    if (cell) {
+        t = &cell->t;
+    } else {
+        char tag[64];
+        meta_tag(tag, sizeof tag, name ? name : "tensor", "tensor");
+        t = trk_alloc(trk, sizeof *t, tag);
+        if (!t) return NULL;
+    }
     memset(t, 0, sizeof *t);
+    t->cell = cell;
     lg_strlcpy(t->name, name ? name : "tensor", sizeof t->name);
     t->dtype = dt;
     t->device = dev;
@@ -105,18 +117,35 @@ static struct tn_tensor *new_header(struct trk_tracker *trk, enum tn_dtype dt, e
     return t;
 }
 
-struct tn_tensor *tn_new(struct trk_tracker *trk, enum tn_dtype dt, enum tn_device dev, int ndim,
-                         const int64_t *shape, const char *name)
+/* Gives back a header whose tensor never lived: its slot (storage use included), or its
+ * tracked struct. */
+static void drop_header(struct trk_tracker *trk, struct tn_tensor *t)
+{
+    if (t->cell)
+        tn_cell_put(t->cell, TN_CELL_TENSOR | TN_CELL_STORAGE);
+    else
+        trk_free(trk, t);
+}
+
+static struct tn_tensor *new_tensor(struct trk_tracker *trk, struct tn_pool *pool, enum tn_dtype dt,
+                                    enum tn_device dev, int ndim, const int64_t *shape,
+                                    const char *name)
 {
     if (!name) name = "tensor";
     if (check_shape(ndim, shape, name) != LG_OK) return NULL;
-    struct tn_tensor *t = new_header(trk, dt, dev, ndim, shape, name);
+    struct tn_tensor *t = new_header(trk, pool, true, dt, dev, ndim, shape, name);
     if (!t) return NULL;
-    char tag[64];
-    meta_tag(tag, sizeof tag, name, "storage");
-    struct tn_storage *st = trk_alloc(trk, sizeof *st, tag);
-    if (!st) goto fail;
+    struct tn_storage *st;
+    if (t->cell) {
+        st = &t->cell->st;
+    } else {
+        char tag[64];
+        meta_tag(tag, sizeof tag, name, "storage");
+        st = trk_alloc(trk, sizeof *st, tag);
+        if (!st) goto fail;
+    }
     memset(st, 0, sizeof *st);
+    st->cell = t->cell;
     st->nbytes = tn_nbytes(t);
     st->device = dev;
     st->trk = trk;
@@ -129,9 +158,22 @@ struct tn_tensor *tn_new(struct trk_tracker *trk, enum tn_dtype dt, enum tn_devi
     if (!st->data) goto fail;
     return t;
 fail:
-    if (t->st) trk_free(trk, t->st);
-    trk_free(trk, t);
+    if (t->st && !t->cell) trk_free(trk, t->st);
+    drop_header(trk, t);
     return NULL;
+}
+
+struct tn_tensor *tn_new(struct trk_tracker *trk, enum tn_dtype dt, enum tn_device dev, int ndim,
+                         const int64_t *shape, const char *name)
+{
+    return new_tensor(trk, NULL, dt, dev, ndim, shape, name);
+}
+
+/* The caller releases it with tn_release. */
+struct tn_tensor *tn_new_pooled(struct tn_pool *pool, enum tn_dtype dt, enum tn_device dev,
+                                int ndim, const int64_t *shape, const char *name)
+{
+    return new_tensor(tn_pool_tracker(pool), pool, dt, dev, ndim, shape, name);
 }
 
 struct tn_tensor *tn_zeros(struct trk_tracker *trk, enum tn_dtype dt, enum tn_device dev, int ndim,
@@ -167,11 +209,12 @@ struct tn_tensor *tn_clone(const struct tn_tensor *t, const char *name)
 }
 
 /* A view header sharing t's storage from byte `offset`. */
-static struct tn_tensor *new_view(struct tn_tensor *t, int ndim, const int64_t *shape,
-                                  size_t offset, const char *name)
+static struct tn_tensor *new_view(struct tn_pool *pool, struct tn_tensor *t, int ndim,
+                                  const int64_t *shape, size_t offset, const char *name)
 {
-    struct tn_tensor *v =
-        new_header(t->st->trk, t->dtype, t->device, ndim, shape, name ? name : t->name);
+    if (!pool && t->cell) pool = tn_cell_pool(t->cell);
+    struct tn_tensor *v = new_header(t->st->trk, pool, false, t->dtype, t->device, ndim, shape,
+                                     name ? name : t->name);
     if (!v) return NULL;
     v->st = t->st;
     __atomic_add_fetch(&t->st->refs, 1, __ATOMIC_RELAXED);
@@ -179,7 +222,8 @@ static struct tn_tensor *new_view(struct tn_tensor *t, int ndim, const int64_t *
     return v;
 }
 
-struct tn_tensor *tn_reshape(struct tn_tensor *t, int ndim, const int64_t *shape, const char *name)
+static struct tn_tensor *reshape(struct tn_pool *pool, struct tn_tensor *t, int ndim,
+                                 const int64_t *shape, const char *name)
 {
     if (check_shape(ndim, shape, t->name) != LG_OK) return NULL;
     int64_t n = 1;
@@ -190,7 +234,19 @@ struct tn_tensor *tn_reshape(struct tn_tensor *t, int ndim, const int64_t *shape
                 (long long)tn_numel(t), tn_shape_str(t, b, sizeof b), (long long)n);
         return NULL;
     }
-    return new_view(t, ndim, shape, t->offset, name);
+    return new_view(pool, t, ndim, shape, t->offset, name);
+}
+
+struct tn_tensor *tn_reshape(struct tn_tensor *t, int ndim, const int64_t *shape, const char *name)
+{
+    return reshape(NULL, t, ndim, shape, name);
+}
+
+/* The caller releases it. */
+struct tn_tensor *tn_reshape_pooled(struct tn_pool *pool, struct tn_tensor *t, int ndim,
+                                    const int64_t *shape, const char *name)
+{
+    return reshape(pool, t, ndim, shape, name);
 }
 
 struct tn_tensor *tn_rows(struct tn_tensor *t, int64_t start, int64_t len, const char *name)
@@ -204,7 +260,7 @@ struct tn_tensor *tn_rows(struct tn_tensor *t, int64_t start, int64_t len, const
     memcpy(shape, t->ne, sizeof shape);
     shape[0] = len;
     size_t row = (size_t)(tn_numel(t) / (t->ne[0] ? t->ne[0] : 1)) * tn_dtype_size(t->dtype);
-    return new_view(t, t->ndim, shape, t->offset + (size_t)start * row, name);
+    return new_view(NULL, t, t->ndim, shape, t->offset + (size_t)start * row, name);
 }
 
 struct tn_tensor *tn_retain(struct tn_tensor *t)
@@ -221,7 +277,10 @@ static void storage_release(struct tn_storage *st)
         trk_free(trk, st->data);
     else
         tn_device_free(trk, st->data);
-    trk_free(trk, st);
+    if (st->cell)
+        tn_cell_put(st->cell, TN_CELL_STORAGE);
+    else
+        trk_free(trk, st);
 }
 
 void tn_release(struct tn_tensor *t)
@@ -231,7 +290,10 @@ void tn_release(struct tn_tensor *t)
     struct trk_tracker *trk = t->st->trk;
     tn_release(t->grad);
     storage_release(t->st);
-    trk_free(trk, t);
+    if (t->cell)
+        tn_cell_put(t->cell, TN_CELL_TENSOR);
+    else
+        trk_free(trk, t);
 }
 
 void tn_fill(struct tn_tensor *t, float v)

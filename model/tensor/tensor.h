@@ -17,6 +17,17 @@
  * storage it allocates, so a leak report prints `varmap/enc_vsn.var_grn.dow.fc1.weight`.
  * The tensor and storage structs are tracked too, tagged with the tensor's class:
  * "meta/varmap.tensor", "meta/varmap.storage" for a "varmap/..." tensor.
+ *
+ * Many short-lived tensors (a training step's activations) take their two structs from a pool
+ * instead: one tracked slab holds 64 of them, so a new tensor costs one tracked allocation (its
+ * data, tagged with its name) instead of three:
+ *
+ *   struct tn_pool *pool = tn_pool_new(trk, "meta/act.tensor");   // the slabs' tag
+ *   struct tn_tensor *a = tn_new_pooled(pool, TN_F32, TN_CPU, 2, shape, "act/enc.fc1");
+ *   tn_release(a);                        // its structs go back to the pool, its data is freed
+ *   tn_pool_free(pool);                   // slabs go now, or with their last live tensor
+ *
+ * A view of a pooled tensor takes its struct from the same pool while the pool lives.
  */
 #ifndef LG_TENSOR_H
 #define LG_TENSOR_H
@@ -31,6 +42,8 @@
 enum tn_dtype { TN_F32 = 0, TN_I8 = 1, TN_I32 = 2 };
 enum tn_device { TN_CPU = 0, TN_CUDA = 1 };
 
+struct tn_cell; /* a pool's slot: one tensor and one storage struct (tensor.c) */
+
 /* Memory shared by a tensor and its views. */
 struct tn_storage {
     void *data; /* host pointer (TN_CPU) or device pointer (TN_CUDA) */
@@ -38,6 +51,7 @@ struct tn_storage {
     enum tn_device device;
     struct trk_tracker *trk; /* where data came from and goes back to */
     int refs;                /* holders; atomically updated */
+    struct tn_cell *cell;    /* the pool slot this struct lives in, or NULL (tracked alone) */
 };
 
 struct ag_node; /* autograd.h */
@@ -57,6 +71,7 @@ struct tn_tensor {
     struct tn_tensor *grad; /* accumulated gradient, same shape; owned by this tensor */
     struct ag_node *node;   /* the tape node that produced it; NULL for leaves */
     void *user;             /* free for the owner (e.g. the VarMap entry); not managed */
+    struct tn_cell *cell;   /* the pool slot this struct lives in, or NULL (tracked alone) */
 };
 
 /* New uninitialised tensor; the caller releases it with tn_release. NULL + LG_ENOMEM or
@@ -75,6 +90,20 @@ struct tn_tensor *tn_clone(const struct tn_tensor *t, const char *name);
 struct tn_tensor *tn_reshape(struct tn_tensor *t, int ndim, const int64_t *shape, const char *name);
 /* A view of rows [start, start+len) along axis 0; caller releases. */
 struct tn_tensor *tn_rows(struct tn_tensor *t, int64_t start, int64_t len, const char *name);
+
+/* A pool of tensor and storage structs whose slabs are tracked under `tag`; freed with
+ * tn_pool_free. NULL + LG_ENOMEM on failure. */
+struct tn_pool *tn_pool_new(struct trk_tracker *trk, const char *tag);
+/* Gives the pool up: slabs with no live tensor are freed now, the others with their last
+ * tensor. NULL does nothing. */
+void tn_pool_free(struct tn_pool *pool);
+/* As tn_new, the tensor's structs from `pool` (the data is still tracked under `name`). */
+struct tn_tensor *tn_new_pooled(struct tn_pool *pool, enum tn_dtype dt, enum tn_device dev,
+                                int ndim, const int64_t *shape, const char *name);
+
+/* As tn_reshape, the view's struct from `pool` (whatever t's came from). */
+struct tn_tensor *tn_reshape_pooled(struct tn_pool *pool, struct tn_tensor *t, int ndim,
+                                    const int64_t *shape, const char *name);
 
 /* Takes a reference; returns t. */
 struct tn_tensor *tn_retain(struct tn_tensor *t);

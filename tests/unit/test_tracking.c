@@ -75,6 +75,36 @@ Test(tracking, exact_accounting_across_tags_and_sizes)
     cr_assert_eq(tot.total_count, NT * PER);
 }
 
+Test(tracking, more_tags_than_the_thread_cache_holds_stay_apart)
+{
+    /* the per-thread tag cache holds 1024 entries: 3000 tags round robin, twice over and from
+     * two trackers in turn, evict each other all the time and must never be confused */
+    enum { NT = 3000, ROUNDS = 2 };
+    struct trk_tracker *u = NULL;
+    cr_assert_eq(trk_tracker_new(&u, NULL), LG_OK);
+    void **p = calloc(2 * NT * ROUNDS, sizeof *p);
+    for (int r = 0; r < ROUNDS; r++)
+        for (int t = 0; t < NT; t++) {
+            p[(r * NT + t) * 2] = trk_allocf(T, (size_t)(t % 13 + 1), "act/op%d.linear", t);
+            p[(r * NT + t) * 2 + 1] = trk_allocf(u, 64, "act/op%d.linear", NT - 1 - t);
+        }
+    struct trk_tag_stat *st = NULL;
+    size_t n = trk_tag_stats(T, &st);
+    cr_assert_eq(n, NT);
+    for (int t = 0; t < NT; t++) {
+        char tag[64];
+        snprintf(tag, sizeof tag, "act/op%d.linear", t);
+        const struct trk_tag_stat *s = find_stat(st, n, tag);
+        cr_assert_not_null(s, "%s listed", tag);
+        cr_assert_eq(s->live_count, ROUNDS, "%s: %lld allocations", tag, (long long)s->live_count);
+        cr_assert_eq(s->live_bytes, ROUNDS * (t % 13 + 1));
+    }
+    free(st);
+    for (int i = 0; i < 2 * NT * ROUNDS; i++) trk_free(i % 2 ? u : T, p[i]);
+    free(p);
+    cr_assert_eq(trk_tracker_free(u), 0);
+}
+
 Test(tracking, zero_size_and_long_tags)
 {
     void *a = trk_alloc(T, 0, "act/empty");
