@@ -199,6 +199,10 @@ extern const struct kn_backend kn_cpu;
 extern const struct kn_backend kn_cuda; /* model/cuda/kernels.cu; kn_cuda.h for its handle */
 #endif
 
+/* Floating-point operations (2·m·n·k) of every CPU GEMM since the process started: what a
+ * benchmark divides by the machine's GEMM rate for the step's GEMM-bound floor. */
+double kn_cpu_gemm_flops(void);
+
 /* The kernels for a device: &kn_cpu, &kn_cuda in a CUDA build, or NULL when this build has
  * none for it. */
 const struct kn_backend *kn_backend_for(enum tn_device dev);

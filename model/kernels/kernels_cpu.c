@@ -8,6 +8,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "kernels_cpu.h"
@@ -192,11 +193,19 @@ static bool gemm_ksplit(const struct gemm_job *g, int threads)
  * blocks 71 µs, six 80 µs), multiples of 16 (the kernels' vector width). */
 #define KN_GEMM_BLOCK_FLOPS (8.0 * 1024 * 1024)
 
+static _Atomic uint64_t gemm_flops; /* kn_cpu_gemm_flops; a relaxed add per product */
+
+double kn_cpu_gemm_flops(void)
+{
+    return (double)atomic_load_explicit(&gemm_flops, memory_order_relaxed);
+}
+
 static void cpu_gemm(float *c, const float *a, const float *b, bool ta, bool tb, int m, int n,
                      int k, float alpha, int lda, int ldb, float beta, int ldc)
 {
     int threads = kn_threads();
     double flops = 2.0 * m * n * k;
+    atomic_fetch_add_explicit(&gemm_flops, (uint64_t)flops, memory_order_relaxed);
     if (threads < 2 || flops < KN_GEMM_SPLIT_FLOPS || (m < 32 && n < 32 && k < 128)) {
         gemm1(c, a, b, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc);
         return;
@@ -243,6 +252,7 @@ static void cpu_gemm_batched(float *c, const float *a, const float *b, bool ta, 
     }
     struct gemm_batch_job j = {c,   a,   b,   ta,    tb,   m,        n,        k,
                                lda, ldb, ldc, alpha, beta, stride_a, stride_b, stride_c};
+    atomic_fetch_add_explicit(&gemm_flops, (uint64_t)(flops * batch), memory_order_relaxed);
     kn_parallel_chunks(batch, gemm_batch_entry, &j);
 }
 

@@ -3,12 +3,14 @@
  *
  *   build/tests/bench/bench_ops [--quick]
  *
- * Part 1: GFLOP/s of ag_linear / ag_matmul (forward, gradients off) against cblas_sgemm
- * called directly on the same buffers, interleaved, best of N rounds after one warm-up; the
- * ratio is what matters on a shared machine (1.00 = no overhead over the GEMM). The kernels
- * OpenBLAS picks matter more than anything here, so the header names them: OpenBLAS 0.3.21
- * runs its AVX2 "Haswell" kernels on AMD Zen 5; OPENBLAS_CORETYPE=SKYLAKEX selects the
- * AVX-512 ones.
+ * Part 1: GFLOP/s of ag_linear / ag_matmul (forward, gradients off; the kernels' pool splits
+ * each product into one-thread OpenBLAS calls) against cblas_sgemm called directly on the same
+ * buffers: on one thread, interleaved with the ag op, then with OpenBLAS's own threads (as many
+ * as the pool's) in a pass of its own (its threads spin for a while after each call, and would
+ * slow the pool's), best of N rounds after one warm-up. The ratio is the ag op against OpenBLAS's
+ * own threading (above 1: the pool's split is faster). The kernels OpenBLAS picks matter more
+ * than anything here, so the header names them (SkylakeX: the AVX-512 ones; OPENBLAS_CORETYPE
+ * overrides).
  * Part 2: forward and forward+backward time of each op, best of N rounds. The loss of the
  * backward is sum_all(y) (one extra pass forward, one backward), the time includes
  * ag_ctx_reset. */
@@ -17,6 +19,7 @@
 #include <string.h>
 
 #include "autograd.h"
+#include "kn_pool.h"
 
 static struct trk_tracker *trk;
 static struct tn_rng rng;
@@ -42,21 +45,25 @@ struct gemm_case {
     bool linear;
 };
 
-static void bench_gemm(struct ag_ctx *ctx, const struct gemm_case *c)
+/* Best seconds of the ag op (when ag) and of the direct BLAS call(s), interleaved. */
+static void bench_gemm(struct ag_ctx *ctx, const struct gemm_case *c, bool ag, double *t_ag,
+                       double *t_blas)
 {
     int64_t as[3] = {c->batch, c->m, c->k}, bs[3] = {c->batch, c->n, c->k};
     struct tn_tensor *a = rand_t("bench/a", 3, as, false);
     struct tn_tensor *b = c->linear ? rand_t("bench/w", 2, (int64_t[]){c->n, c->k}, false)
                                     : rand_t("bench/b", 3, bs, false);
     struct tn_tensor *y = tn_new_f32(trk, "bench/y", 3, (int64_t[]){c->batch, c->m, c->n});
-    double flops = 2.0 * (double)c->batch * c->m * c->n * c->k, best_ag = 1e30, best_blas = 1e30;
+    double best_ag = 1e30, best_blas = 1e30;
     for (int r = -1; r < rounds; r++) { /* round -1 warms up (first-touch page faults) */
-        double t0 = lg_now();
-        struct tn_tensor *o =
-            c->linear ? ag_linear(ctx, a, b, NULL) : ag_matmul(ctx, a, b, false, true);
-        double t1 = lg_now();
-        if (!o) fprintf(stderr, "bench_ops: %s\n", ag_errmsg(ctx));
-        ag_ctx_reset(ctx);
+        double t0 = lg_now(), t1 = t0;
+        if (ag) {
+            struct tn_tensor *o =
+                c->linear ? ag_linear(ctx, a, b, NULL) : ag_matmul(ctx, a, b, false, true);
+            t1 = lg_now();
+            if (!o) fprintf(stderr, "bench_ops: %s\n", ag_errmsg(ctx));
+            ag_ctx_reset(ctx);
+        }
         double t2 = lg_now();
         if (c->linear)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(c->batch * c->m), (int)c->n,
@@ -73,8 +80,8 @@ static void bench_gemm(struct ag_ctx *ctx, const struct gemm_case *c)
         best_ag = t1 - t0 < best_ag ? t1 - t0 : best_ag;
         best_blas = t3 - t2 < best_blas ? t3 - t2 : best_blas;
     }
-    printf("%-44s %9.1f %9.1f %7.2f\n", c->what, flops / best_ag * 1e-9, flops / best_blas * 1e-9,
-           best_ag / best_blas);
+    *t_ag = best_ag;
+    *t_blas = best_blas;
     tn_release(a);
     tn_release(b);
     tn_release(y);
@@ -85,6 +92,7 @@ static void bench_gemm(struct ag_ctx *ctx, const struct gemm_case *c)
 enum op {
     OP_LINEAR,
     OP_GLU,
+    OP_GAN,
     OP_LAYERNORM,
     OP_ADD,
     OP_MUL_BCAST,
@@ -103,7 +111,8 @@ enum op {
 
 static const char *const op_name[OP_COUNT] = {
     "linear [10752,160]x[160,160]",
-    "GLU (linear→320, split, σ, ⊙)",
+    "GateAddNorm chain (lin→320,split,σ,⊙,+,LN)",
+    "GateAddNorm fused (lin→320, one op)",
     "layernorm [10752,160]",
     "add [10752,160]",
     "mul [64,168,4,160]x[64,168,4,1]",
@@ -128,11 +137,14 @@ static struct tn_tensor *forward(struct ag_ctx *ctx, enum op op, struct inputs *
     struct tn_tensor **t = in->t;
     switch (op) {
     case OP_LINEAR: return ag_linear(ctx, t[0], t[1], t[2]);
-    case OP_GLU: { /* as tft_blocks.c: z = fc(x); z[:H] ⊙ σ(z[H:]) */
+    case OP_GLU: { /* what ag_gate_add_norm replaced: z = fc(x); LN(x2 + z[:H] ⊙ σ(z[H:])) */
         struct tn_tensor *half[2];
         if (ag_split(ctx, ag_linear(ctx, t[0], t[3], t[4]), -1, 2, half) != LG_OK) return NULL;
-        return ag_mul(ctx, half[0], ag_sigmoid(ctx, half[1]));
+        struct tn_tensor *g = ag_mul(ctx, half[0], ag_sigmoid(ctx, half[1]));
+        return ag_layernorm(ctx, ag_add(ctx, t[7], g), t[5], t[6], 1e-3f);
     }
+    case OP_GAN:
+        return ag_gate_add_norm(ctx, ag_linear(ctx, t[0], t[3], t[4]), t[7], t[5], t[6], 1e-3f);
     case OP_LAYERNORM: return ag_layernorm(ctx, t[0], t[5], t[6], 1e-3f);
     case OP_ADD: return ag_add(ctx, t[0], t[7]);
     case OP_MUL_BCAST: return ag_mul(ctx, t[0], t[1]);
@@ -162,6 +174,7 @@ static bool make_inputs(enum op op, struct inputs *in)
     switch (op) {
     case OP_LINEAR:
     case OP_GLU:
+    case OP_GAN:
     case OP_LAYERNORM:
     case OP_ADD:
     case OP_ELU:
@@ -259,10 +272,12 @@ int main(int argc, char **argv)
     tn_rng_seed(&rng, 1);
     struct ag_ctx *ctx = ag_ctx_new(trk, &(struct ag_options){.training = true, .seed = 1});
     if (!ctx) return 1;
-    printf("OpenBLAS kernels: %s, %d threads\n", openblas_get_corename(),
-           openblas_get_num_threads());
-    printf("GEMM: ag op vs cblas_sgemm on the same shapes (best of %d)\n", rounds);
-    printf("%-44s %9s %9s %7s\n", "shape", "ag GF/s", "blas GF/s", "ratio");
+    int threads = kn_threads();
+    printf("OpenBLAS kernels: %s; the kernels' pool: %d thread(s)\n", openblas_get_corename(),
+           threads);
+    printf("GEMM: ag op (the pool) vs cblas_sgemm on the same shapes, GFLOP/s (best of %d)\n",
+           rounds);
+    printf("%-44s %9s %9s %9s %7s\n", "shape", "ag", "blas 1t", "blas own", "ratio");
     static const struct gemm_case gc[] = {
         {"linear [10752,160]x[160,160]ᵀ", 1, 64 * 168, 160, 160, true},
         {"linear [10752,160]x[320,160]ᵀ (GLU)", 1, 64 * 168, 160, 320, true},
@@ -270,7 +285,17 @@ int main(int argc, char **argv)
         {"matmul [256,24,40]x[256,192,40]ᵀ (scores)", 256, 24, 40, 192, false},
         {"matmul [64,24,192]x[64,40,192]ᵀ", 64, 24, 192, 40, false},
     };
-    for (size_t i = 0; i < sizeof gc / sizeof gc[0]; i++) bench_gemm(ctx, &gc[i]);
+    enum { NG = sizeof gc / sizeof gc[0] };
+    double t_ag[NG], t_one[NG], t_own[NG], unused;
+    for (size_t i = 0; i < NG; i++) bench_gemm(ctx, &gc[i], true, &t_ag[i], &t_one[i]);
+    openblas_set_num_threads(threads); /* OpenBLAS's own threads, in a pass of their own */
+    for (size_t i = 0; i < NG; i++) bench_gemm(ctx, &gc[i], false, &unused, &t_own[i]);
+    openblas_set_num_threads(1);
+    for (size_t i = 0; i < NG; i++) {
+        double f = 2.0 * (double)gc[i].batch * gc[i].m * gc[i].n * gc[i].k * 1e-9;
+        printf("%-44s %9.1f %9.1f %9.1f %7.2f\n", gc[i].what, f / t_ag[i], f / t_one[i],
+               f / t_own[i], t_own[i] / t_ag[i]);
+    }
     printf("\nops: forward and forward+backward, ms (best of %d)\n", rounds);
     printf("%-44s %10s %12s\n", "op", "fwd ms", "fwd+bwd ms");
     int rc = 0;

@@ -1,22 +1,33 @@
 /* bench_train — training speed and memory of one session on a preset.
  *
  *   build/tests/bench/bench_train [--preset electricity] [--steps 10] [--batch 64] [--stacks]
- * [--torch]
+ *                                 [--torch [--rounds 3] [--torch-venv DIR] [--log FILE]]
  *
  * Prints steps/s and samples/s of full training steps (forward, pinball loss, backward,
  * global-norm clipping, AdamW) after 2 warm-up steps, and the session's peak tagged memory
  * against its floor: parameters + gradients + Adam's two moments + the largest step's
  * activations (the "act/" tags: everything a step's tape holds at the end of its forward
  * pass, when all of them are alive at once), as a ratio. The excess over the floor is what
- * backward adds on top (intermediate gradients, "act.grad/") and bookkeeping. With --torch it then
- * runs tests/bench/tft_torch.py (PyTorch eager, nn.LSTM) on the same preset and batch in the same
- * run and prints the speed ratio.
+ * backward adds on top (intermediate gradients, "act.grad/") and bookkeeping. It also prints the
+ * step's GEMM-bound floor: the step's GEMM flops (counted by the kernels) at the GEMM rate this
+ * machine reaches in the same run (a 2048³ product on the same threads), and the step time as a
+ * multiple of it.
+ *
+ * With --torch it then runs tests/bench/tft_torch.py (the same model, the same factored
+ * real-variable embeddings) in every PyTorch configuration of bench_torch.c, ROUNDS rounds, each
+ * round one leakgate session and one run of every configuration, interleaved, and prints each
+ * configuration's median ms/step, its ratio to the best, and leakgate's samples/s against the
+ * best's. The PyTorch 2.x lives in DIR (default: torch-venv in the build directory; ci/bench
+ * --torch creates it).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_torch.h"
+#include "kernels.h"
+#include "kn_pool.h"
 #include "trainer.h"
 
 static int64_t class_peak(struct trk_tracker *trk, const char *prefix)
@@ -30,10 +41,126 @@ static int64_t class_peak(struct trk_tracker *trk, const char *prefix)
     return sum;
 }
 
+/* One measured session of o->steps steps; its seconds per step. */
+static int session(struct tft_model *m, struct data_set *ds, const struct tr_options *o,
+                   struct tr_train_stats *st, struct tr_trainer **keep)
+{
+    struct tr_trainer *tr = NULL;
+    int rc = tr_new(&tr, m, ds, o);
+    if (!rc) rc = tr_initialize_optimizer(tr);
+    if (!rc) rc = tr_train(tr, st);
+    if (keep && !rc)
+        *keep = tr;
+    else
+        tr_free(tr);
+    return rc;
+}
+
+/* The GEMM rate this machine reaches now on the kernels' threads: the best of a 2048³ product
+ * and the GLU's [10752, 160]·[160, 320] (electricity's commonest shape), 6 runs each after 2 that
+ * warm the threads and fault the pages in. */
+static double gemm_rate(struct trk_tracker *trk)
+{
+    static const int shapes[2][3] = {{2048, 2048, 2048}, {10752, 320, 160}};
+    double best = 0;
+    for (int s = 0; s < 2; s++) {
+        int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+        float *a = trk_alloc(trk, (size_t)m * k * sizeof *a, "bench/gemm.a");
+        float *b = trk_alloc(trk, (size_t)n * k * sizeof *b, "bench/gemm.b");
+        float *c = trk_alloc(trk, (size_t)m * n * sizeof *c, "bench/gemm.c");
+        if (a && b && c) {
+            for (int64_t i = 0; i < (int64_t)m * k; i++) a[i] = (float)(i % 7) * 0.01f;
+            for (int64_t i = 0; i < (int64_t)n * k; i++) b[i] = (float)(i % 5) * 0.01f;
+            for (int r = 0; r < 8; r++) {
+                double t0 = lg_now();
+                kn_cpu.gemm(c, a, b, false, true, m, n, k, 1.0f, k, k, 0.0f, n);
+                double rate = 2.0 * m * n * k / (lg_now() - t0);
+                if (r >= 2 && rate > best) best = rate;
+            }
+        }
+        trk_free(trk, a);
+        trk_free(trk, b);
+        trk_free(trk, c);
+    }
+    return best;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n ? (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2])) : 0;
+}
+
+#define MAX_ROUNDS 16
+#define MAX_CFG    16
+
+static void torch_rounds(struct tft_model *m, struct data_set *ds, const struct tr_options *o,
+                         const char *preset, int rounds, const char *venv, FILE *log)
+{
+    struct bt_config cfg[MAX_CFG];
+    int n = bt_configs(cfg, MAX_CFG, venv);
+    double ms[MAX_CFG][MAX_ROUNDS], lg[MAX_ROUNDS];
+    int got[MAX_CFG] = {0}, nlg = 0;
+    char script[600];
+    snprintf(script, sizeof script, "%s/tft_torch.py", LG_BENCH_DIR);
+    printf("\nPyTorch on the same model and batch (tests/bench/tft_torch.py), %d round(s), each "
+           "one leakgate session and one run of every configuration, %d steps a run:\n",
+           rounds, o->steps);
+    fflush(stdout);
+    for (int r = 0; r < rounds; r++) {
+        struct tr_train_stats st;
+        if (session(m, ds, o, &st, NULL) == LG_OK) lg[nlg++] = 1e3 * st.seconds / st.steps;
+        for (int i = 0; i < n; i++) {
+            if (cfg[i].skip[0]) continue;
+            if (log) fprintf(log, "round %d: %s\n", r + 1, cfg[i].name);
+            double v = bt_run(&cfg[i], script, preset, o->batch, o->steps, log);
+            if (v > 0) ms[i][got[i]++] = v;
+        }
+        printf("  round %d of %d done\n", r + 1, rounds);
+        fflush(stdout);
+    }
+    double med[MAX_CFG], best = 0;
+    int ib = -1;
+    for (int i = 0; i < n; i++) {
+        double sorted[MAX_ROUNDS];
+        memcpy(sorted, ms[i], sizeof sorted);
+        med[i] = got[i] ? median(sorted, got[i]) : 0;
+        if (med[i] > 0 && (ib < 0 || med[i] < best)) best = med[i], ib = i;
+    }
+    double lgm = median(lg, nlg);
+    printf("%-58s %9s %17s %8s %12s\n", "configuration", "ms/step", "range", "vs best",
+           "leakgate is");
+    for (int i = 0; i < n; i++) {
+        if (cfg[i].skip[0] || !got[i]) {
+            printf("%-58s %9s  (%s)\n", cfg[i].name, "-", cfg[i].skip[0] ? cfg[i].skip : "failed");
+            continue;
+        }
+        double lo = ms[i][0], hi = ms[i][0];
+        for (int k = 1; k < got[i]; k++) lo = LG_MIN(lo, ms[i][k]), hi = LG_MAX(hi, ms[i][k]);
+        printf("%-58s %9.1f %8.1f-%-8.1f %7.2fx %8.2fx as fast\n", cfg[i].name, med[i], lo, hi,
+               med[i] / best, lgm > 0 ? med[i] / lgm : 0);
+    }
+    double lo = lg[0], hi = lg[0];
+    for (int k = 1; k < nlg; k++) lo = LG_MIN(lo, lg[k]), hi = LG_MAX(hi, lg[k]);
+    printf("%-58s %9.1f %8.1f-%-8.1f\n", "leakgate", lgm, lo, hi);
+    if (ib >= 0 && lgm > 0)
+        printf("  leakgate / best PyTorch (%s) samples/s: %.2fx (leakgate %.1f ms/step, PyTorch "
+               "%.1f ms/step, medians of %d rounds)\n",
+               cfg[ib].name, best / lgm, lgm, best, rounds);
+    else
+        printf("  no PyTorch configuration ran (see the reasons above)\n");
+}
+
 int main(int argc, char **argv)
 {
-    const char *preset = "electricity";
-    int steps = 10, batch = 0, torch = 0, stacks = 0;
+    const char *preset = "electricity", *venv = NULL, *logpath = NULL;
+    int steps = 10, batch = 0, torch = 0, stacks = 0, rounds = 3;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--preset") && i + 1 < argc)
             preset = argv[++i];
@@ -41,17 +168,28 @@ int main(int argc, char **argv)
             steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
             batch = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+            rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--torch-venv") && i + 1 < argc)
+            venv = argv[++i];
+        else if (!strcmp(argv[i], "--log") && i + 1 < argc)
+            logpath = argv[++i];
         else if (!strcmp(argv[i], "--torch"))
             torch = 1;
         else if (!strcmp(argv[i], "--stacks"))
             stacks = 1;
         else {
-            fprintf(
-                stderr,
-                "usage: bench_train [--preset P] [--steps K] [--batch B] [--stacks] [--torch]\n");
+            fprintf(stderr, "usage: bench_train [--preset P] [--steps K] [--batch B] [--stacks] "
+                            "[--torch [--rounds R] [--torch-venv DIR] [--log FILE]]\n");
             return 2;
         }
     }
+    if (rounds < 1 || rounds > MAX_ROUNDS || steps < 1) {
+        fprintf(stderr, "bench_train: --steps at least 1, --rounds 1 to %d\n", MAX_ROUNDS);
+        return 2;
+    }
+    if (!venv)
+        venv = getenv("LG_TORCH_VENV") ? getenv("LG_TORCH_VENV") : LG_BUILD_DIR "/torch-venv";
     struct trk_tracker *trk = NULL;
     struct tft_config cfg;
     struct data_set *ds = NULL;
@@ -67,19 +205,20 @@ int main(int argc, char **argv)
     if (batch) cfg.batch = batch;
     struct tr_options o = {.steps = 2, .batch = cfg.batch, .seed = 1};
     struct tr_train_stats st;
-    if (tr_new(&tr, m, ds, &o) || tr_initialize_optimizer(tr) || tr_train(tr, &st)) { /* warm-up */
+    if (session(m, ds, &o, &st, NULL)) { /* warm-up */
         fprintf(stderr, "bench_train: %s\n", lg_errmsg());
         return 4;
     }
-    tr_free(tr);
     trk_reset_peaks(trk);
     struct trk_totals before;
     trk_totals(trk, TRK_HOST, &before);
     o.steps = steps;
-    if (tr_new(&tr, m, ds, &o) || tr_initialize_optimizer(tr) || tr_train(tr, &st)) {
+    double f0 = kn_cpu_gemm_flops();
+    if (session(m, ds, &o, &st, &tr)) {
         fprintf(stderr, "bench_train: %s\n", lg_errmsg());
         return 4;
     }
+    double step_flops = (kn_cpu_gemm_flops() - f0) / st.steps;
     struct trk_totals peak;
     trk_totals(trk, TRK_HOST, &peak);
     int64_t params = (int64_t)vm_bytes(tft_varmap_borrow(m));
@@ -88,9 +227,9 @@ int main(int argc, char **argv)
     int64_t session_peak = peak.peak_bytes - (before.live_bytes - params); /* model + session */
     double sps = st.steps / st.seconds;
     char b1[32], b2[32], b3[32], b4[32], b5[32];
-    printf("preset %s, batch %d, T_enc %d, T_dec %d, H %d: %d steps in %.2f s\n", preset, o.batch,
+    printf("preset %s, batch %d, T_enc %d, T_dec %d, H %d: %d steps in %.3f s\n", preset, o.batch,
            cfg.T_enc, cfg.T_dec, cfg.hidden, st.steps, st.seconds);
-    printf("  %.3f s/step, %.2f steps/s, %.1f samples/s (loss %.4f -> %.4f)\n",
+    printf("  %.4f s/step, %.2f steps/s, %.1f samples/s (loss %.4f -> %.4f)\n",
            st.seconds / st.steps, sps, sps * o.batch, st.first_loss, st.last_loss);
     if (floor == 4 * params) /* a build with tracking compiled out sees no tags */
         printf("  peak tagged memory: n/a (tracking compiled out)\n");
@@ -102,29 +241,21 @@ int main(int argc, char **argv)
                lg_fmt_bytes(b3, sizeof b3, 4.0 * params), lg_fmt_bytes(b4, sizeof b4, (double)acts),
                (double)session_peak / (double)floor, lg_fmt_bytes(b5, sizeof b5, (double)agrads));
     tr_free(tr);
+    double rate = gemm_rate(trk);
+    if (rate > 0)
+        printf("  GEMM-bound floor: %.2f GFLOP of GEMMs a step at %.0f GFLOP/s (the best GEMM "
+               "rate of this run, %d thread(s)) = %.1f ms; the step is %.2fx its floor (%.0f%% of "
+               "the time at the GEMM rate)\n",
+               step_flops / 1e9, rate / 1e9, kn_threads(), 1e3 * step_flops / rate,
+               (st.seconds / st.steps) / (step_flops / rate),
+               100.0 * (step_flops / rate) / (st.seconds / st.steps));
+    if (torch) {
+        FILE *log = logpath ? fopen(logpath, "w") : NULL;
+        torch_rounds(m, ds, &o, preset, rounds, venv, log);
+        if (log) fclose(log);
+    }
     tft_free(m);
     data_free(ds);
     trk_tracker_free(trk);
-    if (torch) {
-        char cmd[512];
-        snprintf(cmd, sizeof cmd,
-                 "/usr/bin/python3 '%s/tft_torch.py' --preset %s --steps %d --threads 2 2>&1",
-                 LG_BENCH_DIR, preset, steps);
-        FILE *p = popen(cmd, "r");
-        char line[512];
-        double ms = 0;
-        while (p && fgets(line, sizeof line, p)) {
-            fputs(line, stdout);
-            char *at = strstr(line, "median ");
-            if (at) ms = atof(at + 7);
-        }
-        if (p) pclose(p);
-        if (ms > 0)
-            printf(
-                "  leakgate / PyTorch samples/s: %.2fx (leakgate %.1f ms/step, PyTorch %.1f ms/step)\n",
-                ms / (1e3 * st.seconds / st.steps), 1e3 * st.seconds / st.steps, ms);
-        else
-            printf("  PyTorch run failed (needs python3-torch: apt-get install python3-torch)\n");
-    }
     return 0;
 }

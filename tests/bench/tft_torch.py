@@ -1,12 +1,19 @@
 #!/usr/bin/python3
-"""tft_torch.py — the same TFT (spec/TFT.md) in PyTorch eager, for a speed comparison only.
+"""tft_torch.py — the same TFT (spec/TFT.md) in PyTorch, for a speed comparison only.
 
-A benchmark tool, not a dependency of the build or the tests: it needs Debian's python3-torch
-(`apt-get install python3-torch`, run with /usr/bin/python3). It builds the preset's model
-with the spec's names and shapes (the parameter count is printed and checked against the
-spec's table), feeds random batches of the preset's shape, and times full training steps
-(forward, pinball loss, backward, global-norm clipping, Adam) with nn.LSTM (fused; cuDNN's on
-a GPU).
+A benchmark tool, not a dependency of the build or the tests: it needs a PyTorch (Debian's
+python3-torch, run with /usr/bin/python3, or a PyTorch 2.x from PyPI in a virtual environment;
+bench_train --torch runs both). It builds the preset's model with the spec's names and shapes
+(the parameter count is printed and checked against the spec's table), feeds random batches of
+the preset's shape, and times full training steps (forward, pinball loss, backward, global-norm
+clipping, Adam) with nn.LSTM (fused; cuDNN's on a GPU).
+
+The variable selection networks keep a real variable's embedding factored as leakgate does
+(model/tft/tft_blocks.c, linear_concat): ξ = x·wᵀ + b is rank one plus a constant, so a first
+layer computes W ξ as x ⊗ (W w) + W b, and the flat GRN's input concatenation is never built.
+`--embeddings plain` computes them the textbook way (the same function, more work).
+`--compile` runs the model's forward through torch.compile (PyTorch 2.x; the step's backward is
+compiled with it), warming up until the compiled graph is in use.
 
     /usr/bin/python3 tests/bench/tft_torch.py --preset electricity --steps 10 --threads 2
     python3 tests/bench/tft_torch.py --device cuda --preset foxhunt-815 --batch 4
@@ -72,36 +79,70 @@ class GRN(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, a, c=None):
-        h = self.fc1(a)
+        return self.tail(self.fc1(a), self.skip(a) if self.skip is not None else a, c)
+
+    def tail(self, h, skip, c=None):
+        """After the first layer: h = fc1(a), skip = skip(a) (or a)."""
         if c is not None and self.ctx is not None:
             hc = self.ctx(c)
-            if a.dim() == 3:
+            if h.dim() == 3:
                 hc = hc.unsqueeze(1)
             h = h + hc
         h = self.fc2(F.elu(h))
-        skip = self.skip(a) if self.skip is not None else a
         return self.norm(skip + self.glu(self.drop(h)))
+
+
+def linear_concat(lin, xs, fs, H):
+    """lin(concat_j xs[j]) without the concatenation; a factored input fs[j] = (x [..., 1], w [H, 1],
+    b [H]) (ξ_j = x·wᵀ + b) contributes x ⊗ (W_j w) + W_j b instead of a product over its rows."""
+    acc, cst, X, U = None, lin.bias, [], []
+    for j, (x, f) in enumerate(zip(xs, fs)):
+        Wj = lin.weight if len(xs) == 1 else lin.weight[:, j * H:(j + 1) * H]  # [out, H]
+        if f is not None:
+            fx, fw, fb = f
+            X.append(fx)
+            U.append((Wj @ fw).t())  # [1, out]
+            cst = cst + Wj @ fb
+        else:
+            term = F.linear(x, Wj)
+            acc = term if acc is None else acc + term
+    if X:
+        term = (X[0] if len(X) == 1 else torch.cat(X, -1)) @ (U[0] if len(U) == 1 else torch.cat(U, 0))
+        acc = term if acc is None else acc + term
+    return acc + cst
 
 
 class VSN(nn.Module):
     def __init__(self, n, H, context):
         super().__init__()
-        self.n = n
+        self.n, self.H = n, H
         self.var_grn = nn.ModuleList([GRN(H, H, H) for _ in range(n)])
         self.flat_grn = GRN(n * H, H, n, H if context else 0) if n > 1 else None
 
-    def forward(self, xs, c=None):
-        proc = torch.stack([g(x) for g, x in zip(self.var_grn, xs)], dim=-2)
+    def forward(self, xs, c=None, fs=None):
+        """xs: the embedded inputs; fs: their factors (None for a categorical) or None (plain)."""
+        if fs is None:
+            proc = [g(x) for g, x in zip(self.var_grn, xs)]
+        else:  # d_in = d_out: a var_grn's skip is ξ itself
+            proc = [g.tail(linear_concat(g.fc1, [x], [f], self.H), x) if f is not None else g(x)
+                    for g, x, f in zip(self.var_grn, xs, fs)]
+        proc = torch.stack(proc, dim=-2)
         if self.n == 1:
             return proc.squeeze(-2)
-        w = torch.softmax(self.flat_grn(torch.cat(xs, dim=-1), c), dim=-1)
+        g = self.flat_grn
+        if fs is None:
+            gate = g(torch.cat(xs, dim=-1), c)
+        else:
+            gate = g.tail(linear_concat(g.fc1, xs, fs, self.H), linear_concat(g.skip, xs, fs, self.H), c)
+        w = torch.softmax(gate, dim=-1)
         return (proc * w.unsqueeze(-1)).sum(-2)
 
 
 class TFT(nn.Module):
-    def __init__(self, H, heads, L, T_enc, T_dec, static, observed, known, Q=3):
+    def __init__(self, H, heads, L, T_enc, T_dec, static, observed, known, Q=3, factored=True):
         super().__init__()
         self.H, self.heads, self.T_enc, self.T_dec = H, heads, T_enc, T_dec
+        self.factored = factored
         self.static, self.observed, self.known = static, observed, known
         self.emb = nn.ModuleDict()
         for name, card in static + [(o, 0) for o in observed] + known:
@@ -130,17 +171,28 @@ class TFT(nn.Module):
         self.register_buffer("mask", mask)
 
     def embed(self, name, x):
+        """(ξ, its factors (x [..., 1], w, b) for a real variable, None for a categorical)."""
         e = self.emb[name]
-        return e(x) if isinstance(e, nn.Embedding) else e(x.unsqueeze(-1))
+        if isinstance(e, nn.Embedding):
+            return e(x), None
+        x1 = x.unsqueeze(-1)
+        return e(x1), (x1, e.weight, e.bias)
 
     def forward(self, inp):
         Te, Td, H = self.T_enc, self.T_dec, self.H
-        zeta = self.static_vsn([self.embed(n, inp[n]) for n, _ in self.static])
+
+        def steps(e, a, b):  # an embedding and its factors over steps [a, b)
+            return e[0][:, a:b], (e[1][0][:, a:b], e[1][1], e[1][2]) if e[1] is not None else None
+
+        def vsn(v, es, c=None):
+            return v([e[0] for e in es], c, [e[1] for e in es] if self.factored else None)
+
+        zeta = vsn(self.static_vsn, [self.embed(n, inp[n]) for n, _ in self.static])
         c_s, c_e, c_c, c_h = [g(zeta) for g in self.static_enc]
         full = {n: self.embed(n, inp[n]) for n, _ in self.known}
-        enc = [self.embed(o, inp[o]) for o in self.observed] + [full[n][:, :Te] for n, _ in self.known]
-        dec = [full[n][:, Te:] for n, _ in self.known]
-        xi_enc, xi_dec = self.enc_vsn(enc, c_s), self.dec_vsn(dec, c_s)
+        enc = [self.embed(o, inp[o]) for o in self.observed] + [steps(full[n], 0, Te) for n, _ in self.known]
+        dec = [steps(full[n], Te, Te + Td) for n, _ in self.known]
+        xi_enc, xi_dec = vsn(self.enc_vsn, enc, c_s), vsn(self.dec_vsn, dec, c_s)
         L = self.lstm_enc.num_layers
         h0 = c_h.unsqueeze(0).expand(L, -1, -1).contiguous()
         c0 = c_c.unsqueeze(0).expand(L, -1, -1).contiguous()
@@ -174,6 +226,14 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch", type=int, default=0, help="batch size (default: the preset's)")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--embeddings", default="factored", choices=["factored", "plain"],
+                    help="real-variable embeddings in the VSNs' first layers (default: factored)")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model (PyTorch 2.x)")
+    ap.add_argument("--adam", default="default", choices=["default", "fused"],
+                    help="fused: torch.optim.Adam(fused=True) (PyTorch 2.4 and later on the CPU)")
+    ap.add_argument("--check", action="store_true",
+                    help="compare the factored and the plain forward on one batch and exit "
+                         "(non-zero when they differ by more than float rounding)")
     a = ap.parse_args()
     if a.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("tft_torch.py: --device cuda, but torch sees no CUDA device")
@@ -182,11 +242,12 @@ def main():
     torch.set_num_threads(a.threads)
     H, heads, L, Te, Td, B, static, observed, known, want = PRESETS[a.preset]
     B = a.batch or B
-    m = TFT(H, heads, L, Te, Td, static, observed, known).to(dev)
+    m = TFT(H, heads, L, Te, Td, static, observed, known, factored=a.embeddings == "factored").to(dev)
     n = sum(p.numel() for p in m.parameters())
     where = torch.cuda.get_device_name(dev) if a.device == "cuda" else f"{a.threads} thread(s)"
     print(f"torch {torch.__version__} on {where}, preset {a.preset}: {n} parameters "
-          f"(spec {want}{'' if n == want else ' MISMATCH'})")
+          f"(spec {want}{'' if n == want else ' MISMATCH'}), {a.embeddings} embeddings"
+          f"{', torch.compile' if a.compile else ''}{', fused Adam' if a.adam == 'fused' else ''}")
     T = Te + Td
     inp = {}
     for name, card in static:
@@ -198,14 +259,25 @@ def main():
     inp = {k: v.to(dev) for k, v in inp.items()}
     y = torch.randn(B, Td).to(dev)
     q = torch.tensor([0.1, 0.5, 0.9], device=dev)
-    opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+    if a.check:
+        m.eval()
+        with torch.no_grad():
+            m.factored = True
+            yf = m(inp)
+            m.factored = False
+            yp = m(inp)
+        err = ((yf - yp).abs().max() / yp.abs().max()).item()
+        print(f"factored vs plain forward: largest difference {err:.3g} of the largest output")
+        raise SystemExit(0 if err < 1e-4 else 1)
+    fwd = torch.compile(m) if a.compile else m
+    opt = torch.optim.Adam(m.parameters(), lr=1e-3, **({"fused": True} if a.adam == "fused" else {}))
     sync = torch.cuda.synchronize if a.device == "cuda" else (lambda: None)
     times = []
     for step in range(a.warmup + a.steps):
         sync()
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=False)
-        loss = pinball(m(inp), y, q)
+        loss = pinball(fwd(inp), y, q)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(m.parameters(), MAX_NORM[a.preset])
         opt.step()
