@@ -2,10 +2,14 @@
 #define _GNU_SOURCE
 #include "lg_test.h"
 
+#include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 struct trk_tracker *T;
 static char tmpdir[256];
@@ -80,7 +84,7 @@ const char *lg_test_tmpdir(void)
 struct lg_out lg_run(const char *bin, const char *args)
 {
     struct lg_out o = {0};
-    char cmd[4096];
+    char cmd[9000];
     snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", bin, args);
     FILE *p = popen(cmd, "r");
     cr_assert_not_null(p, "popen %s", cmd);
@@ -98,6 +102,140 @@ struct lg_out lg_run(const char *bin, const char *args)
     int st = pclose(p);
     o.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     return o;
+}
+
+struct lg_out lg_runf(const char *bin, const char *fmt, ...)
+{
+    char args[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    return lg_run(bin, args);
+}
+
+pid_t lg_spawn(const char *bin, const char *log, char *const argv[])
+{
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execv(bin, argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+int lg_wait_exit(pid_t pid)
+{
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFEXITED(st), "it ended by itself, not by signal %d",
+              WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    return WEXITSTATUS(st);
+}
+
+int lg_shell(const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+void lg_expect_usage_errors(const char *bin, const struct lg_usage_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct lg_out o = lg_run(bin, cases[i].args);
+        cr_expect_eq(o.status, 2, "'%s': exit %d, expected 2\n%s", cases[i].args, o.status, o.text);
+        cr_expect(strstr(o.text, cases[i].needle) != NULL, "'%s' should say '%s':\n%s",
+                  cases[i].args, cases[i].needle, o.text);
+        free(o.text);
+    }
+}
+
+const char *lg_line_of(const char *text, const char *channel, char *buf, size_t size)
+{
+    size_t cl = strlen(channel);
+    buf[0] = '\0';
+    for (const char *p = text; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (len > cl && strncmp(p, channel, cl) == 0 && p[cl] == ' ') {
+            snprintf(buf, size, "%.*s", (int)len, p);
+            break;
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+    return buf;
+}
+
+void lg_expect_says(const char *text, const struct lg_says *says, size_t n, bool absent)
+{
+    char line[1024];
+    for (size_t i = 0; i < n; i++) {
+        const struct lg_says *w = &says[i];
+        const char *in = w->channel ? lg_line_of(text, w->channel, line, sizeof line) : text;
+        cr_expect((strstr(in, w->needle) == NULL) == absent, "%s should %ssay '%s' (%s): %s\n%s",
+                  w->channel ? w->channel : "the output", absent ? "not " : "", w->needle, w->why,
+                  w->channel ? in : "", text);
+    }
+}
+
+char *lg_slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0, k;
+    char *s = malloc(cap);
+    cr_assert_not_null(s);
+    while ((k = fread(s + n, 1, cap - n - 1, f)) > 0) {
+        n += k;
+        if (n + 1 >= cap) {
+            s = realloc(s, cap *= 2);
+            cr_assert_not_null(s);
+        }
+    }
+    s[n] = '\0';
+    fclose(f);
+    if (len) *len = n;
+    return s;
+}
+
+void lg_spit(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "cannot write %s", path);
+    cr_assert_eq(fwrite(data, 1, n, f), n);
+    cr_assert_eq(fclose(f), 0);
+}
+
+bool lg_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+int64_t lg_live_bytes_with_prefix(const char *prefix, int64_t *total_count)
+{
+    struct trk_tag_stat *st = NULL;
+    size_t n = trk_tag_stats(T, &st);
+    int64_t live = 0, count = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(st[i].tag, prefix, strlen(prefix)) == 0) {
+            live += st[i].live_bytes;
+            count += st[i].total_count;
+        }
+    free(st);
+    if (total_count) *total_count = count;
+    return live;
 }
 
 /* One of 8 rotating path buffers, so a few paths can be used in one call. */

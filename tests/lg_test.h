@@ -5,6 +5,7 @@
 #define LG_TEST_H
 
 #include <criterion/criterion.h>
+#include <sys/types.h>
 
 #include "tracking.h"
 
@@ -21,6 +22,51 @@ struct lg_out {
 };
 /* Runs `'bin' args 2>&1` through the shell (args is a shell fragment) and captures it all. */
 struct lg_out lg_run(const char *bin, const char *args);
+/* lg_run with the arguments formatted (printf). */
+struct lg_out lg_runf(const char *bin, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Starts bin in the background with argv (argv[0] first, NULL-terminated), its stdout and
+ * stderr into the file `log`; lg_wait_exit waits for it, asserts that it ended by itself (not
+ * by a signal) and returns its exit status. */
+pid_t lg_spawn(const char *bin, const char *log, char *const argv[]);
+int lg_wait_exit(pid_t pid);
+/* Runs a shell command (formatted); its exit status, 128 when it did not exit. */
+int lg_shell(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A command line that must be refused: exit status 2 and a message holding `needle`. */
+struct lg_usage_case {
+    const char *args, *needle;
+};
+/* Runs `bin` with each case's args and expects exit status 2 and its needle in the output. */
+void lg_expect_usage_errors(const char *bin, const struct lg_usage_case *cases, size_t n);
+
+/* The verdict table's line for a channel in a program's output ("" when absent), in buf. */
+const char *lg_line_of(const char *text, const char *channel, char *buf, size_t size);
+
+/* What a program's output must say: in the verdict table's line of `channel`, or anywhere when
+ * channel is NULL; `why` goes into the failure message. */
+struct lg_says {
+    const char *channel, *needle, *why;
+};
+/* Expects each needle in its place (absent: expects none of them there). */
+void lg_expect_says(const char *text, const struct lg_says *says, size_t n, bool absent);
+/* LG_EXPECT_SAYS(text, {"rss", " leak ", "the process grows"}, {NULL, "LEAK", "the verdict"}) */
+#define LG_EXPECT_SAYS(text, ...)     LG_EXPECT_SAYS_(text, false, __VA_ARGS__)
+#define LG_EXPECT_NOT_SAYS(text, ...) LG_EXPECT_SAYS_(text, true, __VA_ARGS__)
+#define LG_EXPECT_SAYS_(text, absent, ...)                                                         \
+    lg_expect_says(text, (const struct lg_says[]){__VA_ARGS__},                                    \
+                   sizeof((const struct lg_says[]){__VA_ARGS__}) / sizeof(struct lg_says), absent)
+
+/* A whole file, NUL-terminated (len: its size, may be NULL); NULL when it cannot be opened.
+ * The caller frees it. */
+char *lg_slurp(const char *path, size_t *len);
+/* Writes n bytes to path, replacing it (asserts success). */
+void lg_spit(const char *path, const void *data, size_t n);
+/* Whether path exists. */
+bool lg_exists(const char *path);
+
+/* Live bytes in T over every tag that starts with `prefix`; *total_count (when not NULL): how
+ * many allocations those tags ever made. */
+int64_t lg_live_bytes_with_prefix(const char *prefix, int64_t *total_count);
 
 /* Directory of committed test data (tests/data). */
 const char *lg_test_data_dir(void);

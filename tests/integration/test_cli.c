@@ -18,57 +18,35 @@ TestSuite(cli, .init = lg_test_setup, .fini = lg_test_teardown, .timeout = 240);
 /* Runs leakgate with args (a shell fragment) and captures everything it prints. */
 static struct lg_out run(const char *args) { return lg_run(LEAKGATE_BIN, args); }
 
-/* The verdict table's line for a channel ("" when absent). */
-static const char *line_of(const char *text, const char *channel, char *buf, size_t size)
+/* Runs `leakgate OPTS --out <scratch>/out` and expects its exit status and what its output
+ * says. */
+static void expect_verdict(const char *opts, int status, const struct lg_says *says, size_t n)
 {
-    buf[0] = '\0';
-    for (const char *p = text; p && *p;) {
-        const char *nl = strchr(p, '\n');
-        size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        size_t cl = strlen(channel);
-        if (len > cl && strncmp(p, channel, cl) == 0 && p[cl] == ' ') {
-            snprintf(buf, size, "%.*s", (int)len, p);
-            return buf;
-        }
-        p = nl ? nl + 1 : NULL;
-    }
-    return buf;
+    struct lg_out o = lg_runf(LEAKGATE_BIN, "%s --out '%s/out'", opts, lg_test_tmpdir());
+    cr_expect_eq(o.status, status, "%s: exit %d, expected %d\n%s", opts, o.status, status, o.text);
+    lg_expect_says(o.text, says, n, false);
+    free(o.text);
 }
+#define EXPECT_VERDICT(opts, status, ...)                                                          \
+    expect_verdict(opts, status, (const struct lg_says[]){__VA_ARGS__},                            \
+                   sizeof((const struct lg_says[]){__VA_ARGS__}) / sizeof(struct lg_says))
 
+/* An injected fault: the run leaks (exit 1) and `channel` says leak and names `needle`. */
 static void expect_leak(const char *inject, const char *modes, const char *channel,
                         const char *needle)
 {
-    char args[512], line[1024];
-    snprintf(args, sizeof args,
-             "run --sessions 6 --quiet --no-reports --out '%s/out' --modes %s --inject %s",
-             lg_test_tmpdir(), modes, inject);
-    struct lg_out o = run(args);
-    line_of(o.text, channel, line, sizeof line);
-    cr_expect_eq(o.status, 1, "--inject %s: exit %d, expected 1 (leak)\n%s", inject, o.status,
-                 o.text);
-    cr_expect(strstr(line, " leak ") != NULL, "--inject %s: channel %s should say leak:\n%s",
-              inject, channel, o.text);
-    cr_expect(strstr(line, needle) != NULL, "--inject %s: %s should name '%s':\n%s", inject,
-              channel, needle, line);
-    free(o.text);
+    char opts[512];
+    snprintf(opts, sizeof opts, "run --sessions 6 --quiet --no-reports --modes %s --inject %s",
+             modes, inject);
+    EXPECT_VERDICT(opts, 1, {channel, " leak ", "the channel that should catch it"},
+                   {channel, needle, "the attribution"});
 }
 
 Test(cli, clean_run_passes)
 {
-    char args[512], line[1024];
-    snprintf(args, sizeof args, "run --sessions 8 --quiet --out '%s/out' --modes fp32,int8,qat",
-             lg_test_tmpdir());
-    struct lg_out o = run(args);
-    cr_expect_eq(o.status, 0, "exit %d:\n%s", o.status, o.text);
-    cr_expect(strstr(o.text, "PASS") != NULL, "%s", o.text);
-    cr_expect(strstr(line_of(o.text, "tagged_host", line, sizeof line), " pass ") != NULL, "%s",
-              line);
-    cr_expect(strstr(line_of(o.text, "je_allocated", line, sizeof line), " pass ") != NULL, "%s",
-              line);
-    char path[512];
-    snprintf(path, sizeof path, "%s/out/results.jsonl", lg_test_tmpdir());
-    cr_expect_eq(access(path, R_OK), 0, "results.jsonl written");
-    free(o.text);
+    EXPECT_VERDICT("run --sessions 8 --quiet --modes fp32,int8,qat", 0, {NULL, "PASS", "verdict"},
+                   {"tagged_host", " pass ", "clean"}, {"je_allocated", " pass ", "clean"});
+    cr_expect_eq(access(lg_test_tmpfile("out/results.jsonl"), R_OK), 0, "results.jsonl written");
 }
 
 Test(cli, varmap_dup_ref_names_the_map_and_the_retain_site)
@@ -89,63 +67,37 @@ Test(cli, qat_observer) { expect_leak("qat-observer", "fp32,qat", "tagged_host",
 
 Test(cli, raw_malloc_is_caught_by_jemalloc_allocated_only)
 {
-    char args[512], line[1024];
-    snprintf(args, sizeof args,
-             "run --sessions 8 --quiet --no-reports --out '%s/out' --inject raw-malloc:256KiB",
-             lg_test_tmpdir());
-    struct lg_out o = run(args);
-    cr_expect_eq(o.status, 1, "%s", o.text);
-    cr_expect(strstr(line_of(o.text, "je_allocated", line, sizeof line), " leak ") != NULL, "%s",
-              o.text);
-    cr_expect(strstr(line, "256.00 KiB") != NULL, "the slope is the injected size: %s", line);
-    cr_expect(strstr(line_of(o.text, "tagged_host", line, sizeof line), " pass ") != NULL,
-              "untagged: the tracker's ledger cannot see it: %s", line);
-    free(o.text);
+    EXPECT_VERDICT("run --sessions 8 --quiet --no-reports --inject raw-malloc:256KiB", 1,
+                   {"je_allocated", " leak ", "jemalloc sees it"},
+                   {"je_allocated", "256.00 KiB", "the slope is the injected size"},
+                   {"tagged_host", " pass ", "untagged: the tracker's ledger cannot see it"});
 }
 
 Test(cli, raw_mmap_is_caught_by_rss_only)
 {
-    char args[512], line[1024];
-    snprintf(args, sizeof args,
-             "run --sessions 8 --quiet --no-reports --out '%s/out' --inject raw-mmap:2MiB",
-             lg_test_tmpdir());
-    struct lg_out o = run(args);
-    cr_expect_eq(o.status, 1, "%s", o.text);
-    cr_expect(strstr(line_of(o.text, "rss", line, sizeof line), " leak ") != NULL, "%s", o.text);
-    cr_expect(strstr(line_of(o.text, "je_allocated", line, sizeof line), " pass ") != NULL,
-              "outside the allocator: jemalloc cannot see it: %s", line);
-    free(o.text);
+    EXPECT_VERDICT("run --sessions 8 --quiet --no-reports --inject raw-mmap:2MiB", 1,
+                   {"rss", " leak ", "the process grows"},
+                   {"je_allocated", " pass ", "outside the allocator: jemalloc cannot see it"});
 }
 
 Test(cli, injection_from_a_later_session)
 {
-    char args[512], line[1024];
     /* 2 warm-up (fp32, int8) + 10 measured: the leak starts at session 6 */
-    snprintf(args, sizeof args,
-             "run --sessions 10 --quiet --no-reports --out '%s/out' --inject adam-state@6",
-             lg_test_tmpdir());
-    struct lg_out o = run(args);
-    cr_expect_eq(o.status, 1, "%s", o.text);
-    cr_expect(strstr(line_of(o.text, "tagged_host", line, sizeof line), "first in session 6") !=
-                  NULL,
-              "%s", line);
-    free(o.text);
+    EXPECT_VERDICT("run --sessions 10 --quiet --no-reports --inject adam-state@6", 1,
+                   {"tagged_host", "first in session 6", "the session it started in"});
 }
 
 Test(cli, reproduce_shows_the_varmap_bytes_and_site_and_fixed_shows_zero)
 {
-    char args[512];
-    snprintf(args, sizeof args, "reproduce varmap-dup-ref --preset tiny --out '%s/r'",
-             lg_test_tmpdir());
-    struct lg_out o = run(args);
+    struct lg_out o = lg_runf(LEAKGATE_BIN, "reproduce varmap-dup-ref --preset tiny --out '%s/r'",
+                              lg_test_tmpdir());
     cr_expect_eq(o.status, 1, "%s", o.text);
     cr_expect(strstr(o.text, "class varmap") && strstr(o.text, "(108844 bytes)"),
               "tiny's VarMap is 108,844 bytes (spec table):\n%s", o.text);
     cr_expect(strstr(o.text, "retained at tr_new (trainer.c:") != NULL, "%s", o.text);
     free(o.text);
-    snprintf(args, sizeof args, "reproduce varmap-dup-ref --preset tiny --fixed --out '%s/f'",
-             lg_test_tmpdir());
-    o = run(args);
+    o = lg_runf(LEAKGATE_BIN, "reproduce varmap-dup-ref --preset tiny --fixed --out '%s/f'",
+                lg_test_tmpdir());
     cr_expect_eq(o.status, 0, "%s", o.text);
     cr_expect(strstr(o.text, "class varmap") == NULL, "%s", o.text);
     free(o.text);
@@ -153,9 +105,7 @@ Test(cli, reproduce_shows_the_varmap_bytes_and_site_and_fixed_shows_zero)
 
 Test(cli, bad_input_exits_2_with_a_message)
 {
-    static const struct {
-        const char *args, *needle;
-    } cases[] = {
+    static const struct lg_usage_case cases[] = {
         {"run --sessions 0", "--sessions: '0' is not an integer in 1..1000000"},
         {"run --sessions", "--sessions needs a value"},
         {"run --preset huge", "unknown preset 'huge'"},
@@ -172,23 +122,15 @@ Test(cli, bad_input_exits_2_with_a_message)
         {"reproduce", "name the bug to reproduce"},
         {"report /nonexistent.jsonl -o /tmp/x", "/nonexistent.jsonl"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct lg_out o = run(cases[i].args);
-        cr_expect_eq(o.status, 2, "'%s': exit %d, expected 2\n%s", cases[i].args, o.status, o.text);
-        cr_expect(strstr(o.text, cases[i].needle) != NULL, "'%s' should say '%s':\n%s",
-                  cases[i].args, cases[i].needle, o.text);
-        free(o.text);
-    }
+    lg_expect_usage_errors(LEAKGATE_BIN, cases, LG_ARRAY_LEN(cases));
 }
 
 Test(cli, malformed_csv_exits_2_naming_file_and_line)
 {
-    char args[1024];
-    snprintf(
-        args, sizeof args,
-        "run --sessions 4 --quiet --out '%s/o' --csv '%s/csv/bad/number.csv' --csv-config '%s/csv/small.json'",
-        lg_test_tmpdir(), lg_test_data_dir(), lg_test_data_dir());
-    struct lg_out o = run(args);
+    struct lg_out o =
+        lg_runf(LEAKGATE_BIN, "run --sessions 4 --quiet --out '%s/o' --csv '%s' --csv-config '%s'",
+                lg_test_tmpdir(), lg_test_datafile("csv", "bad/number.csv"),
+                lg_test_datafile("csv", "small.json"));
     cr_expect_eq(o.status, 2, "%s", o.text);
     cr_expect(strstr(o.text, "number.csv:4: column 'y' (3): 'abc' is not a number") != NULL,
               "names the file, line and column: %s", o.text);
@@ -200,20 +142,16 @@ Test(cli, malformed_csv_exits_2_naming_file_and_line)
 Test(cli, a_session_that_fails_frees_what_it_took)
 {
     /* the checkpoint cannot be written: its temporary name is taken by a directory */
-    char dir[512], args[1024];
-    snprintf(dir, sizeof dir, "%s/ro", lg_test_tmpdir());
-    snprintf(args, sizeof args, "mkdir -p '%s/checkpoint.safetensors.tmp'", dir);
-    cr_assert_eq(system(args), 0);
-    snprintf(args, sizeof args, "run --sessions 4 --no-reports --out '%s'", dir);
-    struct lg_out o = run(args);
+    const char *dir = lg_test_tmpfile("ro");
+    cr_assert_eq(lg_shell("mkdir -p '%s/checkpoint.safetensors.tmp'", dir), 0);
+    struct lg_out o = lg_runf(LEAKGATE_BIN, "run --sessions 4 --no-reports --out '%s'", dir);
     cr_expect_eq(o.status, 2, "an I/O error is an input error: %s", o.text);
     cr_expect(strstr(o.text, "checkpoint.safetensors.tmp") != NULL, "names the file: %s", o.text);
     cr_expect(strstr(o.text, "session 0 (fp32) failed") != NULL, "%s", o.text);
     cr_expect(strstr(o.text, "still live at exit") == NULL,
               "model, trainer and optimizer freed: %s", o.text);
     free(o.text);
-    snprintf(args, sizeof args, "run --sessions 4 --out /proc/no-such-dir/x");
-    o = run(args);
+    o = run("run --sessions 4 --out /proc/no-such-dir/x");
     cr_expect_eq(o.status, 2, "%s", o.text);
     cr_expect(strstr(o.text, "cannot create /proc/no-such-dir") != NULL, "%s", o.text);
     free(o.text);
@@ -221,12 +159,11 @@ Test(cli, a_session_that_fails_frees_what_it_took)
 
 Test(cli, csv_training_runs_clean)
 {
-    char args[1024];
-    snprintf(
-        args, sizeof args,
-        "run --sessions 4 --quiet --no-reports --out '%s/o' --csv '%s/csv/example.csv' --csv-config '%s/csv/example.json'",
-        lg_test_tmpdir(), lg_test_data_dir(), lg_test_data_dir());
-    struct lg_out o = run(args);
+    struct lg_out o =
+        lg_runf(LEAKGATE_BIN,
+                "run --sessions 4 --quiet --no-reports --out '%s/o' --csv '%s' --csv-config '%s'",
+                lg_test_tmpdir(), lg_test_datafile("csv", "example.csv"),
+                lg_test_datafile("csv", "example.json"));
     cr_expect_eq(o.status, 0, "%s", o.text);
     free(o.text);
 }
@@ -236,16 +173,9 @@ Test(cli, sigterm_leaves_a_partial_run_with_a_verdict)
     char out[512], results[600];
     snprintf(out, sizeof out, "%s/sig", lg_test_tmpdir());
     snprintf(results, sizeof results, "%s/results.jsonl", out);
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        int fd = open("/dev/null", O_WRONLY);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        execl(LEAKGATE_BIN, "leakgate", "run", "--sessions", "100000", "--no-reports", "--out", out,
-              (char *)NULL);
-        _exit(127);
-    }
+    pid_t pid = lg_spawn(LEAKGATE_BIN, "/dev/null",
+                         (char *const[]){"leakgate", "run", "--sessions", "100000", "--no-reports",
+                                         "--out", out, NULL});
     /* wait until a few sessions are on disk, then ask it to stop */
     int lines = 0;
     for (int tries = 0; tries < 600 && lines < 4; tries++) {
@@ -260,9 +190,7 @@ Test(cli, sigterm_leaves_a_partial_run_with_a_verdict)
     }
     cr_assert_geq(lines, 4, "sessions are streamed as they end");
     kill(pid, SIGTERM);
-    int st;
-    waitpid(pid, &st, 0);
-    cr_assert(WIFEXITED(st), "ended by itself after SIGTERM, not killed");
+    int code = lg_wait_exit(pid); /* ended by itself after SIGTERM, not killed */
     FILE *f = fopen(results, "r");
     cr_assert_not_null(f);
     char buf[1 << 16];
@@ -275,26 +203,20 @@ Test(cli, sigterm_leaves_a_partial_run_with_a_verdict)
     }
     fclose(f);
     cr_expect(verdict && partial, "a verdict line marked partial closes the file");
-    cr_expect_eq(WEXITSTATUS(st), 3, "a stopped run proves no leak and earns no pass: exit %d",
-                 WEXITSTATUS(st));
+    cr_expect_eq(code, 3, "a stopped run proves no leak and earns no pass: exit %d", code);
 }
 
 Test(cli, calibrate_writes_budgets_that_run_uses_and_records)
 {
-    char args[1024], path[600];
+    char path[600];
     snprintf(path, sizeof path, "%s/budgets.json", lg_test_tmpdir());
-    snprintf(args, sizeof args, "calibrate --runs 3 --sessions 8 --out '%s'", path);
-    struct lg_out o = run(args);
+    struct lg_out o = lg_runf(LEAKGATE_BIN, "calibrate --runs 3 --sessions 8 --out '%s'", path);
     cr_assert_eq(o.status, 0, "%s", o.text);
     cr_expect(strstr(o.text, "je_allocated") && strstr(o.text, "min n"),
               "the noise table is printed: %s", o.text);
     free(o.text);
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "the budgets file is written");
-    char buf[8192];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = '\0';
-    fclose(f);
+    char *buf = lg_slurp(path, NULL);
+    cr_assert_not_null(buf, "the budgets file is written");
     static const char *const members[] = {"\"schema\": \"leakgate.budgets/1\"",
                                           "\"machine\"",
                                           "\"device\": \"cpu\"",
@@ -303,37 +225,30 @@ Test(cli, calibrate_writes_budgets_that_run_uses_and_records)
                                           "\"date\"",
                                           "\"observed\"",
                                           "\"rss\""};
-    for (size_t k = 0; k < sizeof members / sizeof members[0]; k++)
+    for (size_t k = 0; k < LG_ARRAY_LEN(members); k++)
         cr_expect(strstr(buf, members[k]), "the file names %s:\n%s", members[k], buf);
-    snprintf(args, sizeof args, "run --sessions 8 --quiet --no-reports --budgets '%s' --out '%s/r'",
-             path, lg_test_tmpdir());
-    o = run(args);
+    free(buf);
+    o = lg_runf(LEAKGATE_BIN, "run --sessions 8 --quiet --no-reports --budgets '%s' --out '%s/r'",
+                path, lg_test_tmpdir());
     cr_expect_eq(o.status, 0, "%s", o.text);
     free(o.text);
-    snprintf(args, sizeof args, "grep -q 'budgets.json: measured on' '%s/r/results.jsonl'",
-             lg_test_tmpdir());
-    cr_expect_eq(system(args), 0, "the results record the budgets' real source");
-    /* bad input */
-    o = run("calibrate --runs 1");
-    cr_expect_eq(o.status, 2, "%s", o.text);
-    cr_expect(strstr(o.text, "--runs: '1' is not an integer in 2..10000"), "%s", o.text);
-    free(o.text);
-    o = run("run --budgets /nonexistent.json");
-    cr_expect_eq(o.status, 2, "%s", o.text);
-    cr_expect(strstr(o.text, "/nonexistent.json: cannot open the budgets file"), "%s", o.text);
-    free(o.text);
-    o = run("calibrate --inject adam-state");
-    cr_expect_eq(o.status, 2, "calibration runs clean workloads only: %s", o.text);
-    free(o.text);
+    cr_expect_eq(
+        lg_shell("grep -q 'budgets.json: measured on' '%s/r/results.jsonl'", lg_test_tmpdir()), 0,
+        "the results record the budgets' real source");
+    static const struct lg_usage_case bad[] = {
+        {"calibrate --runs 1", "--runs: '1' is not an integer in 2..10000"},
+        {"run --budgets /nonexistent.json", "/nonexistent.json: cannot open the budgets file"},
+        {"calibrate --inject adam-state", ""}, /* calibration runs clean workloads only */
+    };
+    lg_expect_usage_errors(LEAKGATE_BIN, bad, LG_ARRAY_LEN(bad));
 }
 
 Test(cli, raw_malloc_is_named_by_its_allocating_function)
 {
-    char args[512];
-    snprintf(args, sizeof args,
-             "run --sessions 8 --modes fp32 --no-reports --out '%s/out' --inject raw-malloc:256KiB",
-             lg_test_tmpdir());
-    struct lg_out o = run(args);
+    struct lg_out o = lg_runf(
+        LEAKGATE_BIN,
+        "run --sessions 8 --modes fp32 --no-reports --out '%s/out' --inject raw-malloc:256KiB",
+        lg_test_tmpdir());
     cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
     const char *attr = strstr(o.text, "untagged growth by allocation stack");
     cr_expect(attr && strstr(attr, "raw_faults (trainer.c:"), "names raw_faults:\n%s", o.text);

@@ -38,29 +38,11 @@ static struct rpt_results *results(void)
     return r;
 }
 
-/* The verdict table's line for a channel ("" when absent). */
-static const char *line_of(const char *text, const char *channel, char *buf, size_t size)
-{
-    buf[0] = '\0';
-    size_t cl = strlen(channel);
-    for (const char *p = text; p && *p;) {
-        const char *nl = strchr(p, '\n');
-        size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        if (len > cl && !strncmp(p, channel, cl) && p[cl] == ' ') {
-            snprintf(buf, size, "%.*s", (int)len, p);
-            break;
-        }
-        p = nl ? nl + 1 : NULL;
-    }
-    return buf;
-}
-
 static void expect_channel(const char *text, const char *channel, const char *status)
 {
-    char line[1024], want[64];
-    line_of(text, channel, line, sizeof line);
+    char want[64];
     snprintf(want, sizeof want, " %s ", status);
-    cr_expect(strstr(line, want) != NULL, "channel %s should be %s:\n%s", channel, status, text);
+    lg_expect_says(text, &(struct lg_says){channel, want, "its status"}, 1, false);
 }
 
 /* The first frame of the run's attribution: the latest measured session's top growth stack. */
@@ -139,14 +121,10 @@ Test(exec, the_clean_twin_passes)
 Test(exec, tag_scopes_and_the_reference_ledger_are_exact)
 {
     struct lg_out o = exec_run("--no-reports --stacks", EXEC_CLEAN, "6 tag-leak ref-leak");
-    char line[1024];
     cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
-    expect_channel(o.text, "tagged_host", "leak");
-    cr_expect(strstr(line_of(o.text, "tagged_host", line, sizeof line), "model/weights"), "%s",
-              line);
-    expect_channel(o.text, "refs", "leak");
-    cr_expect(strstr(line_of(o.text, "refs", line, sizeof line), "retained at main (leaky.c:"),
-              "%s", line);
+    LG_EXPECT_SAYS(o.text, {"tagged_host", " leak ", "the tag's leak"},
+                   {"tagged_host", "model/weights", "the tag"}, {"refs", " leak ", "the extra ref"},
+                   {"refs", "retained at main (leaky.c:", "the retain site"});
     free(o.text);
     struct rpt_results *r = results();
     const struct rpt_session *s = &r->sessions[2];
@@ -252,10 +230,8 @@ Test(exec, many_threads_allocating_at_once)
     expect_channel(o.text, "tagged_host", "pass");
     free(o.text);
     o = exec_run("--no-reports", EXEC_THREADS, "6 12 leak");
-    char line[1024];
     cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
-    cr_expect(strstr(line_of(o.text, "tagged_host", line, sizeof line), "worker/3, 64.00 KiB"),
-              "%s", o.text);
+    LG_EXPECT_SAYS(o.text, {"tagged_host", "worker/3, 64.00 KiB", "the thread's tag"});
     free(o.text);
     struct rpt_results *r = results();
     for (int i = 0; i < r->n_sessions; i++)
@@ -281,11 +257,9 @@ Test(exec, device_memory_through_the_cuda_calls)
                  "4 MiB a session, by pointer");
     rpt_results_free(r);
     o = exec_run("--no-reports", EXEC_DEVICE, "8 tag-leak");
-    char line[1024];
     cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
-    expect_channel(o.text, "tagged_device", "leak");
-    cr_expect(strstr(line_of(o.text, "tagged_device", line, sizeof line), "act/device.scratch"),
-              "%s", line);
+    LG_EXPECT_SAYS(o.text, {"tagged_device", " leak ", "the device leak"},
+                   {"tagged_device", "act/device.scratch", "the tag"});
     free(o.text);
 }
 
@@ -406,9 +380,7 @@ Test(exec, options_shared_with_run_and_the_users_malloc_conf)
     struct lg_out o = exec_run("--no-reports --require tagged_host,rss --session-marker '^epoch'",
                                EXEC_MARKER, "8");
     cr_expect_eq(o.status, 3, "exit %d:\n%s", o.status, o.text);
-    char line[1024];
-    cr_expect(strstr(line_of(o.text, "tagged_host", line, sizeof line), "yes unavailable"), "%s",
-              o.text);
+    LG_EXPECT_SAYS(o.text, {"tagged_host", "yes unavailable", "no API: not measured"});
     free(o.text);
     /* the user's MALLOC_CONF comes last and wins: prof:false turns attribution off, not counters */
     char cmd[2048];

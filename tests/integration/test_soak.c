@@ -22,68 +22,6 @@
 
 TestSuite(soak, .init = lg_test_setup, .fini = lg_test_teardown, .timeout = 240);
 
-/* Runs leakgate with args (a shell fragment) and captures everything it prints. */
-static struct lg_out run(const char *args) { return lg_run(LEAKGATE_BIN, args); }
-
-/* Starts leakgate in the background (argv after the program name, NULL-terminated), output
- * to log. */
-static pid_t spawn(const char *log, char *const argv[])
-{
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        execv(LEAKGATE_BIN, argv);
-        _exit(127);
-    }
-    return pid;
-}
-
-static int wait_exit(pid_t pid)
-{
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    cr_assert(WIFEXITED(st), "leakgate ended by itself, not by signal %d",
-              WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-    return WEXITSTATUS(st);
-}
-
-/* The verdict table's line for a channel ("" when absent). */
-static const char *line_of(const char *text, const char *channel, char *buf, size_t size)
-{
-    size_t cl = strlen(channel);
-    buf[0] = '\0';
-    for (const char *p = text; p && *p;) {
-        const char *nl = strchr(p, '\n');
-        size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        if (len > cl && strncmp(p, channel, cl) == 0 && p[cl] == ' ') {
-            snprintf(buf, size, "%.*s", (int)len, p);
-            break;
-        }
-        p = nl ? nl + 1 : NULL;
-    }
-    return buf;
-}
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0, k;
-    char *s = malloc(cap);
-    while ((k = fread(s + n, 1, cap - n - 1, f)) > 0) {
-        n += k;
-        if (n + 1 >= cap) s = realloc(s, cap *= 2);
-    }
-    s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
 /* ---- a small parser of the Prometheus text exposition format (0.0.4) ------------------------- */
 
 static bool metric_name(const char **p)
@@ -207,15 +145,12 @@ Test(soak, the_exposition_checker_rejects_malformed_text)
 
 Test(soak, clean_100_sessions_pass_with_compact_results_metrics_and_reports)
 {
-    char args[512], path[600], line[1024];
-    snprintf(args, sizeof args, "soak --sessions 100 --quiet --out '%s/clean'", lg_test_tmpdir());
-    struct lg_out o = run(args);
+    char path[600];
+    struct lg_out o =
+        lg_runf(LEAKGATE_BIN, "soak --sessions 100 --quiet --out '%s/clean'", lg_test_tmpdir());
     cr_expect_eq(o.status, 0, "exit %d:\n%s", o.status, o.text);
-    cr_expect(strstr(o.text, "PASS") != NULL, "%s", o.text);
-    cr_expect(strstr(line_of(o.text, "je_allocated", line, sizeof line), " pass ") != NULL, "%s",
-              o.text);
-    cr_expect(strstr(line_of(o.text, "rss", line, sizeof line), "within budget") != NULL, "%s",
-              line);
+    LG_EXPECT_SAYS(o.text, {NULL, "PASS", "the verdict"}, {"je_allocated", " pass ", "clean"},
+                   {"rss", "within budget", "clean"});
     free(o.text);
 
     snprintf(path, sizeof path, "%s/clean/results.jsonl", lg_test_tmpdir());
@@ -235,7 +170,7 @@ Test(soak, clean_100_sessions_pass_with_compact_results_metrics_and_reports)
     rpt_results_free(r);
 
     snprintf(path, sizeof path, "%s/clean/metrics.prom", lg_test_tmpdir());
-    char *m = slurp(path), why[300];
+    char *m = lg_slurp(path, NULL), why[300];
     cr_assert_not_null(m, "metrics.prom written");
     const char *bad = prom_check(m, why, sizeof why);
     cr_expect(bad == NULL, "%s\n%s", bad, m);
@@ -259,36 +194,31 @@ Test(soak, clean_100_sessions_pass_with_compact_results_metrics_and_reports)
 
 Test(soak, a_slow_leak_starting_at_session_40_is_caught_by_the_trend_test)
 {
-    char args[512], line[1024];
-    snprintf(
-        args, sizeof args,
+    char line[1024];
+    struct lg_out o = lg_runf(
+        LEAKGATE_BIN,
         "soak --sessions 100 --quiet --no-reports --out '%s/leak' --inject raw-malloc:256KiB@40",
         lg_test_tmpdir());
-    struct lg_out o = run(args);
     cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
-    line_of(o.text, "je_allocated", line, sizeof line);
-    cr_expect(strstr(line, " leak ") != NULL, "je_allocated should say leak:\n%s", o.text);
+    LG_EXPECT_SAYS(o.text, {"je_allocated", " leak ", "the trend test"},
+                   {"je_allocated", "256.00 KiB/session", "the final window's slope is the leak"},
+                   {"tagged_host", " pass ", "untagged"}, {NULL, "je_allocated", "the channel"},
+                   {NULL, "LEAK", "the verdict"});
+    lg_line_of(o.text, "je_allocated", line, sizeof line);
     const char *at = strstr(line, "alarm at session ");
     cr_assert_not_null(at, "the alarm's session is named: %s", line);
     int session = atoi(at + strlen("alarm at session "));
     cr_expect(session >= 40 && session <= 60,
               "the alarm fires at or after session 40 (soon): %d\n%s", session, line);
-    cr_expect(strstr(line, "256.00 KiB/session") != NULL,
-              "the final window's slope is the leak: %s", line);
-    cr_expect(strstr(line_of(o.text, "tagged_host", line, sizeof line), " pass ") != NULL,
-              "untagged: %s", line);
-    cr_expect(strstr(o.text, "je_allocated") && strstr(o.text, "LEAK"), "%s", o.text);
     free(o.text);
 }
 
 /* Runs a 200-session soak with one fault; returns its exit status, *text what it printed. */
 static int soak_200(const char *inject, const char *name, char **text)
 {
-    char args[600];
-    snprintf(args, sizeof args,
-             "soak --sessions 200 --quiet --no-reports --inject %s --out '%s/%s'", inject,
-             lg_test_tmpdir(), name);
-    struct lg_out o = run(args);
+    struct lg_out o =
+        lg_runf(LEAKGATE_BIN, "soak --sessions 200 --quiet --no-reports --inject %s --out '%s/%s'",
+                inject, lg_test_tmpdir(), name);
     *text = o.text;
     return o.status;
 }
@@ -299,43 +229,37 @@ Test(soak, leaks_that_come_in_steps_are_caught_over_200_sessions)
      * sessions start at index 2 (one warm-up per mode) */
     static const char *const faults[] = {"raw-malloc:1MiB@2/40", "raw-malloc:512KiB@2/25"};
     for (size_t k = 0; k < 2; k++) {
-        char *text, line[1024], name[16];
+        char *text, name[16];
         snprintf(name, sizeof name, "steps%zu", k);
         int st = soak_200(faults[k], name, &text);
         cr_expect_eq(st, 1, "%s: exit %d, expected 1 (leak):\n%s", faults[k], st, text);
-        line_of(text, "je_allocated", line, sizeof line);
-        cr_expect(strstr(line, " leak ") && strstr(line, "steps alarm"),
-                  "%s: je_allocated should name the steps:\n%s", faults[k], line);
+        LG_EXPECT_SAYS(text, {"je_allocated", " leak ", faults[k]},
+                       {"je_allocated", "steps alarm", faults[k]});
         free(text);
     }
 }
 
 Test(soak, noise_raises_no_alarm_over_200_sessions)
 {
-    char *text, line[1024];
+    char *text;
     int st = soak_200("raw-noise:48KiB", "noise", &text);
     cr_expect_eq(st, 0, "noise is not a leak: exit %d\n%s", st, text);
     static const char *const ch[] = {"je_allocated", "je_active", "je_resident", "rss"};
     for (int c = 0; c < 4; c++)
-        cr_expect(strstr(line_of(text, ch[c], line, sizeof line), " leak ") == NULL &&
-                      !strstr(line, "alarm"),
-                  "%s: %s", ch[c], line);
-    cr_expect(strstr(text, "ALARM") == NULL, "%s", text);
+        LG_EXPECT_NOT_SAYS(text, {ch[c], " leak ", "noise"}, {ch[c], "alarm", "noise"});
+    LG_EXPECT_NOT_SAYS(text, {NULL, "ALARM", "noise"});
     free(text);
 }
 
 Test(soak, two_one_off_steps_in_a_40_session_gate_are_reported_not_called_a_leak)
 {
-    char args[600], line[1024];
-    snprintf(
-        args, sizeof args,
+    struct lg_out o = lg_runf(
+        LEAKGATE_BIN,
         "run --quiet --no-reports --inject raw-mmap:2MiB@10/1000 --inject raw-mmap:2MiB@25/1000 --out '%s/oneoff'",
         lg_test_tmpdir());
-    struct lg_out o = run(args);
     cr_expect_neq(o.status, 1, "not a leak: exit %d\n%s", o.status, o.text);
-    line_of(o.text, "rss", line, sizeof line);
-    cr_expect(strstr(line, "2 one-off step(s)") && strstr(line, "not called a leak"),
-              "the steps are reported: %s", line);
+    LG_EXPECT_SAYS(o.text, {"rss", "2 one-off step(s)", "the steps are reported"},
+                   {"rss", "not called a leak", "the steps are reported"});
     free(o.text);
 }
 
@@ -348,7 +272,8 @@ Test(soak, sigterm_finishes_the_session_writes_the_verdict_and_metrics_are_repla
     snprintf(tmp, sizeof tmp, "%s.tmp", metrics);
     snprintf(log, sizeof log, "%s/log", lg_test_tmpdir());
     pid_t pid =
-        spawn(log, (char *const[]){"leakgate", "soak", "--sessions", "100000", "--out", out, NULL});
+        lg_spawn(LEAKGATE_BIN, log,
+                 (char *const[]){"leakgate", "soak", "--sessions", "100000", "--out", out, NULL});
     /* read the metrics while it is being rewritten: every read is a whole file */
     double sessions = 0;
     int reads = 0, inodes = 0;
@@ -357,7 +282,7 @@ Test(soak, sigterm_finishes_the_session_writes_the_verdict_and_metrics_are_repla
     for (int tries = 0; tries < 1200 && sessions < 8; tries++) {
         usleep(10000);
         struct stat st;
-        char *m = slurp(metrics);
+        char *m = lg_slurp(metrics, NULL);
         if (!m) continue;
         const char *bad = prom_check(m, why, sizeof why);
         cr_assert(bad == NULL, "read %d: %s\n%s", reads, bad, m);
@@ -375,8 +300,8 @@ Test(soak, sigterm_finishes_the_session_writes_the_verdict_and_metrics_are_repla
                   "the file is replaced (rename), not rewritten in place: %d inodes in %d reads",
                   inodes, reads);
     kill(pid, SIGTERM);
-    int code = wait_exit(pid);
-    char *text = slurp(log);
+    int code = lg_wait_exit(pid);
+    char *text = lg_slurp(log, NULL);
     cr_expect_eq(code, 3, "a stopped soak proves no leak and earns no pass:\n%s", text);
     cr_expect(strstr(text, "partial") != NULL, "%s", text);
     free(text);
@@ -388,7 +313,7 @@ Test(soak, sigterm_finishes_the_session_writes_the_verdict_and_metrics_are_repla
     cr_expect_eq(r->truncated_lines, 0, "the current session finished before the verdict");
     cr_expect_geq(r->verdict.sessions_measured, 8);
     rpt_results_free(r);
-    char *m = slurp(metrics);
+    char *m = lg_slurp(metrics, NULL);
     cr_assert_not_null(m);
     cr_expect(prom_check(m, why, sizeof why) == NULL, "%s", why);
     cr_expect_eq(prom_value(m, "leakgate_soak_running"), 0, "%s", m);
@@ -401,11 +326,11 @@ Test(soak, sigterm_finishes_the_session_writes_the_verdict_and_metrics_are_repla
 
 Test(soak, its_own_memory_stays_flat_over_300_sessions)
 {
-    char args[512], path[600];
-    snprintf(args, sizeof args,
-             "soak --sessions 300 --steps 2 --modes fp32 --quiet --no-reports --out '%s/flat'",
-             lg_test_tmpdir());
-    struct lg_out o = run(args);
+    char path[600];
+    struct lg_out o =
+        lg_runf(LEAKGATE_BIN,
+                "soak --sessions 300 --steps 2 --modes fp32 --quiet --no-reports --out '%s/flat'",
+                lg_test_tmpdir());
     cr_expect_eq(o.status, 0, "the soak's own verdict on its clean run passes (exit %d):\n%s",
                  o.status, o.text);
     free(o.text);
@@ -442,11 +367,9 @@ Test(soak, its_own_memory_stays_flat_over_300_sessions)
 
 Test(soak, a_duration_plan_ends_on_time_and_is_not_partial)
 {
-    char args[512];
-    snprintf(args, sizeof args, "soak --duration 3s --quiet --no-reports --out '%s/dur'",
-             lg_test_tmpdir());
     double t0 = lg_now();
-    struct lg_out o = run(args);
+    struct lg_out o = lg_runf(
+        LEAKGATE_BIN, "soak --duration 3s --quiet --no-reports --out '%s/dur'", lg_test_tmpdir());
     double took = lg_now() - t0;
     cr_expect_eq(o.status, 0, "%s", o.text);
     cr_expect(took >= 3 && took < 60, "took %.1f s", took);
@@ -456,9 +379,7 @@ Test(soak, a_duration_plan_ends_on_time_and_is_not_partial)
 
 Test(soak, bad_options_exit_2_with_a_message)
 {
-    static const struct {
-        const char *args, *needle;
-    } cases[] = {
+    static const struct lg_usage_case cases[] = {
         {"soak --shard 3/3", "need 0 <= i < n"},
         {"soak --shard two", "is not i/n"},
         {"soak --duration soon", "is not a duration"},
@@ -470,13 +391,7 @@ Test(soak, bad_options_exit_2_with_a_message)
         {"soak --frobnicate", "unknown option '--frobnicate'"},
         {"soak --metrics", "--metrics needs a value"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct lg_out o = run(cases[i].args);
-        cr_expect_eq(o.status, 2, "'%s': exit %d, expected 2\n%s", cases[i].args, o.status, o.text);
-        cr_expect(strstr(o.text, cases[i].needle) != NULL, "'%s' should say '%s':\n%s",
-                  cases[i].args, cases[i].needle, o.text);
-        free(o.text);
-    }
+    lg_expect_usage_errors(LEAKGATE_BIN, cases, LG_ARRAY_LEN(cases));
 }
 
 /* ---- shards and merge ------------------------------------------------------------------------ */
@@ -498,11 +413,11 @@ static void run_shards(const char *dir, int first, int last, const char *inject)
             argv[13] = (char *)inject;
             argv[14] = NULL;
         }
-        pids[i] = spawn(log[i], argv);
+        pids[i] = lg_spawn(LEAKGATE_BIN, log[i], argv);
     }
     for (int i = first; i <= last; i++) {
-        int code = wait_exit(pids[i]);
-        char *text = slurp(log[i]);
+        int code = lg_wait_exit(pids[i]);
+        char *text = lg_slurp(log[i], NULL);
         cr_expect_eq(code, inject ? 1 : 0, "shard %d/3: exit %d\n%s", i, code, text);
         free(text);
     }
@@ -510,15 +425,14 @@ static void run_shards(const char *dir, int first, int last, const char *inject)
 
 Test(soak, three_concurrent_shards_merge_into_one_plan_and_a_leaking_shard_is_named)
 {
-    char clean[600], leak[600], args[2400], path[700], line[1024];
+    char clean[600], leak[600], path[700];
     snprintf(clean, sizeof clean, "%s/clean", lg_test_tmpdir());
     snprintf(leak, sizeof leak, "%s/leak", lg_test_tmpdir());
     run_shards(clean, 0, 2, NULL);
     run_shards(leak, 1, 1, "raw-malloc:256KiB@20");
 
-    snprintf(args, sizeof args, "merge '%s/shard-*-of-3' -o '%s/merged'", clean,
-             lg_test_tmpdir()); /* a glob */
-    struct lg_out o = run(args);
+    struct lg_out o = lg_runf(LEAKGATE_BIN, "merge '%s/shard-*-of-3' -o '%s/merged'", clean,
+                              lg_test_tmpdir()); /* a glob */
     cr_expect_eq(o.status, 0, "exit %d:\n%s", o.status, o.text);
     cr_expect(strstr(o.text, "PASS: every shard") != NULL, "%s", o.text);
     for (int i = 0; i < 3; i++) {
@@ -553,15 +467,14 @@ Test(soak, three_concurrent_shards_merge_into_one_plan_and_a_leaking_shard_is_na
     cr_expect_eq(access(path, R_OK), 0, "the merged report is written");
 
     /* a shard killed before its verdict line: judged from its sessions, the merge is partial */
-    snprintf(args, sizeof args,
-             "mkdir -p '%s/cut/shard-2-of-3' && head -n -1 '%s/shard-2-of-3/results.jsonl' > "
-             "'%s/cut/shard-2-of-3/results.jsonl'",
-             lg_test_tmpdir(), clean, lg_test_tmpdir());
-    cr_assert_eq(system(args), 0);
-    snprintf(args, sizeof args,
-             "merge '%s/shard-0-of-3' '%s/shard-1-of-3' '%s/cut' -o '%s/m1' --no-reports", clean,
-             clean, lg_test_tmpdir(), lg_test_tmpdir());
-    o = run(args);
+    cr_assert_eq(
+        lg_shell("mkdir -p '%s/cut/shard-2-of-3' && head -n -1 '%s/shard-2-of-3/results.jsonl' > "
+                 "'%s/cut/shard-2-of-3/results.jsonl'",
+                 lg_test_tmpdir(), clean, lg_test_tmpdir()),
+        0);
+    o = lg_runf(LEAKGATE_BIN,
+                "merge '%s/shard-0-of-3' '%s/shard-1-of-3' '%s/cut' -o '%s/m1' --no-reports", clean,
+                clean, lg_test_tmpdir(), lg_test_tmpdir());
     cr_expect_eq(o.status, 3, "a shard cut short makes the merge inconclusive: exit %d:\n%s",
                  o.status, o.text);
     cr_expect(strstr(o.text, "partial soak: judged from the 22 session(s) on disk") != NULL, "%s",
@@ -569,37 +482,34 @@ Test(soak, three_concurrent_shards_merge_into_one_plan_and_a_leaking_shard_is_na
     cr_expect(strstr(o.text, "(partial: a shard was cut short)") != NULL, "%s", o.text);
     free(o.text);
 
-    snprintf(
-        args, sizeof args,
+    o = lg_runf(
+        LEAKGATE_BIN,
         "merge '%s/shard-0-of-3' '%s/shard-1-of-3/results.jsonl' '%s/shard-2-of-3' -o '%s/m2' --no-reports",
         clean, leak, clean, lg_test_tmpdir());
-    o = run(args);
     cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
     cr_expect(strstr(o.text, "LEAK: shard 1/3 leaked") != NULL,
               "the overall verdict names the shard:\n%s", o.text);
-    cr_expect(strstr(line_of(o.text, "je_allocated", line, sizeof line), " leak ") != NULL, "%s",
-              o.text);
-    cr_expect(strstr(line, "shard 1/3") != NULL, "%s", line);
+    LG_EXPECT_SAYS(o.text, {"je_allocated", " leak ", "the leaking shard"},
+                   {"je_allocated", "shard 1/3", "names the shard"});
     free(o.text);
 }
 
 Test(soak, merge_refuses_what_is_not_one_plan)
 {
-    char dir[600], args[2400];
+    char dir[600];
     snprintf(dir, sizeof dir, "%s/p", lg_test_tmpdir());
     /* a 3-shard plan of 12 sessions with shard 1 missing, one of another plan, and a run */
-    snprintf(args, sizeof args,
-             "soak --sessions 12 --shard 0/3 --quiet --no-reports --out '%s' && "
-             "'%s' soak --sessions 12 --shard 2/3 --quiet --no-reports --out '%s' && "
-             "'%s' soak --sessions 15 --shard 1/3 --quiet --no-reports --out '%s/other' && "
-             "'%s' run --sessions 4 --quiet --no-reports --out '%s/run'",
-             dir, LEAKGATE_BIN, dir, LEAKGATE_BIN, dir, LEAKGATE_BIN, dir);
-    struct lg_out o = run(args);
+    struct lg_out o =
+        lg_runf(LEAKGATE_BIN,
+                "soak --sessions 12 --shard 0/3 --quiet --no-reports --out '%s' && "
+                "'%s' soak --sessions 12 --shard 2/3 --quiet --no-reports --out '%s' && "
+                "'%s' soak --sessions 15 --shard 1/3 --quiet --no-reports --out '%s/other' && "
+                "'%s' run --sessions 4 --quiet --no-reports --out '%s/run'",
+                dir, LEAKGATE_BIN, dir, LEAKGATE_BIN, dir, LEAKGATE_BIN, dir);
     cr_assert_eq(o.status, 0, "%s", o.text);
     free(o.text);
-    static const struct {
-        const char *fmt, *needle;
-    } cases[] = {
+    /* args: a format, each %s the plan's directory */
+    static const struct lg_usage_case cases[] = {
         {"merge '%s' -o '%s/m'", "1 shard(s) of 3 missing: 1/3"},
         {"merge '%s' '%s/other' -o '%s/m'",
          "are not shards of one plan: their plan sessions differ"},
@@ -609,13 +519,11 @@ Test(soak, merge_refuses_what_is_not_one_plan)
         {"merge '%s/nowhere' -o '%s/m'", "no such results file or directory"},
         {"merge '%s'", "name the output directory with -o OUT"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char a[2400];
-        snprintf(a, sizeof a, cases[i].fmt, dir, dir, dir);
-        o = run(a);
-        cr_expect_eq(o.status, 2, "'%s': exit %d, expected 2\n%s", a, o.status, o.text);
-        cr_expect(strstr(o.text, cases[i].needle) != NULL, "'%s' should say '%s':\n%s", a,
-                  cases[i].needle, o.text);
-        free(o.text);
+    struct lg_usage_case in_dir[LG_ARRAY_LEN(cases)];
+    char args[LG_ARRAY_LEN(cases)][2400];
+    for (size_t i = 0; i < LG_ARRAY_LEN(cases); i++) {
+        snprintf(args[i], sizeof args[i], cases[i].args, dir, dir, dir);
+        in_dir[i] = (struct lg_usage_case){args[i], cases[i].needle};
     }
+    lg_expect_usage_errors(LEAKGATE_BIN, in_dir, LG_ARRAY_LEN(cases));
 }
