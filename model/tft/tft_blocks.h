@@ -3,8 +3,8 @@
  * parameters under the spec's names, and a forward made of autograd ops.
  *
  *   struct tft_grn g;
- *   tft_grn_init(&g, vm, "enrich", H, H, H, H);          // enrich.fc1.weight, enrich.ctx.weight,
- * ... struct tn_tensor *theta = tft_grn_forward(m, ctx, &g, phi, c_e);
+ *   tft_grn_init(&g, vm, "enrich", H, H, H, H);  // enrich.fc1.weight, enrich.ctx.weight, ...
+ *   struct tn_tensor *theta = tft_grn_forward(m, ctx, &g, phi, c_e);
  */
 #ifndef LG_TFT_BLOCKS_H
 #define LG_TFT_BLOCKS_H

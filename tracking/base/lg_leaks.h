@@ -7,8 +7,9 @@
  *
  *   struct trk_leaks *lk = NULL;
  *   trk_session_end(trk, &lk);
- *   s->groups = lk->groups;  s->n_groups = (int)lk->n_groups;  lk->groups = NULL;  lk->n_groups =
- * 0; lg_leak_classes(s->groups, s->n_groups, &s->classes, &s->n_classes);   // "varmap": 3.16 MiB
+ *   s->groups = lk->groups;  s->n_groups = (int)lk->n_groups;     // the session takes them
+ *   lk->groups = NULL;  lk->n_groups = 0;
+ *   lg_leak_classes(s->groups, s->n_groups, &s->classes, &s->n_classes);  // "varmap": 3.16 MiB
  *   trk_leaks_free(lk);                      // what it still owns
  *   ...
  *   lg_leak_groups_free(s->groups, s->n_groups);
