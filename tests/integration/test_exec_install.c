@@ -2,27 +2,13 @@
  * then a program built against it with pkg-config and another with find_package(leakgate), each
  * run under that prefix's own `leakgate exec` (its agent found beside it, not in the build). */
 #define _GNU_SOURCE
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "lg_test.h"
 
 TestSuite(exec_install, .init = lg_test_setup, .fini = lg_test_teardown, .timeout = 600);
-
-/* Runs a shell command (formatted); its exit status, output on stderr. */
-static int sh(const char *fmt, ...)
-{
-    char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
 
 static const char *prefix(void) { return lg_test_tmpfile("prefix"); }
 
@@ -30,7 +16,7 @@ static const char *prefix(void) { return lg_test_tmpfile("prefix"); }
 static void install(char *buf, size_t size)
 {
     snprintf(buf, size, "%s", prefix());
-    cr_assert_eq(sh("cmake --install '%s' --prefix '%s' >/dev/null", LG_BUILD_DIR, buf), 0,
+    cr_assert_eq(lg_shell("cmake --install '%s' --prefix '%s' >/dev/null", LG_BUILD_DIR, buf), 0,
                  "cmake --install");
 }
 
@@ -39,14 +25,15 @@ Test(exec_install, pkg_config_builds_a_program_that_the_installed_exec_gates)
     char pre[600];
     install(pre, sizeof pre);
     const char *bin = lg_test_tmpfile("leaky");
-    cr_assert_eq(sh("PKG_CONFIG_PATH='%s/lib/pkgconfig' pkg-config --exists leakgate", pre), 0,
-                 "pkg-config finds leakgate.pc under the prefix");
+    cr_assert_eq(lg_shell("PKG_CONFIG_PATH='%s/lib/pkgconfig' pkg-config --exists leakgate", pre),
+                 0, "pkg-config finds leakgate.pc under the prefix");
     cr_assert_eq(
-        sh("cc -g -O1 -o '%s' '%s/tests/exec/leaky.c' $(PKG_CONFIG_PATH='%s/lib/pkgconfig' "
-           "pkg-config "
-           "--cflags --libs leakgate) -Wl,-rpath,$(PKG_CONFIG_PATH='%s/lib/pkgconfig' pkg-config "
-           "--variable=libdir leakgate)",
-           bin, LG_SOURCE_DIR, pre, pre),
+        lg_shell(
+            "cc -g -O1 -o '%s' '%s/tests/exec/leaky.c' $(PKG_CONFIG_PATH='%s/lib/pkgconfig' "
+            "pkg-config "
+            "--cflags --libs leakgate) -Wl,-rpath,$(PKG_CONFIG_PATH='%s/lib/pkgconfig' pkg-config "
+            "--variable=libdir leakgate)",
+            bin, LG_SOURCE_DIR, pre, pre),
         0, "cc $(pkg-config --cflags --libs leakgate)");
     char args[1200];
     snprintf(args, sizeof args, "exec --no-reports --out '%s/out' -- '%s' 8", lg_test_tmpdir(),
@@ -64,8 +51,9 @@ Test(exec_install, find_package_gives_the_target_and_the_executable)
     char pre[600];
     install(pre, sizeof pre);
     const char *proj = lg_test_tmpfile("proj");
-    cr_assert_eq(sh("mkdir -p '%s' && cp '%s/tests/exec/leaky.c' '%s/'", proj, LG_SOURCE_DIR, proj),
-                 0);
+    cr_assert_eq(
+        lg_shell("mkdir -p '%s' && cp '%s/tests/exec/leaky.c' '%s/'", proj, LG_SOURCE_DIR, proj),
+        0);
     char path[700];
     snprintf(path, sizeof path, "%s/CMakeLists.txt", proj);
     FILE *f = fopen(path, "w");
@@ -79,12 +67,13 @@ Test(exec_install, find_package_gives_the_target_and_the_executable)
           "file(WRITE ${CMAKE_BINARY_DIR}/leakgate_exe.txt ${LEAKGATE_EXECUTABLE})\n",
           f);
     fclose(f);
-    cr_assert_eq(sh("cmake -S '%s' -B '%s/build' -DCMAKE_PREFIX_PATH='%s' >/dev/null && cmake "
-                    "--build '%s/build' "
-                    ">/dev/null",
-                    proj, proj, pre, proj),
-                 0, "find_package(leakgate) and leakgate::leakgate");
-    cr_expect_eq(sh("grep -qx '%s/bin/leakgate' '%s/build/leakgate_exe.txt'", pre, proj), 0,
+    cr_assert_eq(
+        lg_shell("cmake -S '%s' -B '%s/build' -DCMAKE_PREFIX_PATH='%s' >/dev/null && cmake "
+                 "--build '%s/build' "
+                 ">/dev/null",
+                 proj, proj, pre, proj),
+        0, "find_package(leakgate) and leakgate::leakgate");
+    cr_expect_eq(lg_shell("grep -qx '%s/bin/leakgate' '%s/build/leakgate_exe.txt'", pre, proj), 0,
                  "LEAKGATE_EXECUTABLE names the installed leakgate");
     char args[1200], leakgate[700];
     snprintf(args, sizeof args, "exec --no-reports --out '%s/out' -- '%s/build/trainer' 8",

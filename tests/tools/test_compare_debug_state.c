@@ -7,45 +7,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "lg_test.h"
 
 TestSuite(compare_debug_state, .init = lg_test_setup, .fini = lg_test_teardown, .timeout = 120);
 
-/* Exit status of the shell command `cmd`. */
-static int sh(const char *cmd)
-{
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 static void debug_state(const char *path, int seed)
 {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "'%s' debug-state --preset tiny --seed %d -o '%s' >/dev/null",
-             LEAKGATE_BIN, seed, path);
-    cr_assert_eq(sh(cmd), 0, "%s", cmd);
+    cr_assert_eq(lg_shell("'%s' debug-state --preset tiny --seed %d -o '%s' >/dev/null",
+                          LEAKGATE_BIN, seed, path),
+                 0, "debug-state --seed %d -o %s", seed, path);
 }
 
 Test(compare_debug_state, same_passes_other_seed_fails_missing_is_usage)
 {
     const char *d = lg_test_tmpdir();
-    char cmd[2048], one[1024], two[1024];
+    char one[1024], two[1024];
     snprintf(one, sizeof one, "%s/one.st", d);
     snprintf(two, sizeof two, "%s/two.st", d);
     debug_state(one, 1);
     debug_state(two, 2);
-    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' >/dev/null", COMPARE_BIN, one, one);
-    cr_expect_eq(sh(cmd), 0, "a file agrees with itself");
-    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' >/dev/null", COMPARE_BIN, one, two);
-    cr_expect_eq(sh(cmd), 1, "another seed: different parameters");
-    snprintf(cmd, sizeof cmd, "'%s' '%s' /nonexistent.st 2>/dev/null", COMPARE_BIN, one);
-    cr_expect_eq(sh(cmd), 2, "an unreadable file");
-    snprintf(cmd, sizeof cmd, "'%s' '%s' 2>/dev/null", COMPARE_BIN, one);
-    cr_expect_eq(sh(cmd), 2, "one file is a usage error");
-    snprintf(cmd, sizeof cmd, "'%s' --grad-atol -1 '%s' '%s' 2>/dev/null", COMPARE_BIN, one, one);
-    cr_expect_eq(sh(cmd), 2, "a negative tolerance is a usage error");
+    cr_expect_eq(lg_shell("'%s' '%s' '%s' >/dev/null", COMPARE_BIN, one, one), 0,
+                 "a file agrees with itself");
+    cr_expect_eq(lg_shell("'%s' '%s' '%s' >/dev/null", COMPARE_BIN, one, two), 1,
+                 "another seed: different parameters");
+    cr_expect_eq(lg_shell("'%s' '%s' /nonexistent.st 2>/dev/null", COMPARE_BIN, one), 2,
+                 "an unreadable file");
+    cr_expect_eq(lg_shell("'%s' '%s' 2>/dev/null", COMPARE_BIN, one), 2,
+                 "one file is a usage error");
+    cr_expect_eq(lg_shell("'%s' --grad-atol -1 '%s' '%s' 2>/dev/null", COMPARE_BIN, one, one), 2,
+                 "a negative tolerance is a usage error");
 }
 
 /* ---- a minimal reader of leakgate's own safetensors headers (tests link no model code) ---- */
@@ -57,27 +48,12 @@ struct st_raw {
 
 static void raw_read(struct st_raw *f, const char *path)
 {
-    FILE *fp = fopen(path, "rb");
-    cr_assert_not_null(fp, "%s", path);
-    fseek(fp, 0, SEEK_END);
-    f->size = (size_t)ftell(fp);
-    rewind(fp);
-    f->bytes = malloc(f->size + 1);
-    cr_assert_not_null(f->bytes);
-    cr_assert_eq(fread(f->bytes, 1, f->size, fp), f->size);
-    fclose(fp);
+    f->bytes = (unsigned char *)lg_slurp(path, &f->size);
+    cr_assert_not_null(f->bytes, "%s", path);
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = n << 8 | f->bytes[i];
     cr_assert_leq(8 + n, f->size);
     f->data = 8 + (size_t)n;
-}
-
-static void raw_write(const struct st_raw *f, const char *path)
-{
-    FILE *fp = fopen(path, "wb");
-    cr_assert_not_null(fp, "%s", path);
-    cr_assert_eq(fwrite(f->bytes, 1, f->size, fp), f->size);
-    cr_assert_eq(fclose(fp), 0);
 }
 
 /* The next F32 tensor whose name starts with `prefix`, from header position *pos: its name, and
@@ -115,7 +91,7 @@ static bool raw_next_f32(const struct st_raw *f, size_t *pos, const char *prefix
 Test(compare_debug_state, a_small_entry_far_off_passes_normwise_and_fails_elementwise)
 {
     const char *d = lg_test_tmpdir();
-    char one[1024], moved[1024], args[4096], name[LG_MAX_NAME];
+    char one[1024], moved[1024], name[LG_MAX_NAME];
     snprintf(one, sizeof one, "%s/one.st", d);
     snprintf(moved, sizeof moved, "%s/moved.st", d);
     debug_state(one, 1);
@@ -137,13 +113,12 @@ Test(compare_debug_state, a_small_entry_far_off_passes_normwise_and_fails_elemen
     float was = v[k], delta = 0.5e-4f * amax;
     cr_assert_gt(delta, 10 * (1e-6 + 1e-4 * fabsf(was)), "the move is far outside the bound");
     v[k] = was + delta;
-    raw_write(&f, moved);
+    lg_spit(moved, f.bytes, f.size);
     free(f.bytes);
     fprintf(stderr, "moved %s[flat %zu] from %.9g by %.3g (the tensor's largest is %.3g)\n", name,
             k, was, delta, amax);
 
-    snprintf(args, sizeof args, "'%s' '%s'", one, moved);
-    struct lg_out o = lg_run(COMPARE_BIN, args);
+    struct lg_out o = lg_runf(COMPARE_BIN, "'%s' '%s'", one, moved);
     cr_expect_eq(o.status, 1, "the elementwise bound fails it:\n%s", o.text);
     char at[LG_MAX_NAME + 2];
     snprintf(at, sizeof at, "%s[", name);
@@ -152,14 +127,12 @@ Test(compare_debug_state, a_small_entry_far_off_passes_normwise_and_fails_elemen
     cr_expect(strstr(o.text, "normwise relative error") == NULL, "normwise passes:\n%s", o.text);
     free(o.text);
 
-    snprintf(args, sizeof args, "--grad-atol 1 '%s' '%s'", one, moved);
-    o = lg_run(COMPARE_BIN, args);
+    o = lg_runf(COMPARE_BIN, "--grad-atol 1 '%s' '%s'", one, moved);
     cr_expect_eq(o.status, 0, "with the elementwise bound wide open, the normwise one passes:\n%s",
                  o.text);
     free(o.text);
 
-    snprintf(args, sizeof args, "--grad-atol 1 --grad-tol 1e-5 '%s' '%s'", one, moved);
-    o = lg_run(COMPARE_BIN, args);
+    o = lg_runf(COMPARE_BIN, "--grad-atol 1 --grad-tol 1e-5 '%s' '%s'", one, moved);
     cr_expect_eq(o.status, 1, "a normwise bound under the move (5e-5) fails it:\n%s", o.text);
     free(o.text);
 }

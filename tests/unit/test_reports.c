@@ -4,11 +4,9 @@
  * tags; hostile text is escaped; gnuplot missing is a clear error; compare's exit codes. */
 #define _GNU_SOURCE
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lg_test.h"
@@ -33,35 +31,14 @@ static char *slurp(const char *dir, const char *name) /* caller frees; NULL when
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    fclose(f);
-    return s;
+    return lg_slurp(path, NULL);
 }
 
 static bool exists(const char *dir, const char *name)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    return access(path, F_OK) == 0;
-}
-
-static int shell(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int shell(const char *fmt, ...)
-{
-    char cmd[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    return lg_exists(path);
 }
 
 static int count(const char *s, const char *pat)
@@ -110,7 +87,7 @@ static int check_figures(const struct rpt_results *r, const char *dir)
         cr_assert(w == ew && h == eh, "%s is %dx%d, expected %dx%d", png, w, h, ew, eh);
         /* a blank 1000x560 canvas compresses to ~3 KB; axes, text and data take far more */
         cr_assert_gt(bytes, 12000, "%s is nearly empty (%ld bytes)", png, bytes);
-        cr_assert_eq(shell("xmllint --noout '%s/%s'", dir, svg), 0, "%s is not well-formed XML",
+        cr_assert_eq(lg_shell("xmllint --noout '%s/%s'", dir, svg), 0, "%s is not well-formed XML",
                      svg);
         char *s = slurp(dir, svg);
         char size[64];
@@ -124,10 +101,10 @@ static int check_figures(const struct rpt_results *r, const char *dir)
 
 static void check_junit(const char *dir)
 {
-    cr_assert_eq(shell("xmllint --version >/dev/null 2>&1"), 0,
+    cr_assert_eq(lg_shell("xmllint --version >/dev/null 2>&1"), 0,
                  "xmllint is needed: apt-get install libxml2-utils");
-    cr_assert_eq(shell("xmllint --noout --schema '%s/docs/junit.xsd' '%s/junit.xml' 2>&1",
-                       LG_SOURCE_DIR, dir),
+    cr_assert_eq(lg_shell("xmllint --noout --schema '%s/docs/junit.xsd' '%s/junit.xml' 2>&1",
+                          LG_SOURCE_DIR, dir),
                  0, "junit.xml does not validate against docs/junit.xsd");
 }
 
@@ -154,14 +131,26 @@ static void check_html(const char *dir, const char *word, int plots)
 
 /* ---- artefacts from recorded results -------------------------------------------------------- */
 
+/* Writes every artefact of the recorded run `name`.jsonl into a fresh directory (its path in
+ * dir[512]), checks that `figures` figures apply and were drawn and that junit.xml validates.
+ * Freed with rpt_results_free. */
+static struct rpt_results *write_artefacts(const char *name, int figures, char *dir)
+{
+    char file[64];
+    snprintf(file, sizeof file, "%s.jsonl", name);
+    struct rpt_results *r = load(file);
+    snprintf(dir, 512, "%s", out_dir(name));
+    cr_assert_eq(rpt_write_all(r, dir, RPT_ALL), LG_OK, "%s", lg_errmsg());
+    cr_assert_eq(check_figures(r, dir), figures, "%s: figures that apply", name);
+    check_junit(dir);
+    return r;
+}
+
 Test(reports, clean_run_makes_every_artefact_and_says_pass)
 {
-    struct rpt_results *r = load("clean.jsonl");
-    const char *dir = out_dir("clean");
-    cr_assert_eq(rpt_write_all(r, dir, RPT_ALL), LG_OK, "%s", lg_errmsg());
-    cr_assert_eq(check_figures(r, dir), 3,
-                 "deltas, leaks and timeline; no trend for a 6-session run");
-    check_junit(dir);
+    char dir[512];
+    /* deltas, leaks and timeline; no trend for a 6-session run */
+    struct rpt_results *r = write_artefacts("clean", 3, dir);
     char *junit = slurp(dir, "junit.xml");
     cr_assert(strstr(junit, "<testsuites name=\"leakgate\""));
     cr_assert(strstr(junit, "failures=\"0\" errors=\"0\""), "a clean run has no failure");
@@ -187,11 +176,8 @@ Test(reports, clean_run_makes_every_artefact_and_says_pass)
 
 Test(reports, leaking_run_names_the_tags_and_the_retain_site)
 {
-    struct rpt_results *r = load("leaking.jsonl");
-    const char *dir = out_dir("leaking");
-    cr_assert_eq(rpt_write_all(r, dir, RPT_ALL), LG_OK, "%s", lg_errmsg());
-    cr_assert_eq(check_figures(r, dir), 3);
-    check_junit(dir);
+    char dir[512];
+    struct rpt_results *r = write_artefacts("leaking", 3, dir);
     char *junit = slurp(dir, "junit.xml");
     cr_assert_gt(count(junit, "<failure"), 6 * 6,
                  "each measured session fails on every leaking channel");
@@ -228,11 +214,8 @@ Test(reports, leaking_run_names_the_tags_and_the_retain_site)
 
 Test(reports, partial_run_reports_no_verdict)
 {
-    struct rpt_results *r = load("partial.jsonl");
-    const char *dir = out_dir("partial");
-    cr_assert_eq(rpt_write_all(r, dir, RPT_ALL), LG_OK, "%s", lg_errmsg());
-    cr_assert_eq(check_figures(r, dir), 3);
-    check_junit(dir);
+    char dir[512];
+    struct rpt_results *r = write_artefacts("partial", 3, dir);
     char *junit = slurp(dir, "junit.xml");
     cr_assert(strstr(
         junit,
@@ -253,12 +236,9 @@ Test(reports, partial_run_reports_no_verdict)
 
 Test(reports, soak_run_gets_the_trend_figure)
 {
-    struct rpt_results *r = load("soak.jsonl");
+    char dir[512];
+    struct rpt_results *r = write_artefacts("soak", 4, dir);
     cr_assert(rpt_figure_applies(r, RPT_FIG_TREND));
-    const char *dir = out_dir("soak");
-    cr_assert_eq(rpt_write_all(r, dir, RPT_ALL), LG_OK, "%s", lg_errmsg());
-    cr_assert_eq(check_figures(r, dir), 4);
-    check_junit(dir);
     char *svg = slurp(dir, "trend.svg");
     cr_assert(strstr(svg, "process RSS — LEAK"));
     cr_assert(strstr(svg, "Theil–Sen +96.33 KiB/session (budget 32.00 KiB/session)"),
@@ -274,11 +254,8 @@ Test(reports, soak_run_gets_the_trend_figure)
 
 Test(reports, device_run_plots_the_device_channels)
 {
-    struct rpt_results *r = load("device.jsonl");
-    const char *dir = out_dir("device");
-    cr_assert_eq(rpt_write_all(r, dir, RPT_ALL), LG_OK, "%s", lg_errmsg());
-    cr_assert_eq(check_figures(r, dir), 3);
-    check_junit(dir);
+    char dir[512];
+    struct rpt_results *r = write_artefacts("device", 3, dir);
     char *svg = slurp(dir, "deltas.svg");
     cr_assert(strstr(svg, "tagged device bytes — LEAK") &&
               strstr(svg, "whole GPU used, every process (driver view) — LEAK"));
@@ -551,13 +528,13 @@ Test(reports, compare_command_exit_codes)
     char *f[] = {"compare", "-h", NULL};
     cr_assert_eq(rpt_cmd_compare(2, f), 0);
     /* and through the standalone tool */
-    cr_assert_eq(shell("'%s' compare '%s' '%s' >/dev/null", LG_REPORT_TOOL, fixture("clean.jsonl"),
-                       fixture("leaking.jsonl")),
+    cr_assert_eq(lg_shell("'%s' compare '%s' '%s' >/dev/null", LG_REPORT_TOOL,
+                          fixture("clean.jsonl"), fixture("leaking.jsonl")),
                  1);
-    cr_assert_eq(shell("'%s' compare '%s' '%s' >/dev/null", LG_REPORT_TOOL, fixture("clean.jsonl"),
-                       fixture("clean2.jsonl")),
+    cr_assert_eq(lg_shell("'%s' compare '%s' '%s' >/dev/null", LG_REPORT_TOOL,
+                          fixture("clean.jsonl"), fixture("clean2.jsonl")),
                  3);
-    cr_assert_eq(shell("'%s' frobnicate 2>/dev/null", LG_REPORT_TOOL), 2);
+    cr_assert_eq(lg_shell("'%s' frobnicate 2>/dev/null", LG_REPORT_TOOL), 2);
 }
 
 Test(reports, report_command_usage_and_success)
@@ -583,7 +560,7 @@ Test(reports, report_command_usage_and_success)
     cr_assert_eq(rpt_cmd_report(5, noplots), 0);
     cr_assert(exists(d2, "junit.xml"));
     cr_assert_not(exists(d2, "deltas.png"));
-    cr_assert_eq(shell("'%s' report '%s' -o '%s/tool' >/dev/null", LG_REPORT_TOOL,
-                       fixture("leaking.jsonl"), lg_test_tmpdir()),
+    cr_assert_eq(lg_shell("'%s' report '%s' -o '%s/tool' >/dev/null", LG_REPORT_TOOL,
+                          fixture("leaking.jsonl"), lg_test_tmpdir()),
                  1, "the report's exit status is its verdict's");
 }

@@ -3,10 +3,9 @@
  * line and member, name tables, and every line valid against docs/results.schema.json. */
 #define _GNU_SOURCE
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
+#include <unistd.h>
 
 #include "lg_test.h"
 #include "rpt_impl.h"
@@ -15,47 +14,7 @@ TestSuite(results_io, .init = lg_test_setup, .fini = lg_test_teardown);
 
 /* ---- helpers ------------------------------------------------------------------------------- */
 
-static char *slurp(const char *path, size_t *len) /* caller frees */
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s) s[n] = '\0';
-    fclose(f);
-    if (len) *len = (size_t)n;
-    return s;
-}
-
-static void spit(const char *path, const char *s, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f);
-    cr_assert_eq(fwrite(s, 1, n, f), n);
-    fclose(f);
-}
-
-static const char *tmp_path(const char *name) { return lg_test_tmpfile(name); }
-
 static const char *fixture(const char *name) { return lg_test_datafile("results", name); }
-
-static int shell(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int shell(const char *fmt, ...)
-{
-    char cmd[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
 
 static const char *python3(void)
 {
@@ -323,10 +282,10 @@ Test(results_io, write_then_load_keeps_every_field)
     struct rpt_run run;
     struct rpt_session s[3];
     struct rpt_verdict v;
-    const char *path = tmp_path("rt.jsonl");
+    const char *path = lg_test_tmpfile("rt.jsonl");
     write_sample(path, &run, s, &v);
 
-    char *text = slurp(path, NULL);
+    char *text = lg_slurp(path, NULL);
     int lines = 0;
     for (char *p = text; *p; p++) lines += *p == '\n';
     cr_assert_eq(lines, 5, "one line per record: run, 3 sessions, verdict");
@@ -357,10 +316,10 @@ Test(results_io, each_line_is_on_disk_when_the_call_returns)
     struct rpt_session s;
     fill_run(&run);
     fill_session(&s, 1, false);
-    const char *path = tmp_path("live.jsonl");
+    const char *path = lg_test_tmpfile("live.jsonl");
     struct rpt_writer *w = NULL;
     cr_assert_eq(rpt_writer_open(&w, path, &run), LG_OK);
-    char *t = slurp(path, NULL);
+    char *t = lg_slurp(path, NULL);
     cr_assert(t && strncmp(t, "{\"type\":\"run\"", 13) == 0 && strchr(t, '\n'),
               "run line written at open");
     free(t);
@@ -395,7 +354,7 @@ Test(results_io, bytes_that_are_not_utf8_become_question_marks)
     fill_run(&run);
     fill_session(&s, 1, false);
     strcpy(s.groups[0].tag, "varmap/bad\xff\xc3(name");
-    const char *path = tmp_path("utf8.jsonl");
+    const char *path = lg_test_tmpfile("utf8.jsonl");
     struct rpt_writer *w = NULL;
     cr_assert_eq(rpt_writer_open(&w, path, &run), LG_OK);
     cr_assert_eq(rpt_writer_session(w, &s), LG_OK, "%s", lg_errmsg());
@@ -447,19 +406,19 @@ Test(results_io, recorded_fixtures_load_with_their_verdicts)
 Test(results_io, a_run_cut_short_anywhere_in_its_last_line_loads)
 {
     size_t n;
-    char *text = slurp(fixture("leaking.jsonl"), &n);
+    char *text = lg_slurp(fixture("leaking.jsonl"), &n);
     cr_assert_not_null(text);
     cr_assert_eq(text[n - 1], '\n');
     size_t verdict_start = n - 1, session_start;
     while (text[verdict_start - 1] != '\n') verdict_start--;
     session_start = verdict_start - 1;
     while (text[session_start - 1] != '\n') session_start--;
-    const char *path = tmp_path("cut.jsonl");
+    const char *path = lg_test_tmpfile("cut.jsonl");
     size_t vlen = n - 1 - verdict_start, slen = verdict_start - 1 - session_start;
     /* cut inside the verdict line: 8 sessions, no verdict */
     size_t cuts[] = {1, 2, vlen / 3, vlen / 2, vlen - 1};
     for (size_t k = 0; k < LG_ARRAY_LEN(cuts); k++) {
-        spit(path, text, verdict_start + cuts[k]);
+        lg_spit(path, text, verdict_start + cuts[k]);
         struct rpt_results *r = NULL;
         cr_assert_eq(rpt_results_load(&r, path), LG_OK, "cut at %zu: %s", cuts[k], lg_errmsg());
         cr_assert_eq(r->n_sessions, 8);
@@ -468,20 +427,20 @@ Test(results_io, a_run_cut_short_anywhere_in_its_last_line_loads)
         rpt_results_free(r);
     }
     /* cut inside the last session line: 7 sessions */
-    spit(path, text, session_start + slen / 2);
+    lg_spit(path, text, session_start + slen / 2);
     struct rpt_results *r = NULL;
     cr_assert_eq(rpt_results_load(&r, path), LG_OK, "%s", lg_errmsg());
     cr_assert_eq(r->n_sessions, 7);
     cr_assert_eq(r->truncated_lines, 1);
     rpt_results_free(r);
     /* cut exactly before the last newline: the record is complete */
-    spit(path, text, n - 1);
+    lg_spit(path, text, n - 1);
     cr_assert_eq(rpt_results_load(&r, path), LG_OK, "%s", lg_errmsg());
     cr_assert(r->has_verdict);
     cr_assert_eq(r->truncated_lines, 0);
     rpt_results_free(r);
     /* only a cut run line: nothing to report from */
-    spit(path, text, 40);
+    lg_spit(path, text, 40);
     cr_assert_eq(rpt_results_load(&r, path), LG_EFORMAT);
     cr_assert_null(r);
     cr_assert(strstr(lg_errmsg(), "no \"run\" line"), "%s", lg_errmsg());
@@ -500,7 +459,7 @@ static void replace(char *s, const char *from, const char *to)
 Test(results_io, malformed_lines_are_errors_naming_file_line_and_member)
 {
     size_t n;
-    char *text = slurp(fixture("clean.jsonl"), &n);
+    char *text = lg_slurp(fixture("clean.jsonl"), &n);
     cr_assert_not_null(text);
     /* the lines of the clean fixture: run, 8 sessions, verdict */
     char *line[10];
@@ -555,9 +514,9 @@ Test(results_io, malformed_lines_are_errors_naming_file_line_and_member)
     replace(edit, "leakgate.results/1", "leakgate.results/2");
     CASE(1, "run.schema: not \"leakgate.results/1\"", "%s\n", edit);
     cr_assert_leq(nc, 12);
-    const char *path = tmp_path("bad.jsonl");
+    const char *path = lg_test_tmpfile("bad.jsonl");
     for (int k = 0; k < nc; k++) {
-        spit(path, cases[k].body, strlen(cases[k].body));
+        lg_spit(path, cases[k].body, strlen(cases[k].body));
         struct rpt_results *r = (struct rpt_results *)cases; /* must be reset to NULL */
         lg_clear_error();
         int rc = rpt_results_load(&r, path);
@@ -572,7 +531,7 @@ Test(results_io, malformed_lines_are_errors_naming_file_line_and_member)
         free(cases[k].body);
     }
     /* a string too long for its field */
-    char *leak = slurp(fixture("leaking.jsonl"), NULL);
+    char *leak = lg_slurp(fixture("leaking.jsonl"), NULL);
     char *l2 = strchr(leak, '\n') + 1;
     *strchr(l2, '\n') = '\0';
     char *first_line_end = strchr(leak, '\n');
@@ -582,7 +541,7 @@ Test(results_io, malformed_lines_are_errors_naming_file_line_and_member)
     strcpy(edited, l2);
     replace(edited, "\"tag\":\"varmap/input_embed.cont.weight\"", too_long);
     sprintf(buf, "%s\n%s\n", leak, edited);
-    spit(path, buf, strlen(buf));
+    lg_spit(path, buf, strlen(buf));
     struct rpt_results *r = NULL;
     cr_assert_eq(rpt_results_load(&r, path), LG_EFORMAT);
     cr_assert(strstr(lg_errmsg(), ":2: session.leaks[0].tag: string longer than 95 bytes"), "%s",
@@ -591,10 +550,10 @@ Test(results_io, malformed_lines_are_errors_naming_file_line_and_member)
     free(edited);
     free(leak);
     /* an empty file, a missing file */
-    spit(path, "", 0);
+    lg_spit(path, "", 0);
     cr_assert_eq(rpt_results_load(&r, path), LG_EFORMAT);
     cr_assert(strstr(lg_errmsg(), "the file is empty"), "%s", lg_errmsg());
-    cr_assert_eq(rpt_results_load(&r, tmp_path("missing.jsonl")), LG_EIO);
+    cr_assert_eq(rpt_results_load(&r, lg_test_tmpfile("missing.jsonl")), LG_EIO);
     cr_assert(strstr(lg_errmsg(), "missing.jsonl"), "%s", lg_errmsg());
     free(text);
 }
@@ -620,26 +579,27 @@ Test(results_io, every_line_validates_against_the_json_schema, .timeout = 120)
     struct rpt_run run;
     struct rpt_session s[3];
     struct rpt_verdict v;
-    const char *path = tmp_path("schema.jsonl");
+    const char *path = lg_test_tmpfile("schema.jsonl");
     write_sample(path, &run, s, &v);
     for (int i = 0; i < 3; i++) rpt_session_fini(&s[i]);
     const char *src = LG_SOURCE_DIR;
     const char *py = python3();
-    cr_assert_eq(shell("%s -c 'import jsonschema' 2>/dev/null", py), 0,
+    cr_assert_eq(lg_shell("%s -c 'import jsonschema' 2>/dev/null", py), 0,
                  "python3-jsonschema is needed: apt-get install python3-jsonschema");
-    cr_assert_eq(shell("%s %s/tests/data/results/validate_jsonl.py %s/docs/results.schema.json %s "
-                       "%s/results/*.jsonl",
-                       py, src, src, path, lg_test_data_dir()),
-                 0, "a line does not match docs/results.schema.json (see above)");
+    cr_assert_eq(
+        lg_shell("%s %s/tests/data/results/validate_jsonl.py %s/docs/results.schema.json %s "
+                 "%s/results/*.jsonl",
+                 py, src, src, path, lg_test_data_dir()),
+        0, "a line does not match docs/results.schema.json (see above)");
     /* and the check can fail: a byte count as a float, an unknown channel */
-    char *text = slurp(path, NULL);
+    char *text = lg_slurp(path, NULL);
     char *p = strstr(text, "\"bytes\":262144,");
     memcpy(p, "\"bytes\":2621.4,", 15);
-    const char *bad = tmp_path("schema-bad.jsonl");
-    spit(bad, text, strlen(text));
+    const char *bad = lg_test_tmpfile("schema-bad.jsonl");
+    lg_spit(bad, text, strlen(text));
     free(text);
     cr_assert_eq(
-        shell(
+        lg_shell(
             "%s %s/tests/data/results/validate_jsonl.py %s/docs/results.schema.json %s >/dev/null",
             py, src, src, bad),
         1, "the schema accepted a byte count that is not an integer");

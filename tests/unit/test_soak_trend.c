@@ -71,6 +71,15 @@ static void verdict_of(struct feed *f, struct rpt_verdict *v)
     rpt_soak_trend_verdict(&f->t, v);
 }
 
+/* A soak with a 50-session window fed measured sessions 1..n of deltas y(i), and its verdict
+ * (v: NULL for none); finished with rpt_soak_trend_fini(&f->t). */
+static void soak(struct feed *f, int n, double (*y)(int), struct rpt_verdict *v)
+{
+    feed_init(f, 50);
+    feed(f, n, y);
+    if (v) verdict_of(f, v);
+}
+
 static double zero(int i) { return (void)i, 0; }
 static double leak_from_40(int i) { return i >= 40 ? (i - 39) * 256 * KiB : 0; }
 static double slow_from_200(int i) { return i >= 200 ? (i - 199) * 32 * KiB : 0; }
@@ -83,10 +92,8 @@ static double noisy(int i) { return ((i * 7919) % 13 - 6) * 8 * KiB; } /* ±48 K
 Test(soak_trend, clean_sessions_raise_no_alarm_and_pass)
 {
     struct feed f;
-    feed_init(&f, 50);
-    feed(&f, 300, zero);
     struct rpt_verdict v;
-    verdict_of(&f, &v);
+    soak(&f, 300, zero, &v);
     cr_expect_eq(v.status, RPT_PASS, "%s", v.summary);
     cr_expect_eq(v.sessions_measured, 300);
     for (int c = 0; c < RPT_NCHANNELS; c++) cr_expect_eq(f.first_fired[c], -1);
@@ -97,10 +104,8 @@ Test(soak_trend, clean_sessions_raise_no_alarm_and_pass)
 Test(soak_trend, noise_without_drift_raises_no_alarm)
 {
     struct feed f;
-    feed_init(&f, 50);
-    feed(&f, 1000, noisy);
     struct rpt_verdict v;
-    verdict_of(&f, &v);
+    soak(&f, 1000, noisy, &v);
     cr_expect_eq(f.first_fired[RPT_CH_JE_RESIDENT], -1, "%s", v.channels[RPT_CH_JE_RESIDENT].why);
     cr_expect_eq(f.first_fired[RPT_CH_RSS], -1, "%s", v.channels[RPT_CH_RSS].why);
     rpt_soak_trend_fini(&f.t);
@@ -109,14 +114,12 @@ Test(soak_trend, noise_without_drift_raises_no_alarm)
 Test(soak_trend, a_leak_from_session_40_fires_the_short_window_within_ten_sessions)
 {
     struct feed f;
-    feed_init(&f, 50);
-    feed(&f, 100, leak_from_40);
+    struct rpt_verdict v;
+    soak(&f, 100, leak_from_40, &v);
     /* je_allocated: the last 10 sessions, relative to the one before them, are all leak by 49 */
     int at = f.t.ch[RPT_CH_JE_ALLOCATED].trend_at;
     cr_expect(at >= 41 && at <= 49, "256 KiB/session from 40: alarm at %d", at);
     cr_expect_eq(f.first_fired[RPT_CH_JE_ALLOCATED], at);
-    struct rpt_verdict v;
-    verdict_of(&f, &v);
     const struct rpt_channel_verdict *cv = &v.channels[RPT_CH_JE_ALLOCATED];
     cr_expect_eq(cv->status, RPT_LEAK);
     cr_expect_float_eq(cv->slope, 256 * KiB, 1, "the final window's slope: %f", cv->slope);
@@ -128,8 +131,7 @@ Test(soak_trend, a_leak_from_session_40_fires_the_short_window_within_ten_sessio
 Test(soak_trend, a_slow_leak_starting_late_is_caught_within_a_dozen_sessions)
 {
     struct feed f;
-    feed_init(&f, 50);
-    feed(&f, 300, slow_from_200);
+    soak(&f, 300, slow_from_200, NULL);
     int at = f.t.ch[RPT_CH_JE_ALLOCATED].trend_at;
     cr_expect(at >= 200 && at <= 212, "32 KiB/session from 200: alarm at %d", at);
     rpt_soak_trend_fini(&f.t);
@@ -154,10 +156,8 @@ Test(soak_trend, leaks_that_come_in_steps_are_caught_over_200_sessions)
         step_size = cases[k].size;
         int n = cases[k].every >= 60 ? 3 * cases[k].every + 10 : 200; /* three steps at least */
         struct feed f;
-        feed_init(&f, 50);
-        feed(&f, n, steps_of);
         struct rpt_verdict v;
-        verdict_of(&f, &v);
+        soak(&f, n, steps_of, &v);
         const struct rpt_channel_verdict *cv = &v.channels[RPT_CH_JE_ALLOCATED];
         cr_expect_eq(cv->status, RPT_LEAK, "every %d: %s", cases[k].every, cv->why);
         cr_expect(f.t.ch[RPT_CH_JE_ALLOCATED].steps_at > 0 ||
@@ -181,10 +181,8 @@ static double uniform_48k(int i)
 Test(soak_trend, noise_raises_no_alarm_on_any_statistical_channel)
 {
     struct feed f;
-    feed_init(&f, 50);
-    feed(&f, 200, uniform_48k);
     struct rpt_verdict v;
-    verdict_of(&f, &v);
+    soak(&f, 200, uniform_48k, &v);
     for (int c = 0; c < RPT_NCHANNELS; c++) {
         if (rpt_channel_exact(c) || c == RPT_CH_DEV_DRIVER || c == RPT_CH_DEV_PROCESS) continue;
         cr_expect_eq(f.first_fired[c], -1, "%s alarmed on noise: %s", rpt_channel_name(c),
@@ -199,11 +197,9 @@ Test(soak_trend, noise_raises_no_alarm_on_any_statistical_channel)
 Test(soak_trend, a_one_time_step_raises_no_alarm_and_settles_as_saturating)
 {
     struct feed f;
-    feed_init(&f, 50);
-    feed(&f, 100, step_at_70);
-    cr_expect_eq(f.first_fired[RPT_CH_JE_RESIDENT], -1, "a single step never alarms alone");
     struct rpt_verdict v;
-    verdict_of(&f, &v);
+    soak(&f, 100, step_at_70, &v);
+    cr_expect_eq(f.first_fired[RPT_CH_JE_RESIDENT], -1, "a single step never alarms alone");
     const struct rpt_channel_verdict *cv = &v.channels[RPT_CH_JE_RESIDENT];
     cr_expect_eq(cv->status, RPT_SATURATING, "%s", cv->why);
     cr_expect_eq(v.status, RPT_PASS, "%s", v.summary);
@@ -213,10 +209,8 @@ Test(soak_trend, a_one_time_step_raises_no_alarm_and_settles_as_saturating)
 Test(soak_trend, a_step_late_in_the_window_stays_inconclusive)
 {
     struct feed f;
-    feed_init(&f, 50);
-    feed(&f, 100, step_at_88); /* 13 sessions above the band: not yet shown to be flat */
     struct rpt_verdict v;
-    verdict_of(&f, &v);
+    soak(&f, 100, step_at_88, &v); /* 13 sessions above the band: not yet shown to be flat */
     cr_expect_eq(v.channels[RPT_CH_JE_RESIDENT].status, RPT_INCONCLUSIVE, "%s",
                  v.channels[RPT_CH_JE_RESIDENT].why);
     rpt_soak_trend_fini(&f.t);
@@ -225,10 +219,8 @@ Test(soak_trend, a_step_late_in_the_window_stays_inconclusive)
 Test(soak_trend, a_ramp_below_the_budget_is_not_called_settled)
 {
     struct feed f;
-    feed_init(&f, 50);
-    feed(&f, 200, ramp_5k); /* 5 KiB/session < 8 KiB budget, 1 MiB by the end > 128 KiB band */
     struct rpt_verdict v;
-    verdict_of(&f, &v);
+    soak(&f, 200, ramp_5k, &v); /* 5 KiB/session < 8 KiB budget, 1 MiB by the end > 128 KiB band */
     const struct rpt_channel_verdict *cv = &v.channels[RPT_CH_JE_ALLOCATED];
     cr_expect_eq(f.first_fired[RPT_CH_JE_ALLOCATED], -1, "below the budget: no alarm");
     cr_expect_eq(cv->status, RPT_INCONCLUSIVE, "%s", cv->why);
@@ -258,8 +250,7 @@ Test(soak_trend, the_window_is_the_last_w_sessions)
 Test(soak_trend, exact_channels_fail_at_zero_tolerance_with_attribution)
 {
     struct feed f;
-    feed_init(&f, 50);
-    feed(&f, 10, zero);
+    soak(&f, 10, zero, NULL);
     struct rpt_session s = session(11, false, 0);
     struct lg_leak_group g = {
         .tag = "adam.m/enc.fc1.weight", .space = "host", .bytes = 4096, .count = 1};
@@ -371,8 +362,7 @@ Test(soak_trend, option_parsers)
 Test(soak_trend, metrics_file_is_renamed_into_place)
 {
     struct feed f;
-    feed_init(&f, 50);
-    feed(&f, 5, zero);
+    soak(&f, 5, zero, NULL);
     struct hx_soak_plan p = plan_of(10, 1, 3);
     struct hx_soak_gauges g;
     hx_soak_gauges_init(&g, &p, "1/3");
