@@ -59,30 +59,7 @@ int hx_inject_check(const struct hx_inject *in, bool cuda, int modes)
     return LG_OK;
 }
 
-int hx_parse_size(const char *s, size_t *out)
-{
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno || !(v >= 0) || !isfinite(v))
-        return lg_fail(LG_EINVAL, "'%s' is not a size (e.g. 4096, 256KiB, 1.5MiB)", s);
-    while (*end == ' ') end++;
-    static const struct {
-        const char *suffix;
-        double mult;
-    } units[] = {
-        {"", 1},        {"b", 1},         {"k", 1024}, {"kib", 1024},     {"kb", 1000},
-        {"m", 1048576}, {"mib", 1048576}, {"mb", 1e6}, {"g", 1073741824}, {"gib", 1073741824},
-        {"gb", 1e9}};
-    for (size_t i = 0; i < LG_ARRAY_LEN(units); i++)
-        if (strcasecmp(end, units[i].suffix) == 0) {
-            double b = v * units[i].mult;
-            if (b > 1e15) return lg_fail(LG_EINVAL, "size '%s' is too large", s);
-            *out = (size_t)llround(b);
-            return LG_OK;
-        }
-    return lg_fail(LG_EINVAL, "'%s': unknown size unit '%s' (use B, KiB, MiB, GiB)", s, end);
-}
+int hx_parse_size(const char *s, size_t *out) { return lg_parse_size(s, out); }
 
 /* Parses "@FIRST[/EVERY]" into inj. */
 static int parse_when(const char *spec, char *at, struct hx_inject *inj)

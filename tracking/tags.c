@@ -79,6 +79,22 @@ static void place(struct trk_tag_index *x, uint64_t h, uint32_t id)
     atomic_store_explicit(&x->slot[i], id + 1, memory_order_release);
 }
 
+/* The class slot of a new tag's name; caller holds the writers' lock. A name is written before
+ * the count that publishes it. */
+static uint32_t class_of(struct trk_tags *t, const char *name)
+{
+    char cls[LG_MAX_CLASS];
+    lg_tag_class(name, cls, sizeof cls);
+    uint32_t n = atomic_load(&t->n_classes);
+    for (uint32_t i = 0; i < n; i++)
+        if (strcmp(t->classes[i].name, cls) == 0) return i;
+    if (n == TRK_MAX_CLASSES - 1) lg_strlcpy(cls, "(other)", sizeof cls);
+    if (n == TRK_MAX_CLASSES) return n - 1;
+    lg_strlcpy(t->classes[n].name, cls, sizeof t->classes[n].name);
+    atomic_store_explicit(&t->n_classes, n + 1, memory_order_release);
+    return n;
+}
+
 /* Adds name (absent from the index) as a new tag; caller holds the writers' lock. */
 static uint32_t add_locked(struct trk_tracker *trk, const char *name, uint64_t h)
 {
@@ -102,6 +118,7 @@ static uint32_t add_locked(struct trk_tracker *trk, const char *name, uint64_t h
     struct trk_tag *tg = trk_tag_get(trk, n);
     lg_strlcpy(tg->name, name, LG_MAX_NAME);
     tg->hash = h;
+    tg->cls = class_of(t, name);
     atomic_store_explicit(&t->count, n + 1, memory_order_release);
     place(x, h, n);
     return n;
@@ -181,7 +198,29 @@ void trk_reset_peaks(struct trk_tracker *trk)
         for (int s = 0; s < TRK_NSPACES; s++) t->peak_bytes[s] = t->live_bytes[s];
     }
     for (int s = 0; s < TRK_NSPACES; s++) trk->led.peak[s] = trk->led.live[s];
+    uint32_t nc = atomic_load_explicit(&trk->tags.n_classes, memory_order_acquire);
+    for (uint32_t c = 0; c < nc; c++)
+        for (int s = 0; s < TRK_NSPACES; s++)
+            trk->tags.classes[c].peak[s] = trk->tags.classes[c].live[s];
     trk_spin_unlock(&trk->led.lock);
+}
+
+size_t trk_class_stats(struct trk_tracker *trk, struct trk_class_stat *out, size_t cap)
+{
+    size_t k = 0;
+    uint32_t nc = atomic_load_explicit(&trk->tags.n_classes, memory_order_acquire);
+    trk_spin_lock(&trk->led.lock);
+    for (uint32_t c = 0; c < nc; c++)
+        for (int s = 0; s < TRK_NSPACES && k < cap; s++) {
+            const struct trk_class *cl = &trk->tags.classes[c];
+            if (cl->peak[s] == 0 && cl->live[s] == 0) continue;
+            lg_strlcpy(out[k].cls, cl->name, sizeof out[k].cls);
+            out[k].space = (enum trk_space)s;
+            out[k].live_bytes = cl->live[s];
+            out[k++].peak_bytes = cl->peak[s];
+        }
+    trk_spin_unlock(&trk->led.lock);
+    return k;
 }
 
 void trk_totals(struct trk_tracker *trk, enum trk_space space, struct trk_totals *out)

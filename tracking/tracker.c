@@ -212,6 +212,9 @@ static void count_alloc_locked(struct trk_tracker *trk, uint32_t tag, uint32_t s
     struct trk_ledger *led = &trk->led;
     led->live[space] += size;
     if (led->live[space] > led->peak[space]) led->peak[space] = led->live[space];
+    struct trk_class *c = &trk->tags.classes[t->cls];
+    c->live[space] += size;
+    if (c->live[space] > c->peak[space]) c->peak[space] = c->live[space];
 }
 
 /* Removes live pointer p of `space` from the ledger and its counters into *out; false when p
@@ -231,6 +234,7 @@ static bool ledger_remove(struct trk_tracker *trk, uintptr_t p, uint32_t space, 
         t->live_bytes[space] -= (int64_t)out->size;
         t->live_count[space]--;
         led->live[space] -= (int64_t)out->size;
+        trk->tags.classes[t->cls].live[space] -= (int64_t)out->size;
     }
     trk_spin_unlock(&led->lock);
     return ok;

@@ -135,6 +135,20 @@ void trk_reset_peaks(struct trk_tracker *trk);
  * array; *out is freed by the caller with free(). Returns the count. */
 size_t trk_tag_stats(struct trk_tracker *trk, struct trk_tag_stat **out);
 
+/* Live and peak bytes of a tag class (lg_tag_class: "act" for "act/enc.matmul") over all its
+ * tags, in one space. The peak is the class's own high-water mark since trk_reset_peaks, not
+ * the sum of its tags' peaks. */
+struct trk_class_stat {
+    char cls[LG_MAX_CLASS];
+    enum trk_space space;
+    int64_t live_bytes, peak_bytes;
+};
+#define TRK_MAX_CLASSES     64 /* classes counted apart; the rest count as "(other)" */
+#define TRK_MAX_CLASS_STATS (TRK_MAX_CLASSES * TRK_NSPACES) /* every class in every space */
+/* Copies at most cap entries (classes with no live or peak bytes left out) into out; allocates
+ * nothing, so it may be read before a snapshot. Returns the count. */
+size_t trk_class_stats(struct trk_tracker *trk, struct trk_class_stat *out, size_t cap);
+
 /* ---- session generations ---------------------------------------------------------- */
 
 /* Starts a new generation; allocations and retains made from now on are born in it.

@@ -63,6 +63,16 @@ struct trk_tag {
     int64_t live_bytes[TRK_NSPACES], live_count[TRK_NSPACES];
     int64_t peak_bytes[TRK_NSPACES];
     int64_t total_bytes[TRK_NSPACES], total_count[TRK_NSPACES];
+    uint32_t cls; /* index into trk_tags.classes */
+};
+
+/* A tag class (the part of a tag before its first '/', lg_tag_class) with live and peak bytes
+ * over all its tags: the peak of a class is not the sum of its tags' peaks (activations of
+ * different ops are alive at different times). A class past TRK_MAX_CLASSES counts in the last
+ * slot, "(other)" (TRK_MAX_CLASSES, tracking.h). Counters are guarded by the ledger lock. */
+struct trk_class {
+    char name[LG_MAX_CLASS];
+    int64_t live[TRK_NSPACES], peak[TRK_NSPACES];
 };
 
 #define TRK_TAG_CHUNK      1024
@@ -83,6 +93,8 @@ struct trk_tags {
     struct trk_tag *chunks[TRK_TAG_MAX_CHUNKS]; /* chunks never move: readers need no lock */
     _Atomic uint32_t count;
     _Atomic(struct trk_tag_index *) index;
+    struct trk_class classes[TRK_MAX_CLASSES]; /* names written by writers, then published */
+    _Atomic uint32_t n_classes;
 };
 
 /* ---- stacks: deduplicated frame arrays ----------------------------------------------- */

@@ -105,6 +105,54 @@ Test(tracking, more_tags_than_the_thread_cache_holds_stay_apart)
     cr_assert_eq(trk_tracker_free(u), 0);
 }
 
+static const struct trk_class_stat *find_class(const struct trk_class_stat *v, size_t n,
+                                               const char *cls)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(v[i].cls, cls) && v[i].space == TRK_HOST) return &v[i];
+    return NULL;
+}
+
+Test(tracking, a_class_peak_is_its_own_high_water_mark)
+{
+    struct trk_class_stat st[TRK_MAX_CLASS_STATS];
+    void *a = trk_alloc(T, 100 << 10, "act/enc.matmul");
+    void *b = trk_alloc(T, 200 << 10, "act/enc.softmax");
+    void *w = trk_alloc(T, 64 << 10, "varmap/enc.w");
+    trk_free(T, a);
+    void *c = trk_alloc(T, 50 << 10, "act/dec.matmul"); /* the tags peak 100+200+50 KiB */
+    size_t n = trk_class_stats(T, st, LG_ARRAY_LEN(st));
+    const struct trk_class_stat *act = find_class(st, n, "act"), *vm = find_class(st, n, "varmap");
+    cr_assert(act && vm, "both classes listed (%zu)", n);
+    cr_assert_eq(act->peak_bytes, 300 << 10, "act peaked at 300 KiB, not %lld",
+                 (long long)act->peak_bytes);
+    cr_assert_eq(act->live_bytes, 250 << 10);
+    cr_assert_eq(vm->peak_bytes, 64 << 10);
+    trk_reset_peaks(T);
+    n = trk_class_stats(T, st, LG_ARRAY_LEN(st));
+    cr_assert_eq(find_class(st, n, "act")->peak_bytes, 250 << 10, "a reset peak is the live bytes");
+    trk_free(T, b);
+    trk_free(T, c);
+    trk_free(T, w);
+    n = trk_class_stats(T, st, LG_ARRAY_LEN(st));
+    cr_assert_eq(find_class(st, n, "act")->live_bytes, 0);
+}
+
+Test(tracking, classes_past_the_table_count_as_other)
+{
+    enum { N = TRK_MAX_CLASSES + 6 };
+    void *p[N];
+    for (int i = 0; i < N; i++) p[i] = trk_allocf(T, 4096, "class%d/x", i);
+    struct trk_class_stat st[TRK_MAX_CLASS_STATS];
+    size_t n = trk_class_stats(T, st, LG_ARRAY_LEN(st));
+    const struct trk_class_stat *other = find_class(st, n, "(other)");
+    cr_assert_not_null(other);
+    cr_assert_eq(other->live_bytes, 4096 * (N - TRK_MAX_CLASSES + 1), "%lld",
+                 (long long)other->live_bytes);
+    cr_assert_not_null(find_class(st, n, "class0"));
+    for (int i = 0; i < N; i++) trk_free(T, p[i]);
+}
+
 Test(tracking, zero_size_and_long_tags)
 {
     void *a = trk_alloc(T, 0, "act/empty");

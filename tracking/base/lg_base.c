@@ -4,10 +4,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -174,6 +176,12 @@ void lg_dir_unlock(struct lg_dir_lock *lk)
     lk->fd = -1;
 }
 
+/* What a path that is not a regular file is, for a message. */
+static const char *file_kind(const struct stat *st)
+{
+    return S_ISFIFO(st->st_mode) ? "FIFO" : S_ISDIR(st->st_mode) ? "directory" : "device or socket";
+}
+
 int lg_open_regular(FILE **out, const char *path, bool append)
 {
     *out = NULL;
@@ -191,9 +199,7 @@ int lg_open_regular(FILE **out, const char *path, bool append)
         return lg_fail(
             LG_EIO,
             "%s: cannot write: not a regular file (a %s); remove it or choose another output", path,
-            S_ISFIFO(st.st_mode)  ? "FIFO"
-            : S_ISDIR(st.st_mode) ? "directory"
-                                  : "device or socket");
+            file_kind(&st));
     }
     if ((!append && ftruncate(fd, 0) != 0) ||
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
@@ -280,4 +286,48 @@ char *lg_fmt_bytes(char *buf, size_t size, double bytes)
     else
         snprintf(buf, size, "%s%.2f %s", sign, v, units[u]);
     return buf;
+}
+
+int lg_parse_size(const char *s, size_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v >= 0) || !isfinite(v))
+        return lg_fail(LG_EINVAL, "'%s' is not a size (e.g. 4096, 256KiB, 1.5MiB)", s);
+    while (*end == ' ') end++;
+    static const struct {
+        const char *suffix;
+        double mult;
+    } units[] = {
+        {"", 1},        {"b", 1},         {"k", 1024}, {"kib", 1024},     {"kb", 1000},
+        {"m", 1048576}, {"mib", 1048576}, {"mb", 1e6}, {"g", 1073741824}, {"gib", 1073741824},
+        {"gb", 1e9}};
+    for (size_t i = 0; i < LG_ARRAY_LEN(units); i++)
+        if (strcasecmp(end, units[i].suffix) == 0) {
+            double b = v * units[i].mult;
+            if (b > 1e15) return lg_fail(LG_EINVAL, "size '%s' is too large", s);
+            *out = (size_t)llround(b);
+            return LG_OK;
+        }
+    return lg_fail(LG_EINVAL, "'%s': unknown size unit '%s' (use B, KiB, MiB, GiB)", s, end);
+}
+
+int lg_open_read(FILE **out, const char *path, const char *what)
+{
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return lg_fail(LG_EIO, "%s: cannot read the %s: %s", path, what, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return lg_fail(LG_EIO, "%s: cannot read the %s: not a regular file (a %s)", path, what,
+                       file_kind(&st));
+    }
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0 || !(*out = fdopen(fd, "re"))) {
+        int err = errno;
+        close(fd);
+        return lg_fail(LG_EIO, "%s: cannot read the %s: %s", path, what, strerror(err));
+    }
+    return LG_OK;
 }

@@ -74,6 +74,11 @@ void lg_dir_unlock(struct lg_dir_lock *lk);
  * closed with fclose. LG_EIO with the path and the reason. */
 int lg_open_regular(FILE **out, const char *path, bool append);
 
+/* Opens path for reading as a regular file only: a FIFO, a directory or a device is refused
+ * (LG_EIO naming `what` and the path) rather than blocked on or read forever. *out is closed
+ * with fclose. */
+int lg_open_read(FILE **out, const char *path, const char *what);
+
 /* Broken contract: print and abort. Kept in release builds (GGML_ASSERT). */
 #define LG_ASSERT(cond)                                                                            \
     do {                                                                                           \
@@ -91,6 +96,10 @@ int lg_snprintf(char *dst, size_t size, const char *fmt, ...) __attribute__((for
 
 /* Monotonic clock in seconds. */
 double lg_now(void);
+
+/* Parses a byte size: "4096", "256KiB", "1.5MiB", "2GiB", "64k", "10MB" (at most 1e15); LG_EINVAL
+ * with a message naming it. */
+int lg_parse_size(const char *s, size_t *out);
 
 /* Human-readable byte count ("815.05 MiB", "-12.0 KiB") into buf; returns buf. */
 char *lg_fmt_bytes(char *buf, size_t size, double bytes);
