@@ -240,81 +240,35 @@ static void put_stack(FILE *f, const char *summary, const char *frames)
     fputs("</pre></details>", f);
 }
 
+static void group_stacks(FILE *f, const struct lg_leak_group *g)
+{
+    for (int s = 0; s < g->n_stacks; s++) {
+        char sum[64];
+        snprintf(sum, sizeof sum, "stack %d (%lld allocation%s)", s + 1,
+                 (long long)g->stacks[s].count, g->stacks[s].count == 1 ? "" : "s");
+        put_stack(f, sum, g->stacks[s].frames ? g->stacks[s].frames : "");
+    }
+    if (!g->n_stacks) fputs("— (run without --stacks)", f);
+}
+
 static int leaks(const struct rpt_results *r, FILE *f)
 {
+    struct rpt_dialect d = rpt_html;
+    d.stacks = group_stacks;
+    d.stack = put_stack;
     struct rpt_tag_total *t = NULL;
-    int nt = 0, measured = rpt_measured_count(r), rc = rpt_tag_totals(r, &t, &nt);
+    int nt = 0, rc = rpt_tag_totals(r, &t, &nt);
     if (rc != LG_OK) return rc;
     fputs("<section id=\"leaks\">\n<h2>Leaked tags</h2>\n", f);
     if (nt == 0)
         fputs("<p>No tagged memory outlived its session in the measured sessions.</p>\n", f);
     else
-        fputs("<table>\n<tr><th>tag</th><th>space</th><th>bytes/session</th><th>total "
-              "bytes</th><th>count</th>"
-              "<th>sessions</th><th>retain sites</th><th>stacks</th></tr>\n",
-              f);
-    for (int k = 0; k < nt && k < MAX_TAG_ROWS && rc == LG_OK; k++) {
-        char a[48], b[48], cls[32];
-        struct rpt_site_count *sites = NULL;
-        int ns = 0;
-        lg_tag_class(t[k].tag, cls, sizeof cls);
-        rc = rpt_retain_sites(r, cls, &sites, &ns);
-        fputs("<tr><td><code>", f);
-        put_text(f, t[k].tag);
-        fprintf(f,
-                "</code></td><td>%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td "
-                "class=\"num\">%lld</td>"
-                "<td class=\"num\">%d/%d</td><td>",
-                t[k].space,
-                lg_fmt_bytes(a, sizeof a, (double)t[k].bytes / LG_MAX(t[k].sessions, 1)),
-                lg_fmt_bytes(b, sizeof b, (double)t[k].bytes), (long long)t[k].count, t[k].sessions,
-                measured);
-        for (int s = 0; s < ns; s++) {
-            fputs("<code>", f);
-            put_text(f, sites[s].site);
-            fprintf(f, "</code> ×%d<br>", sites[s].count);
-        }
-        fputs(ns ? "</td><td>" : "—</td><td>", f);
-        const struct lg_leak_group *g = t[k].example;
-        for (int s = 0; s < g->n_stacks; s++) {
-            char sum[64];
-            snprintf(sum, sizeof sum, "stack %d (%lld allocation%s)", s + 1,
-                     (long long)g->stacks[s].count, g->stacks[s].count == 1 ? "" : "s");
-            put_stack(f, sum, g->stacks[s].frames ? g->stacks[s].frames : "");
-        }
-        fputs(g->n_stacks ? "</td></tr>\n" : "— (run without --stacks)</td></tr>\n", f);
-        free(sites);
-    }
-    if (nt) fputs("</table>\n", f);
+        rc = rpt_leak_table(r, &d, f, t, nt, MAX_TAG_ROWS);
     if (nt > MAX_TAG_ROWS)
         fprintf(f, "<p>… and %d more tags (sessions.csv and the results file have them all).</p>\n",
                 nt - MAX_TAG_ROWS);
     free(t);
-    if (rc != LG_OK) return rc;
-
-    struct rpt_site_count *sites = NULL;
-    int ns = 0;
-    rc = rpt_retain_sites(r, NULL, &sites, &ns);
-    if (rc == LG_OK && ns) {
-        fputs("<h2 id=\"refs\">Unreleased references</h2>\n<table>\n<tr><th>kind</th><th>retain "
-              "site (never "
-              "released)</th><th>times</th><th>stack</th></tr>\n",
-              f);
-        for (int k = 0; k < ns; k++) {
-            fputs("<tr><td><code>", f);
-            put_text(f, sites[k].kind);
-            fputs("</code></td><td><code>", f);
-            put_text(f, sites[k].site);
-            fprintf(f, "</code></td><td class=\"num\">%d</td><td>", sites[k].count);
-            if (sites[k].stack)
-                put_stack(f, "stack", sites[k].stack);
-            else
-                fputs("—", f);
-            fputs("</td></tr>\n", f);
-        }
-        fputs("</table>\n", f);
-    }
-    free(sites);
+    if (rc == LG_OK) rc = rpt_refs_table(r, &d, f, "<h2 id=\"refs\">Unreleased references</h2>\n");
     fputs("</section>\n", f);
     return rc;
 }

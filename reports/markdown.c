@@ -9,13 +9,7 @@
 
 #define TOP_TAGS 10
 
-static void put_code(FILE *f, const char *s)
-{
-    /* a code span cannot hold a backquote; tags and sites never should, but stay safe */
-    fputc('`', f);
-    for (; *s; s++) fputc(*s == '`' ? '\'' : *s == '|' ? '/' : *s == '\n' ? ' ' : *s, f);
-    fputc('`', f);
-}
+static void put_code(FILE *f, const char *s) { rpt_put_md_code(f, s); }
 
 static void verdict_heading(const struct rpt_results *r, FILE *f)
 {
@@ -113,60 +107,16 @@ static int leak_table(const struct rpt_results *r, FILE *f)
     }
     int64_t all = 0;
     for (int k = 0; k < nt; k++) all += t[k].bytes;
-    char a[48], b[48];
+    char a[48];
     fprintf(f, "### Top leaked tags (%d tag%s, %s over %d measured session%s)\n\n", nt,
             nt == 1 ? "" : "s", lg_fmt_bytes(a, sizeof a, (double)all), measured,
             measured == 1 ? "" : "s");
-    fputs("| tag | space | per session | total | allocations | sessions | retain sites |\n"
-          "|---|---|---|---|---|---|---|\n",
-          f);
-    for (int k = 0; k < nt && k < TOP_TAGS && rc == LG_OK; k++) {
-        char cls[32];
-        struct rpt_site_count *sites = NULL;
-        int nsites = 0;
-        lg_tag_class(t[k].tag, cls, sizeof cls);
-        rc = rpt_retain_sites(r, cls, &sites, &nsites);
-        fputs("| ", f);
-        put_code(f, t[k].tag);
-        fprintf(f, " | %s | %s | %s | %lld | %d/%d | ", t[k].space,
-                lg_fmt_bytes(a, sizeof a, (double)t[k].bytes / LG_MAX(t[k].sessions, 1)),
-                lg_fmt_bytes(b, sizeof b, (double)t[k].bytes), (long long)t[k].count, t[k].sessions,
-                measured);
-        for (int s = 0; s < nsites; s++) {
-            if (s) fputs("<br>", f);
-            put_code(f, sites[s].site);
-            fprintf(f, " ×%d", sites[s].count);
-        }
-        fputs(nsites ? " |\n" : "— |\n", f);
-        free(sites);
-    }
+    rc = rpt_leak_table(r, &rpt_markdown, f, t, nt, TOP_TAGS);
     if (nt > TOP_TAGS)
-        fprintf(f, "\n… and %d more tag%s (see report.html).\n", nt - TOP_TAGS,
+        fprintf(f, "… and %d more tag%s (see report.html).\n\n", nt - TOP_TAGS,
                 nt - TOP_TAGS == 1 ? "" : "s");
-    fputc('\n', f);
     free(t);
     return rc;
-}
-
-static int refs_table(const struct rpt_results *r, FILE *f)
-{
-    struct rpt_site_count *sites = NULL;
-    int n = 0;
-    int rc = rpt_retain_sites(r, NULL, &sites, &n);
-    if (rc != LG_OK || n == 0) return rc;
-    fputs("### Unreleased references\n\n| kind | retain site (never released) | times "
-          "|\n|---|---|---|\n",
-          f);
-    for (int k = 0; k < n; k++) {
-        fputs("| ", f);
-        put_code(f, sites[k].kind);
-        fputs(" | ", f);
-        put_code(f, sites[k].site);
-        fprintf(f, " | %d |\n", sites[k].count);
-    }
-    fputc('\n', f);
-    free(sites);
-    return LG_OK;
 }
 
 static void config_table(const struct rpt_results *r, FILE *f)
@@ -209,7 +159,7 @@ int rpt_write_markdown(const struct rpt_results *r, FILE *f)
     verdict_heading(r, f);
     channel_table(r, f);
     int rc = leak_table(r, f);
-    if (rc == LG_OK) rc = refs_table(r, f);
+    if (rc == LG_OK) rc = rpt_refs_table(r, &rpt_markdown, f, "### Unreleased references\n\n");
     if (rc != LG_OK) return rc;
     bool any = false;
     for (int fig = 0; fig < RPT_NFIGURES; fig++) {

@@ -28,10 +28,11 @@ int rpt_verdict_from_json(const struct rpt_dec *d, json_t *o, struct rpt_verdict
 
 /* ---- text (text.c) ------------------------------------------------------------------------ */
 
-void rpt_put_xml(FILE *f, const char *s); /* XML/HTML text and attributes */
-void rpt_put_md(FILE *f, const char *s);  /* a Markdown table cell */
-void rpt_put_csv(FILE *f, const char *s); /* a CSV field, quoted when needed */
-void rpt_put_gp(FILE *f, const char *s);  /* a single-quoted gnuplot string, quotes included */
+void rpt_put_xml(FILE *f, const char *s);     /* XML/HTML text and attributes */
+void rpt_put_md(FILE *f, const char *s);      /* a Markdown table cell */
+void rpt_put_md_code(FILE *f, const char *s); /* a Markdown code span, backquotes included */
+void rpt_put_csv(FILE *f, const char *s);     /* a CSV field, quoted when needed */
+void rpt_put_gp(FILE *f, const char *s);      /* a single-quoted gnuplot string, quotes included */
 /* "+3.10 MiB", "-512 B", "0 B"; "n/a" for NaN. Returns buf. */
 char *rpt_fmt_sbytes(char *buf, size_t size, double v);
 /* A channel value: bytes for byte channels, a plain count for refs; "n/a" for RPT_NONE. */
@@ -74,8 +75,8 @@ bool rpt_session_judge(const struct rpt_results *r, int i, enum rpt_channel c, i
 
 /* Leaked tags summed over the measured sessions, largest first. */
 struct rpt_tag_total {
-    char tag[96];
-    char space[8];
+    char tag[LG_MAX_NAME];
+    char space[LG_MAX_SPACE];
     int64_t bytes, count;                /* summed over the measured sessions */
     int sessions;                        /* measured sessions in which it leaked */
     int first_session;                   /* the index of the first of them */
@@ -87,14 +88,40 @@ int rpt_tag_totals(const struct rpt_results *r, struct rpt_tag_total **out, int 
 /* Distinct retain sites of unbalanced references on objects of one kind, over measured
  * sessions; kind NULL takes every kind. */
 struct rpt_site_count {
-    char site[160];
-    char kind[32];
+    char site[LG_MAX_SITE];
+    char kind[LG_MAX_KIND];
     int count;
     const char *stack; /* one of its stacks (borrowed from the results), or NULL */
 };
 /* *out is freed with free(). */
 int rpt_retain_sites(const struct rpt_results *r, const char *kind, struct rpt_site_count **out,
                      int *n);
+
+/* A report language's table syntax (table.c): summary.md and report.html write the same
+ * tables through one of these. Markdown's `rule` is the |---| line under the heading; `stacks`
+ * and `stack` (NULL in Markdown) add a column of allocation or retain stacks. */
+struct rpt_dialect {
+    const char *table_open, *table_close; /* NULL: none */
+    const char *row_open, *row_close;
+    const char *cell_open, *num_open, *cell_close; /* num_open: a right-aligned number */
+    const char *head_open, *head_close;
+    bool rule;
+    void (*text)(FILE *f, const char *s); /* escaped text */
+    void (*code)(FILE *f, const char *s); /* an inline code span */
+    void (*stacks)(FILE *f, const struct lg_leak_group *g);
+    void (*stack)(FILE *f, const char *summary, const char *frames);
+};
+extern const struct rpt_dialect rpt_markdown, rpt_html;
+
+void rpt_table_head(const struct rpt_dialect *d, FILE *f, const char *const *cols, int n);
+void rpt_table_end(const struct rpt_dialect *d, FILE *f);
+/* The top max_rows of rpt_tag_totals' nt tags, one row each: tag, space, bytes per session
+ * and in all, allocations, sessions, the retain sites of the tag's class, and stacks. */
+int rpt_leak_table(const struct rpt_results *r, const struct rpt_dialect *d, FILE *f,
+                   const struct rpt_tag_total *t, int nt, int max_rows);
+/* Unbalanced references by retain site, after `heading`; nothing at all when there are none. */
+int rpt_refs_table(const struct rpt_results *r, const struct rpt_dialect *d, FILE *f,
+                   const char *heading);
 
 /* The intercept of a Theil–Sen line through (x, y) with the given slope: median(y − slope·x)
  * into *out (0 when n == 0 or the slope is not finite). */

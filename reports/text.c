@@ -10,48 +10,44 @@
 
 #include "rpt_impl.h"
 
-void rpt_put_xml(FILE *f, const char *s)
+/* Each output language's escapes as a table: what a byte becomes (NULL: itself, "": dropped).
+ * XML 1.0 forbids the C0 controls other than tab, newline and return, even as references. */
+typedef const char *const escape_map[256];
+
+static escape_map xml = {
+    [0 ... 8] = "?", [11 ... 12] = "?", [14 ... 31] = "?", ['&'] = "&amp;",
+    ['<'] = "&lt;",  ['>'] = "&gt;",    ['"'] = "&quot;",  ['\''] = "&#39;",
+};
+static escape_map md = {
+    /* a Markdown table cell */
+    ['|'] = "\\|", ['\n'] = "<br>", ['\r'] = "",   ['<'] = "&lt;", ['>'] = "&gt;", ['&'] = "&amp;",
+    ['*'] = "\\*", ['_'] = "\\_",   ['`'] = "\\`", ['['] = "\\[",  [']'] = "\\]",  ['\\'] = "\\\\",
+};
+/* a code span cannot hold a backquote; tags and sites never should, but stay safe */
+static escape_map md_code = {['`'] = "'", ['|'] = "/", ['\n'] = " "};
+static escape_map csv = {['"'] = "\"\""};                           /* inside a quoted field */
+static escape_map gp = {['\''] = "''", ['\n'] = " ", ['\r'] = " "}; /* inside '...' */
+
+static void put_escaped(FILE *f, const char *s, escape_map map)
 {
     for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        switch (c) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&#39;", f); break;
-        default:
-            /* XML 1.0 forbids the other C0 controls, even as references */
-            if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
-                fputc('?', f);
-            else
-                fputc(c, f);
-        }
+        const char *with = map[(unsigned char)*s];
+        if (with)
+            fputs(with, f);
+        else
+            fputc(*s, f);
     }
 }
 
-void rpt_put_md(FILE *f, const char *s)
+void rpt_put_xml(FILE *f, const char *s) { put_escaped(f, s, xml); }
+
+void rpt_put_md(FILE *f, const char *s) { put_escaped(f, s, md); }
+
+void rpt_put_md_code(FILE *f, const char *s)
 {
-    for (; *s; s++) {
-        switch (*s) {
-        case '|': fputs("\\|", f); break;
-        case '\n': fputs("<br>", f); break;
-        case '\r': break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '*':
-        case '_':
-        case '`':
-        case '[':
-        case ']':
-        case '\\':
-            fputc('\\', f);
-            fputc(*s, f);
-            break;
-        default: fputc(*s, f);
-        }
-    }
+    fputc('`', f);
+    put_escaped(f, s, md_code);
+    fputc('`', f);
 }
 
 void rpt_put_csv(FILE *f, const char *s)
@@ -61,23 +57,14 @@ void rpt_put_csv(FILE *f, const char *s)
         return;
     }
     fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
+    put_escaped(f, s, csv);
     fputc('"', f);
 }
 
 void rpt_put_gp(FILE *f, const char *s)
 {
     fputc('\'', f);
-    for (; *s; s++) {
-        if (*s == '\'') fputc('\'', f); /* gnuplot: '' inside '...' is one quote */
-        if (*s == '\n' || *s == '\r')
-            fputc(' ', f);
-        else
-            fputc(*s, f);
-    }
+    put_escaped(f, s, gp);
     fputc('\'', f);
 }
 
