@@ -4,8 +4,8 @@
  *
  *   build/tests/bench/bench_tracking [--quick]
  *
- * Each row times, interleaved and repeated, (a) mallocx+dallocx on a dedicated arena with
- * the same flags the tracker uses, (b) trk_alloc+trk_free, (c) trk_alloc+trk_free with stacks
+ * Each row times, interleaved and repeated, (a) mallocx+dallocx on the tracker's own arena with
+ * its own flags (trk_impl.h), (b) trk_alloc+trk_free, (c) trk_alloc+trk_free with stacks
  * on, and (d) plain malloc+free (jemalloc's default arena with its thread cache and its
  * default 10 s decay, so blocks of several MiB go back to the kernel between calls). The
  * working set keeps 16 blocks live, so each call is a real allocation, not a cache hit of
@@ -15,9 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/types.h>
 
 #include "tracking.h"
+#include "trk_impl.h" /* the tracker's arena and mallocx flags */
 
 #define LIVE 16
 
@@ -75,20 +75,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_tracking: %s\n", lg_errmsg());
         return 4;
     }
-    unsigned arena;
-    size_t len = sizeof arena;
-    if (mallctl("arenas.create", &arena, &len, NULL, 0) != 0) {
-        fprintf(stderr, "bench_tracking: arenas.create failed\n");
+    /* raw calls on the tracker's own arena (no time-based purging), with its own flags */
+    if (!trk->have_arena) {
+        fprintf(stderr, "bench_tracking: the tracker has no arena of its own\n");
         return 4;
     }
-    /* the same arena settings the tracker uses: no time-based purging */
-    ssize_t never = -1;
-    char name[64];
-    snprintf(name, sizeof name, "arena.%u.dirty_decay_ms", arena);
-    mallctl(name, NULL, NULL, &never, sizeof never);
-    snprintf(name, sizeof name, "arena.%u.muzzy_decay_ms", arena);
-    mallctl(name, NULL, NULL, &never, sizeof never);
-    int flags = MALLOCX_ARENA(arena) | MALLOCX_ALIGN(64) | MALLOCX_TCACHE_NONE;
+    int flags = trk->mallocx_flags;
 
     printf(
         "tracked alloc+free vs raw mallocx+dallocx (dedicated arena, tcache off, 64-byte aligned)\n");

@@ -13,6 +13,7 @@
 
 #include "autograd.h"
 #include "lg_test.h"
+#include "lg_test_model.h"
 
 TestSuite(gradcheck, .init = lg_test_setup, .fini = lg_test_teardown);
 
@@ -33,11 +34,7 @@ static int rnd(int lo, int hi) { return lo + (int)(tn_rng_next(&rng) % (uint64_t
 
 static struct tn_tensor *leaf(const char *name, int nd, const int64_t *shape)
 {
-    struct tn_tensor *t = tn_new_f32(T, name, nd, shape);
-    cr_assert_not_null(t, "%s", lg_errmsg());
-    tn_fill_normal(t, &rng, 0.0f, 1.0f);
-    t->requires_grad = true;
-    return t;
+    return lg_leaf(name, nd, shape, &rng, 1.0f);
 }
 
 static double project(const struct tn_tensor *y, const struct tn_tensor *r)

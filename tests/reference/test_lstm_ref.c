@@ -6,6 +6,7 @@
 
 #include "autograd.h"
 #include "lg_test.h"
+#include "lg_test_model.h"
 
 TestSuite(lstm_ref, .init = lg_test_setup, .fini = lg_test_teardown);
 
@@ -36,16 +37,6 @@ static struct ag_lstm_out composed(struct ag_ctx *ctx, struct tn_tensor **in, in
     return (struct ag_lstm_out){ag_stack(ctx, hs, (int)Tn, 1), c};
 }
 
-static struct tn_tensor *leaf(const char *name, int nd, const int64_t *shape, struct tn_rng *r,
-                              float scale)
-{
-    struct tn_tensor *t = tn_new_f32(T, name, nd, shape);
-    cr_assert_not_null(t);
-    tn_fill_uniform(t, r, -scale, scale);
-    t->requires_grad = true;
-    return t;
-}
-
 static double rel_err(const float *a, const float *b, int64_t n)
 {
     double num = 0, den = 0;
@@ -65,16 +56,16 @@ static void compare(int64_t B, int64_t Tn, int64_t In, int64_t H, bool with_stat
     tn_rng_seed(&r, seed);
     float s = 1.0f / sqrtf((float)H);
     struct tn_tensor *in[NIN] = {
-        leaf("x", 3, (int64_t[]){B, Tn, In}, &r, 1.0f),
-        with_state ? leaf("h0", 2, (int64_t[]){B, H}, &r, 1.0f) : NULL,
-        with_state ? leaf("c0", 2, (int64_t[]){B, H}, &r, 1.0f) : NULL,
-        leaf("w_ih", 2, (int64_t[]){4 * H, In}, &r, s),
-        leaf("w_hh", 2, (int64_t[]){4 * H, H}, &r, s),
-        with_bias ? leaf("b_ih", 1, (int64_t[]){4 * H}, &r, s) : NULL,
-        with_bias ? leaf("b_hh", 1, (int64_t[]){4 * H}, &r, s) : NULL,
+        lg_leaf_uniform("x", 3, (int64_t[]){B, Tn, In}, &r, 1.0f),
+        with_state ? lg_leaf_uniform("h0", 2, (int64_t[]){B, H}, &r, 1.0f) : NULL,
+        with_state ? lg_leaf_uniform("c0", 2, (int64_t[]){B, H}, &r, 1.0f) : NULL,
+        lg_leaf_uniform("w_ih", 2, (int64_t[]){4 * H, In}, &r, s),
+        lg_leaf_uniform("w_hh", 2, (int64_t[]){4 * H, H}, &r, s),
+        with_bias ? lg_leaf_uniform("b_ih", 1, (int64_t[]){4 * H}, &r, s) : NULL,
+        with_bias ? lg_leaf_uniform("b_hh", 1, (int64_t[]){4 * H}, &r, s) : NULL,
     };
-    struct tn_tensor *r1 = leaf("r1", 3, (int64_t[]){B, Tn, H}, &r, 1.0f);
-    struct tn_tensor *r2 = leaf("r2", 2, (int64_t[]){B, H}, &r, 1.0f);
+    struct tn_tensor *r1 = lg_leaf_uniform("r1", 3, (int64_t[]){B, Tn, H}, &r, 1.0f);
+    struct tn_tensor *r2 = lg_leaf_uniform("r2", 2, (int64_t[]){B, H}, &r, 1.0f);
     r1->requires_grad = r2->requires_grad = false;
     struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){0});
     struct tn_tensor *outs[2][2], *grads[2][NIN]; /* [fused, composed] */

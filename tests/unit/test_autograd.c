@@ -9,6 +9,7 @@
 
 #include "autograd.h"
 #include "lg_test.h"
+#include "lg_test_model.h"
 #include "optim.h"
 
 TestSuite(autograd, .init = lg_test_setup, .fini = lg_test_teardown);
@@ -29,11 +30,7 @@ static struct tn_tensor *param(const char *name, int nd, const int64_t *shape, u
 {
     struct tn_rng r;
     tn_rng_seed(&r, seed);
-    struct tn_tensor *t = tn_new_f32(T, name, nd, shape);
-    cr_assert_not_null(t, "%s", lg_errmsg());
-    tn_fill_normal(t, &r, 0.0f, 0.5f);
-    t->requires_grad = true;
-    return t;
+    return lg_leaf(name, nd, shape, &r, 0.5f);
 }
 
 static struct tn_tensor *input(const char *name, int nd, const int64_t *shape, uint64_t seed)
@@ -41,18 +38,6 @@ static struct tn_tensor *input(const char *name, int nd, const int64_t *shape, u
     struct tn_tensor *t = param(name, nd, shape, seed);
     t->requires_grad = false;
     return t;
-}
-
-/* Live bytes over every tag that starts with `prefix`. */
-static int64_t live_bytes_with_prefix(const char *prefix)
-{
-    struct trk_tag_stat *st = NULL;
-    size_t n = trk_tag_stats(T, &st);
-    int64_t live = 0;
-    for (size_t i = 0; i < n; i++)
-        if (strncmp(st[i].tag, prefix, strlen(prefix)) == 0) live += st[i].live_bytes;
-    free(st);
-    return live;
 }
 
 static void assert_tag(const struct tn_tensor *t, const char *want)
@@ -132,15 +117,15 @@ Test(autograd, reset_and_backward_release_every_temporary)
     loss = ag_sum_all(ctx, loss);
     cr_assert_not_null(loss, "%s", ag_errmsg(ctx));
     cr_assert_gt(ag_tape_len(ctx), 8);
-    cr_assert_gt(live_bytes_with_prefix("act/"), 0);
+    cr_assert_gt(lg_live_bytes_with_prefix("act/", NULL), 0);
     cr_assert_eq(ag_backward(ctx, loss), LG_OK, "%s", ag_errmsg(ctx));
-    cr_assert_eq(live_bytes_with_prefix("act.grad/"), 0,
+    cr_assert_eq(lg_live_bytes_with_prefix("act.grad/", NULL), 0,
                  "intermediate gradients are released as soon as their node has run");
     cr_assert_not_null(w->grad);
     ag_ctx_reset(ctx);
     cr_assert_eq(ag_tape_len(ctx), 0);
-    cr_assert_eq(live_bytes_with_prefix("act/"), 0, "no activation outlives the reset");
-    cr_assert_eq(live_bytes_with_prefix("act.grad/"), 0);
+    cr_assert_eq(lg_live_bytes_with_prefix("act/", NULL), 0, "no activation outlives the reset");
+    cr_assert_eq(lg_live_bytes_with_prefix("act.grad/", NULL), 0);
     ag_ctx_free(ctx);
     tn_release(x);
     tn_release(w);
@@ -199,16 +184,17 @@ Test(autograd, training_steps_leave_no_tape_memory)
         cr_assert_eq(opt_adamw_step(opt), LG_OK);
         opt_zero_grad(p, 4);
         ag_ctx_reset(ctx);
-        cr_assert_eq(live_bytes_with_prefix("act/"), 0, "step %d: activations live after reset",
-                     step);
-        cr_assert_eq(live_bytes_with_prefix("act.grad/"), 0);
-        cr_assert_gt(live_bytes_with_prefix("grad/"), 0, "parameter gradients stay allocated");
+        cr_assert_eq(lg_live_bytes_with_prefix("act/", NULL), 0,
+                     "step %d: activations live after reset", step);
+        cr_assert_eq(lg_live_bytes_with_prefix("act.grad/", NULL), 0);
+        cr_assert_gt(lg_live_bytes_with_prefix("grad/", NULL), 0,
+                     "parameter gradients stay allocated");
     }
     cr_assert_lt(losses[2], losses[0], "the loss goes down (%g → %g)", losses[0], losses[2]);
     ag_ctx_free(ctx);
     opt_adamw_free(opt);
     opt_free_grads(p, 4);
-    cr_assert_eq(live_bytes_with_prefix("grad/"), 0);
+    cr_assert_eq(lg_live_bytes_with_prefix("grad/", NULL), 0);
     for (int i = 0; i < 4; i++) tn_release(p[i]);
     tn_release(x);
     tn_release(y);
@@ -484,9 +470,9 @@ Test(autograd, adopt_hands_a_tensor_to_the_context)
     struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){0});
     struct tn_tensor *t = tn_new_f32(T, "act/mine", 1, (int64_t[]){16});
     cr_assert_eq(ag_adopt(ctx, t), t);
-    cr_assert_gt(live_bytes_with_prefix("act/mine"), 0);
+    cr_assert_gt(lg_live_bytes_with_prefix("act/mine", NULL), 0);
     ag_ctx_reset(ctx);
-    cr_assert_eq(live_bytes_with_prefix("act/mine"), 0);
+    cr_assert_eq(lg_live_bytes_with_prefix("act/mine", NULL), 0);
     cr_assert_eq(ag_tracker(ctx), T);
     ag_ctx_free(ctx);
     ag_ctx_free(NULL);

@@ -116,6 +116,21 @@ static struct tn_tensor *forward_copy(struct fixture *f, const struct tft_batch 
     return c;
 }
 
+/* A calibrator and a QAT state of the fixture's model; freed with q8_calib_free, q8_qat_free. */
+static struct q8_calib *calib_new(struct fixture *f)
+{
+    struct q8_calib *cal = NULL;
+    cr_assert_eq(q8_calib_new(&cal, T, f->model), LG_OK, "%s", lg_errmsg());
+    return cal;
+}
+
+static struct q8_qat *qat_new(struct fixture *f)
+{
+    struct q8_qat *qat = NULL;
+    cr_assert_eq(q8_qat_new(&qat, T, f->model), LG_OK, "%s", lg_errmsg());
+    return qat;
+}
+
 static void calibrate(struct fixture *f, struct q8_calib *cal, int batches)
 {
     q8_calib_attach(cal, f->model);
@@ -131,8 +146,7 @@ static void calibrate(struct fixture *f, struct q8_calib *cal, int batches)
 
 static struct q8_model *quantized_tiny(struct fixture *f, int batches)
 {
-    struct q8_calib *cal = NULL;
-    cr_assert_eq(q8_calib_new(&cal, T, f->model), LG_OK, "%s", lg_errmsg());
+    struct q8_calib *cal = calib_new(f);
     calibrate(f, cal, batches);
     struct q8_model *q = NULL;
     cr_assert_eq(q8_quantize(&q, f->model, cal), LG_OK, "%s", lg_errmsg());
@@ -149,21 +163,6 @@ static double rel_rms_diff(const struct tn_tensor *a, const struct tn_tensor *b)
         s += x * x;
     }
     return sqrt(d / s);
-}
-
-static int64_t live_bytes_with_prefix(const char *prefix, int64_t *total_count)
-{
-    struct trk_tag_stat *st = NULL;
-    size_t n = trk_tag_stats(T, &st);
-    int64_t live = 0, count = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!strncmp(st[i].tag, prefix, strlen(prefix))) {
-            live += st[i].live_bytes;
-            count += st[i].total_count;
-        }
-    free(st);
-    if (total_count) *total_count = count;
-    return live;
 }
 
 /* ---- the GEMM ----------------------------------------------------------------------------- */
@@ -333,8 +332,7 @@ Test(int8, calibration_records_every_layers_input_range)
     }
     f.model->hook = (struct tft_linear_hook){0};
 
-    struct q8_calib *cal = NULL;
-    cr_assert_eq(q8_calib_new(&cal, T, f.model), LG_OK, "%s", lg_errmsg());
+    struct q8_calib *cal = calib_new(&f);
     cr_assert_eq(q8_calib_batches(cal), 0);
     cr_assert(isnan(q8_calib_range(cal, "out")), "nothing observed yet");
     q8_calib_attach(cal, f.model);
@@ -365,14 +363,14 @@ Test(int8, calibration_records_every_layers_input_range)
         cr_assert(got > 0, "%s", rec->name[i]);
     }
     char tag[LG_MAX_NAME];
-    cr_assert(live_bytes_with_prefix("int8/calib.out", NULL) > 0,
+    cr_assert(lg_live_bytes_with_prefix("int8/calib.out", NULL) > 0,
               "observers tagged int8/calib.<layer>");
     snprintf(tag, sizeof tag, "int8/calib.%s", layers[0].name);
-    cr_assert(live_bytes_with_prefix(tag, NULL) > 0, "%s", tag);
+    cr_assert(lg_live_bytes_with_prefix(tag, NULL) > 0, "%s", tag);
     trk_free(T, layers);
     free(rec);
     q8_calib_free(cal);
-    cr_assert_eq(live_bytes_with_prefix("int8/", NULL), 0, "q8_calib_free frees every observer");
+    cr_assert_eq(lg_live_bytes_with_prefix("int8/", NULL), 0, "q8_calib_free frees every observer");
     fixture_fini(&f);
 }
 
@@ -380,8 +378,7 @@ Test(int8, quantising_without_calibration_data_is_an_error)
 {
     struct fixture f;
     fixture_init(&f);
-    struct q8_calib *cal = NULL;
-    cr_assert_eq(q8_calib_new(&cal, T, f.model), LG_OK, "%s", lg_errmsg());
+    struct q8_calib *cal = calib_new(&f);
     struct q8_model *q = (struct q8_model *)&f; /* must be reset to NULL */
     cr_assert_eq(q8_quantize(&q, f.model, cal), LG_EINVAL);
     cr_assert_null(q);
@@ -389,8 +386,7 @@ Test(int8, quantising_without_calibration_data_is_an_error)
               "message: %s", lg_errmsg());
     q8_calib_free(cal);
 
-    struct q8_qat *qat = NULL;
-    cr_assert_eq(q8_qat_new(&qat, T, f.model), LG_OK, "%s", lg_errmsg());
+    struct q8_qat *qat = qat_new(&f);
     cr_assert_eq(q8_qat_convert(&q, f.model, qat), LG_EINVAL);
     cr_assert(strstr(lg_errmsg(), "q8_qat_convert"), "message: %s", lg_errmsg());
     q8_qat_free(qat);
@@ -487,12 +483,13 @@ Test(int8, int8_model_forward_is_close_to_f32_and_frees_its_scratch)
             weights += tn_numel(p) + p->ne[0] * 4 + 4; /* int8 + f32 scale per row + input scale */
     }
     cr_assert_eq(q8_bytes(q), weights);
-    cr_assert(live_bytes_with_prefix("int8/out.weight", NULL) > 0, "tagged int8/<layer>.weight");
+    cr_assert(lg_live_bytes_with_prefix("int8/out.weight", NULL) > 0, "tagged int8/<layer>.weight");
     q8_attach(q, f.model);
     struct tn_tensor *y8 = tft_forward(f.model, f.ctx, &b);
     cr_assert_not_null(y8, "%s", ag_errmsg(f.ctx));
     int64_t count = 0;
-    cr_assert_eq(live_bytes_with_prefix("act/int8.", &count), 0, "int8 scratch freed in the hook");
+    cr_assert_eq(lg_live_bytes_with_prefix("act/int8.", &count), 0,
+                 "int8 scratch freed in the hook");
     cr_assert(count >= q8_layers(q), "every layer ran on int8 data (%lld scratch buffers)",
               (long long)count);
     double rel = rel_rms_diff(yf, y8);
@@ -509,7 +506,7 @@ Test(int8, int8_model_forward_is_close_to_f32_and_frees_its_scratch)
 
     q8_detach(q, f.model);
     q8_free(q);
-    cr_assert_eq(live_bytes_with_prefix("int8/", NULL), 0);
+    cr_assert_eq(lg_live_bytes_with_prefix("int8/", NULL), 0);
     tn_release(yf);
     tft_batch_fini(&b);
     fixture_fini(&f);
@@ -572,8 +569,7 @@ Test(int8, qat_trains_through_fake_quant_and_converts_to_the_same_model)
 {
     struct fixture f;
     fixture_init(&f);
-    struct q8_qat *qat = NULL;
-    cr_assert_eq(q8_qat_new(&qat, T, f.model), LG_OK, "%s", lg_errmsg());
+    struct q8_qat *qat = qat_new(&f);
     q8_qat_attach(qat, f.model);
     /* one training forward and backward: observers move, weights get gradients */
     ag_set_training(f.ctx, true);
@@ -590,7 +586,7 @@ Test(int8, qat_trains_through_fake_quant_and_converts_to_the_same_model)
     for (int64_t i = 0; i < tn_numel(w); i++) g2 += tn_f32(w->grad)[i] * tn_f32(w->grad)[i];
     cr_assert(g2 > 0, "gradients flow through the fake quantisation");
     cr_assert(q8_qat_range(qat, "pos_ff.fc1") > 0 && q8_qat_range(qat, "out") > 0);
-    cr_assert(live_bytes_with_prefix("qat/observer.out", NULL) > 0,
+    cr_assert(lg_live_bytes_with_prefix("qat/observer.out", NULL) > 0,
               "observers tagged qat/observer.<layer>");
     ag_ctx_reset(f.ctx);
     tft_batch_fini(&b);
@@ -612,7 +608,7 @@ Test(int8, qat_trains_through_fake_quant_and_converts_to_the_same_model)
     cr_assert_eq(q8_qat_convert(&q, f.model, qat), LG_OK, "%s", lg_errmsg());
     cr_assert_eq(q8_input_scale(q, "out"), before / 127.0f);
     q8_qat_free(qat);
-    cr_assert_eq(live_bytes_with_prefix("qat/", NULL), 0, "q8_qat_free frees every observer");
+    cr_assert_eq(lg_live_bytes_with_prefix("qat/", NULL), 0, "q8_qat_free frees every observer");
     q8_attach(q, f.model);
     struct tn_tensor *y8 = forward_copy(&f, &b);
     q8_detach(q, f.model);
@@ -636,7 +632,7 @@ Test(int8, save_writes_i8_weights_and_f32_scales)
     char path[512], *json = tft_config_to_json(&f.cfg);
     snprintf(path, sizeof path, "%s/tiny.int8.safetensors", lg_test_tmpdir());
     cr_assert_eq(q8_save(q, f.model, path, json), LG_OK, "%s", lg_errmsg());
-    cr_assert_eq(live_bytes_with_prefix("int8/save", NULL), 0, "staging freed");
+    cr_assert_eq(lg_live_bytes_with_prefix("int8/save", NULL), 0, "staging freed");
 
     struct st_file *sf = NULL;
     cr_assert_eq(st_open(&sf, T, path), LG_OK, "%s", lg_errmsg());
@@ -715,10 +711,8 @@ Test(int8, attaching_over_another_hook_aborts, .signal = SIGABRT)
 {
     struct fixture f;
     fixture_init(&f);
-    struct q8_calib *cal = NULL;
-    struct q8_qat *qat = NULL;
-    cr_assert_eq(q8_calib_new(&cal, T, f.model), LG_OK);
-    cr_assert_eq(q8_qat_new(&qat, T, f.model), LG_OK);
+    struct q8_calib *cal = calib_new(&f);
+    struct q8_qat *qat = qat_new(&f);
     q8_calib_attach(cal, f.model);
     q8_qat_attach(qat, f.model);
 }
@@ -727,8 +721,7 @@ Test(int8, freeing_while_attached_aborts, .signal = SIGABRT)
 {
     struct fixture f;
     fixture_init(&f);
-    struct q8_calib *cal = NULL;
-    cr_assert_eq(q8_calib_new(&cal, T, f.model), LG_OK);
+    struct q8_calib *cal = calib_new(&f);
     q8_calib_attach(cal, f.model);
     q8_calib_free(cal);
 }

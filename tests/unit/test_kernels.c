@@ -14,6 +14,7 @@
 #include "kernels.h"
 #include "kn_pool.h"
 #include "lg_test.h"
+#include "lg_test_model.h"
 
 static void setup(void)
 {
@@ -248,11 +249,7 @@ Test(kernels, split_gemms_match_one_call)
 
 static struct tn_tensor *leaf(const char *name, int nd, const int64_t *shape)
 {
-    struct tn_tensor *t = tn_new_f32(T, name, nd, shape);
-    cr_assert_not_null(t, "%s", lg_errmsg());
-    tn_fill_normal(t, &rng, 0.0f, 1.0f);
-    t->requires_grad = true;
-    return t;
+    return lg_leaf(name, nd, shape, &rng, 1.0f);
 }
 
 /* Forward output and every input's gradient of one op against another, on 2 threads and shapes
