@@ -30,6 +30,12 @@ static const char *csv_path(char *buf, size_t size, const char *name)
     return buf;
 }
 
+/* data_load_csv of tests/data/csv/<csv> with the config tests/data/csv/<json>. */
+static int load_csv(struct data_set **ds, struct tft_config *cfg, const char *csv, const char *json)
+{
+    return data_load_csv(ds, cfg, T, lg_test_datafile("csv", csv), lg_test_datafile("csv", json));
+}
+
 /* ---- the synthetic generator ------------------------------------------------------------ */
 
 Test(data, synth_is_deterministic_per_seed)
@@ -477,11 +483,9 @@ Test(data, pinball_matches_hand_computed_values)
 
 Test(data, csv_values_land_where_expected)
 {
-    char p1[512], p2[512];
     struct tft_config cfg;
     struct data_set *ds = NULL;
-    int rc = data_load_csv(&ds, &cfg, T, csv_path(p1, sizeof p1, "small.csv"),
-                           csv_path(p2, sizeof p2, "small.json"));
+    int rc = load_csv(&ds, &cfg, "small.csv", "small.json");
     cr_assert_eq(rc, LG_OK, "%s", lg_errmsg());
     cr_assert_eq(tft_config_validate(&cfg), LG_OK);
     /* spec order: static cat, target, observed, known cat, known real */
@@ -520,11 +524,9 @@ Test(data, csv_values_land_where_expected)
 
 Test(data, csv_example_is_train_ready)
 {
-    char p1[512], p2[512];
     struct tft_config cfg;
     struct data_set *ds = NULL;
-    int rc = data_load_csv(&ds, &cfg, T, csv_path(p1, sizeof p1, "example.csv"),
-                           csv_path(p2, sizeof p2, "example.json"));
+    int rc = load_csv(&ds, &cfg, "example.csv", "example.json");
     cr_assert_eq(rc, LG_OK, "%s", lg_errmsg());
     cr_assert_str_eq(cfg.preset, "example");
     static const char *names[] = {"store_type", "size",  "sales",    "temperature",
@@ -557,12 +559,9 @@ Test(data, csv_example_is_train_ready)
 
 Test(data, csv_from_memory_matches_the_file)
 {
-    char p1[512], p2[512];
     struct tft_config c1, c2;
     struct data_set *a = NULL, *b = NULL;
-    csv_path(p1, sizeof p1, "small.csv");
-    csv_path(p2, sizeof p2, "small.json");
-    cr_assert_eq(data_load_csv(&a, &c1, T, p1, p2), LG_OK);
+    cr_assert_eq(load_csv(&a, &c1, "small.csv", "small.json"), LG_OK);
     /* the same rows with CRLF endings, a byte-order mark, blank lines, no final newline */
     const char *csv =
         "\xEF\xBB\xBFid,t,y,kind,x,dow,k\r\n\r\n"
@@ -574,10 +573,9 @@ Test(data, csv_from_memory_matches_the_file)
         "\"b \"\"q\"\"\",10,110,blue,-10,3,100\r\n\"b \"\"q\"\"\",9,109,blue,-9,2,90\r\n"
         "\"b \"\"q\"\"\",8,108,blue,-8,1,80\r\n\"b \"\"q\"\"\",7,107,blue,-7,0,70\r\n"
         "\"b \"\"q\"\"\",6,106,blue,-6,6,60\r\n\"b \"\"q\"\"\",5,105,blue,-5,5,50";
-    FILE *f = fopen(p2, "rb");
-    char json[2048];
-    size_t jn = fread(json, 1, sizeof json, f);
-    fclose(f);
+    size_t jn;
+    char *json = lg_slurp(lg_test_datafile("csv", "small.json"), &jn);
+    cr_assert_not_null(json);
     int rc = data_parse_csv(&b, &c2, T, csv, strlen(csv), "mem.csv", json, jn, "mem.json");
     cr_assert_eq(rc, LG_OK, "%s", lg_errmsg());
     cr_assert(!memcmp(&c1, &c2, sizeof c1));
@@ -586,6 +584,7 @@ Test(data, csv_from_memory_matches_the_file)
             for (int64_t t = 0; t < 8; t++)
                 cr_assert_eq(data_value(a, v, s, t), data_value(b, v, s, t), "var %d s %d t %lld",
                              v, s, (long long)t);
+    free(json);
     data_free(a);
     data_free(b);
 }
@@ -650,12 +649,10 @@ static const struct {
 Test(data, csv_malformed_inputs_name_file_line_and_column)
 {
     for (size_t i = 0; i < LG_ARRAY_LEN(bad); i++) {
-        char p1[512], p2[512];
         struct tft_config cfg;
         memset(&cfg, 0x5a, sizeof cfg);
         struct data_set *ds = (struct data_set *)&cfg; /* untouched on failure */
-        int rc = data_load_csv(&ds, &cfg, T, csv_path(p1, sizeof p1, bad[i].csv),
-                               csv_path(p2, sizeof p2, bad[i].json));
+        int rc = load_csv(&ds, &cfg, bad[i].csv, bad[i].json);
         cr_assert_eq(rc, LG_EFORMAT, "%s + %s: status %s (%s)", bad[i].csv, bad[i].json,
                      lg_status_name(rc), lg_errmsg());
         cr_assert_eq(ds, (struct data_set *)&cfg);
@@ -671,11 +668,9 @@ Test(data, csv_malformed_inputs_name_file_line_and_column)
 
 Test(data, csv_missing_file_is_an_io_error)
 {
-    char p1[512], p2[512];
     struct tft_config cfg;
     struct data_set *ds = NULL;
-    int rc = data_load_csv(&ds, &cfg, T, csv_path(p1, sizeof p1, "no_such.csv"),
-                           csv_path(p2, sizeof p2, "small.json"));
+    int rc = load_csv(&ds, &cfg, "no_such.csv", "small.json");
     cr_assert_eq(rc, LG_EIO);
     cr_assert(strstr(lg_errmsg(), "no_such.csv: cannot open"), "%s", lg_errmsg());
 }

@@ -3,6 +3,7 @@
  * line and member, name tables, and every line valid against docs/results.schema.json. */
 #define _GNU_SOURCE
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -142,122 +143,180 @@ static void fill_verdict(struct rpt_verdict *v)
     }
 }
 
+/* ---- field-by-field comparison, driven by tables --------------------------------------------- */
+
+enum kind { K_INT, K_UNS, K_I64, K_U64, K_BOOL, K_NUM, K_STR, K_PSTR };
+
+/* One field of a struct: name, place and type. K_STR is a char array, K_PSTR a char * (NULL
+ * must stay NULL); K_NUM a double compared with NaN equal to NaN; K_INT also an enum. */
+struct field {
+    const char *name;
+    size_t off;
+    enum kind kind;
+};
+// clang-format off
+#define FIELD(t, m, k) {.name = #m, .off = offsetof(t, m), .kind = k}
+// clang-format on
+
+/* Asserts that a and b agree on every field (what: the struct, for the message). */
+static void check_fields(const void *a, const void *b, const struct field *f, size_t n,
+                         const char *what)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *x = (const char *)a + f[i].off, *y = (const char *)b + f[i].off;
+        const char *name = f[i].name;
+        switch (f[i].kind) {
+        case K_INT: cr_assert_eq(*(const int *)x, *(const int *)y, "%s.%s", what, name); break;
+        case K_UNS:
+            cr_assert_eq(*(const unsigned *)x, *(const unsigned *)y, "%s.%s", what, name);
+            break;
+        case K_I64:
+            cr_assert_eq(*(const int64_t *)x, *(const int64_t *)y, "%s.%s: %lld != %lld", what,
+                         name, (long long)*(const int64_t *)x, (long long)*(const int64_t *)y);
+            break;
+        case K_U64:
+            cr_assert_eq(*(const uint64_t *)x, *(const uint64_t *)y, "%s.%s: %llu != %llu", what,
+                         name, (unsigned long long)*(const uint64_t *)x,
+                         (unsigned long long)*(const uint64_t *)y);
+            break;
+        case K_BOOL: cr_assert_eq(*(const bool *)x, *(const bool *)y, "%s.%s", what, name); break;
+        case K_NUM:
+            cr_assert(same_num(*(const double *)x, *(const double *)y), "%s.%s: %.17g != %.17g",
+                      what, name, *(const double *)x, *(const double *)y);
+            break;
+        case K_STR: cr_assert_str_eq(x, y, "%s.%s", what, name); break;
+        case K_PSTR: {
+            const char *sx = *(char *const *)x, *sy = *(char *const *)y;
+            if (!sx)
+                cr_assert_null(sy, "%s.%s", what, name);
+            else
+                cr_assert_str_eq(sx, sy, "%s.%s", what, name);
+            break;
+        }
+        }
+    }
+}
+#define CHECK_FIELDS(a, b, table, what) check_fields(a, b, table, LG_ARRAY_LEN(table), what)
+
+#define R(m, k) FIELD(struct rpt_run, m, k)
+static const struct field run_fields[] = {
+    R(schema, K_STR),   R(version, K_STR), R(command, K_STR),   R(started, K_STR),
+    R(hostname, K_STR), R(cpus, K_INT),    R(mem_bytes, K_I64), R(device, K_STR),
+    R(preset, K_STR),   R(modes, K_STR),   R(sessions, K_INT),  R(warmup, K_INT),
+    R(steps, K_INT),    R(seed, K_U64),    R(stacks, K_BOOL),   R(inject, K_STR),
+    R(shard, K_STR),
+};
+#undef R
+static const struct field budget_fields[] = {
+    FIELD(struct rpt_budget, band, K_NUM),
+    FIELD(struct rpt_budget, slope, K_NUM),
+    FIELD(struct rpt_budget, floor, K_NUM),
+    FIELD(struct rpt_budget, source, K_STR),
+};
+#define S(m, k) FIELD(struct rpt_session, m, k)
+static const struct field session_fields[] = {
+    S(index, K_INT),
+    S(mode, K_STR),
+    S(warmup, K_BOOL),
+    S(duration_s, K_NUM),
+    S(steps, K_INT),
+    S(train_loss, K_NUM),
+    S(val_loss, K_NUM),
+    S(quant_val_loss, K_NUM),
+    S(peak_tagged_host, K_I64),
+    S(peak_tagged_device, K_I64),
+    S(leaked_host_bytes, K_I64),
+    S(leaked_device_bytes, K_I64),
+    S(invalid_frees, K_I64),
+    S(n_groups, K_INT),
+    S(n_refs, K_INT),
+    S(n_classes, K_INT),
+    S(n_samples, K_INT),
+    S(error, K_STR),
+};
+#undef S
+static const struct field group_fields[] = {
+    FIELD(struct lg_leak_group, tag, K_STR),      FIELD(struct lg_leak_group, space, K_STR),
+    FIELD(struct lg_leak_group, bytes, K_I64),    FIELD(struct lg_leak_group, count, K_I64),
+    FIELD(struct lg_leak_group, n_stacks, K_INT),
+};
+static const struct field stack_fields[] = {
+    FIELD(struct lg_stack, count, K_I64),
+    FIELD(struct lg_stack, frames, K_PSTR),
+};
+static const struct field ref_fields[] = {
+    FIELD(struct lg_ref_leak, kind, K_STR),
+    FIELD(struct lg_ref_leak, name, K_STR),
+    FIELD(struct lg_ref_leak, refs, K_INT),
+    FIELD(struct lg_ref_leak, n_retains, K_INT),
+};
+static const struct field retain_fields[] = {
+    FIELD(struct lg_retain, site, K_STR),
+    FIELD(struct lg_retain, generation, K_UNS),
+    FIELD(struct lg_retain, stack, K_PSTR),
+};
+static const struct field class_fields[] = {
+    FIELD(struct lg_class_bytes, cls, K_STR),
+    FIELD(struct lg_class_bytes, bytes, K_I64),
+};
+#define M(m, k) FIELD(struct rpt_sample, m, k)
+static const struct field sample_fields[] = {
+    M(step, K_INT),          M(phase, K_STR),        M(t, K_NUM),   M(tagged_host, K_I64),
+    M(tagged_device, K_I64), M(je_allocated, K_I64), M(rss, K_I64),
+};
+#undef M
+static const struct field verdict_fields[] = {
+    FIELD(struct rpt_verdict, status, K_INT),
+    FIELD(struct rpt_verdict, exit_code, K_INT),
+    FIELD(struct rpt_verdict, sessions_measured, K_INT),
+    FIELD(struct rpt_verdict, partial, K_BOOL),
+    FIELD(struct rpt_verdict, summary, K_STR),
+    FIELD(struct rpt_verdict, n_channels, K_INT),
+};
+#define V(m, k) FIELD(struct rpt_channel_verdict, m, k)
+static const struct field channel_fields[] = {
+    V(channel, K_INT),  V(status, K_INT),   V(figure, K_NUM), V(budget, K_NUM), V(slope, K_NUM),
+    V(slope_lo, K_NUM), V(slope_hi, K_NUM), V(shift, K_NUM),  V(why, K_STR),
+};
+#undef V
+
 static void check_run(const struct rpt_run *a, const struct rpt_run *b)
 {
-    cr_assert_str_eq(a->schema, b->schema);
-    cr_assert_str_eq(a->version, b->version);
-    cr_assert_str_eq(a->command, b->command);
-    cr_assert_str_eq(a->started, b->started);
-    cr_assert_str_eq(a->hostname, b->hostname);
-    cr_assert_eq(a->cpus, b->cpus);
-    cr_assert_eq(a->mem_bytes, b->mem_bytes);
-    cr_assert_str_eq(a->device, b->device);
-    cr_assert_str_eq(a->preset, b->preset);
-    cr_assert_str_eq(a->modes, b->modes);
-    cr_assert_eq(a->sessions, b->sessions);
-    cr_assert_eq(a->warmup, b->warmup);
-    cr_assert_eq(a->steps, b->steps);
-    cr_assert_eq(a->seed, b->seed, "seed %llu != %llu", (unsigned long long)a->seed,
-                 (unsigned long long)b->seed);
-    cr_assert_eq(a->stacks, b->stacks);
-    cr_assert_str_eq(a->inject, b->inject);
-    cr_assert_str_eq(a->shard, b->shard);
-    for (int c = 0; c < RPT_NCHANNELS; c++) {
-        cr_assert(same_num(a->budgets[c].band, b->budgets[c].band));
-        cr_assert(same_num(a->budgets[c].slope, b->budgets[c].slope));
-        cr_assert(same_num(a->budgets[c].floor, b->budgets[c].floor), "floor of %d", c);
-        cr_assert_str_eq(a->budgets[c].source, b->budgets[c].source);
-    }
+    CHECK_FIELDS(a, b, run_fields, "run");
+    for (int c = 0; c < RPT_NCHANNELS; c++)
+        CHECK_FIELDS(&a->budgets[c], &b->budgets[c], budget_fields, rpt_channel_name(c));
 }
 
 static void check_session(const struct rpt_session *a, const struct rpt_session *b)
 {
-    cr_assert_eq(a->index, b->index);
-    cr_assert_str_eq(a->mode, b->mode);
-    cr_assert_eq(a->warmup, b->warmup);
-    cr_assert(same_num(a->duration_s, b->duration_s));
-    cr_assert_eq(a->steps, b->steps);
-    cr_assert(same_num(a->train_loss, b->train_loss), "train_loss %.17g != %.17g", a->train_loss,
-              b->train_loss);
-    cr_assert(same_num(a->val_loss, b->val_loss));
-    cr_assert(same_num(a->quant_val_loss, b->quant_val_loss));
+    CHECK_FIELDS(a, b, session_fields, "session");
     for (int c = 0; c < RPT_NCHANNELS; c++) {
         cr_assert_eq(a->absolute[c], b->absolute[c], "absolute[%s]", rpt_channel_name(c));
         cr_assert_eq(a->delta[c], b->delta[c], "delta[%s]", rpt_channel_name(c));
     }
-    cr_assert_eq(a->peak_tagged_host, b->peak_tagged_host);
-    cr_assert_eq(a->peak_tagged_device, b->peak_tagged_device);
-    cr_assert_eq(a->leaked_host_bytes, b->leaked_host_bytes);
-    cr_assert_eq(a->leaked_device_bytes, b->leaked_device_bytes);
-    cr_assert_eq(a->invalid_frees, b->invalid_frees);
-    cr_assert_eq(a->n_groups, b->n_groups);
     for (int g = 0; g < a->n_groups; g++) {
         const struct lg_leak_group *x = &a->groups[g], *y = &b->groups[g];
-        cr_assert_str_eq(x->tag, y->tag);
-        cr_assert_str_eq(x->space, y->space);
-        cr_assert_eq(x->bytes, y->bytes);
-        cr_assert_eq(x->count, y->count);
-        cr_assert_eq(x->n_stacks, y->n_stacks);
-        for (int k = 0; k < x->n_stacks; k++) {
-            cr_assert_eq(x->stacks[k].count, y->stacks[k].count);
-            cr_assert_str_eq(x->stacks[k].frames, y->stacks[k].frames);
-        }
+        CHECK_FIELDS(x, y, group_fields, "group");
+        for (int k = 0; k < x->n_stacks; k++)
+            CHECK_FIELDS(&x->stacks[k], &y->stacks[k], stack_fields, "stack");
     }
-    cr_assert_eq(a->n_refs, b->n_refs);
     for (int k = 0; k < a->n_refs; k++) {
         const struct lg_ref_leak *x = &a->refs[k], *y = &b->refs[k];
-        cr_assert_str_eq(x->kind, y->kind);
-        cr_assert_str_eq(x->name, y->name);
-        cr_assert_eq(x->refs, y->refs);
-        cr_assert_eq(x->n_retains, y->n_retains);
-        for (int t = 0; t < x->n_retains; t++) {
-            cr_assert_str_eq(x->retains[t].site, y->retains[t].site);
-            cr_assert_eq(x->retains[t].generation, y->retains[t].generation);
-            if (!x->retains[t].stack)
-                cr_assert_null(y->retains[t].stack);
-            else
-                cr_assert_str_eq(x->retains[t].stack, y->retains[t].stack);
-        }
+        CHECK_FIELDS(x, y, ref_fields, "ref");
+        for (int t = 0; t < x->n_retains; t++)
+            CHECK_FIELDS(&x->retains[t], &y->retains[t], retain_fields, "retain");
     }
-    cr_assert_eq(a->n_classes, b->n_classes);
-    for (int k = 0; k < a->n_classes; k++) {
-        cr_assert_str_eq(a->classes[k].cls, b->classes[k].cls);
-        cr_assert_eq(a->classes[k].bytes, b->classes[k].bytes);
-    }
-    cr_assert_eq(a->n_samples, b->n_samples);
-    for (int k = 0; k < a->n_samples; k++) {
-        const struct rpt_sample *x = &a->samples[k], *y = &b->samples[k];
-        cr_assert_eq(x->step, y->step);
-        cr_assert_str_eq(x->phase, y->phase);
-        cr_assert(same_num(x->t, y->t));
-        cr_assert_eq(x->tagged_host, y->tagged_host);
-        cr_assert_eq(x->tagged_device, y->tagged_device);
-        cr_assert_eq(x->je_allocated, y->je_allocated);
-        cr_assert_eq(x->rss, y->rss);
-    }
-    cr_assert_str_eq(a->error, b->error);
+    for (int k = 0; k < a->n_classes; k++)
+        CHECK_FIELDS(&a->classes[k], &b->classes[k], class_fields, "class");
+    for (int k = 0; k < a->n_samples; k++)
+        CHECK_FIELDS(&a->samples[k], &b->samples[k], sample_fields, "sample");
 }
 
 static void check_verdict(const struct rpt_verdict *a, const struct rpt_verdict *b)
 {
-    cr_assert_eq(a->status, b->status);
-    cr_assert_eq(a->exit_code, b->exit_code);
-    cr_assert_eq(a->sessions_measured, b->sessions_measured);
-    cr_assert_eq(a->partial, b->partial);
-    cr_assert_str_eq(a->summary, b->summary);
-    cr_assert_eq(a->n_channels, b->n_channels);
-    for (int k = 0; k < a->n_channels; k++) {
-        const struct rpt_channel_verdict *x = &a->channels[k], *y = &b->channels[k];
-        cr_assert_eq(x->channel, y->channel);
-        cr_assert_eq(x->status, y->status);
-        cr_assert(same_num(x->figure, y->figure));
-        cr_assert(same_num(x->budget, y->budget));
-        cr_assert(same_num(x->slope, y->slope));
-        cr_assert(same_num(x->slope_lo, y->slope_lo));
-        cr_assert(same_num(x->slope_hi, y->slope_hi));
-        cr_assert(same_num(x->shift, y->shift));
-        cr_assert_str_eq(x->why, y->why);
-    }
+    CHECK_FIELDS(a, b, verdict_fields, "verdict");
+    for (int k = 0; k < a->n_channels; k++)
+        CHECK_FIELDS(&a->channels[k], &b->channels[k], channel_fields, "channel");
 }
 
 /* Writes run, three sessions and a verdict to path. */

@@ -22,13 +22,6 @@ static int64_t live_host(void)
     return t.live_bytes;
 }
 
-static const char *tmp_path(const char *name)
-{
-    static char buf[512];
-    snprintf(buf, sizeof buf, "%s/%s", lg_test_tmpdir(), name);
-    return buf;
-}
-
 /* Five tensors of every dtype, a scalar and an empty one, filled with known values. */
 struct sample {
     struct tn_tensor *t[5];
@@ -58,18 +51,40 @@ static void sample_free(struct sample *s)
     for (int i = 0; i < 5; i++) tn_release(s->t[i]);
 }
 
+/* A fresh sample saved with metadata `meta` into the scratch file `name`; the file's path. */
+static const char *save_sample(struct sample *s, const char *name, const char *const *meta)
+{
+    sample_new(s);
+    const char *path = lg_test_tmpfile(name);
+    cr_assert_eq(st_save(T, path, s->e, 5, meta), LG_OK, "%s", lg_errmsg());
+    return path;
+}
+
+/* The file at path, which must open; closed with st_close. */
+static struct st_file *open_ok(const char *path)
+{
+    struct st_file *f = NULL;
+    cr_assert_eq(st_open(&f, T, path), LG_OK, "%s: %s", path, lg_errmsg());
+    return f;
+}
+
+/* The whole file at path, which must exist (its size in *n); freed with free. */
+static char *slurp(const char *path, size_t *n)
+{
+    char *buf = lg_slurp(path, n);
+    cr_assert_not_null(buf, "open %s", path);
+    return buf;
+}
+
 static const char *const META[] = {"config", "{\"preset\":\"tiny\",\"hidden\":16}", "note",
                                    "gr\xc3\xbc\xc3\x9f \"quoted\"", NULL};
 
 Test(safetensors, round_trip_of_every_dtype_and_the_metadata)
 {
     struct sample s;
-    sample_new(&s);
-    const char *path = tmp_path("rt.safetensors");
-    cr_assert_eq(st_save(T, path, s.e, 5, META), LG_OK, "%s", lg_errmsg());
+    const char *path = save_sample(&s, "rt.safetensors", META);
 
-    struct st_file *f = NULL;
-    cr_assert_eq(st_open(&f, T, path), LG_OK, "%s", lg_errmsg());
+    struct st_file *f = open_ok(path);
     cr_assert_str_eq(st_path(f), path);
     cr_assert_eq(st_count(f), 5);
     uint64_t pos = 0;
@@ -102,20 +117,6 @@ Test(safetensors, round_trip_of_every_dtype_and_the_metadata)
     sample_free(&s);
 }
 
-static char *slurp(const char *path, size_t *n)
-{
-    FILE *fp = fopen(path, "rb");
-    cr_assert_not_null(fp, "open %s", path);
-    fseek(fp, 0, SEEK_END);
-    *n = (size_t)ftell(fp);
-    rewind(fp);
-    char *buf = malloc(*n + 1);
-    cr_assert_eq(fread(buf, 1, *n, fp), *n);
-    buf[*n] = '\0';
-    fclose(fp);
-    return buf;
-}
-
 Test(safetensors, header_is_padded_to_8_and_offsets_tile_the_buffer)
 {
     struct sample s;
@@ -127,7 +128,7 @@ Test(safetensors, header_is_padded_to_8_and_offsets_tile_the_buffer)
         char val[16] = "";
         memset(val, 'x', (size_t)extra);
         const char *meta[] = {"k", val, NULL};
-        const char *path = tmp_path("pad.safetensors");
+        const char *path = lg_test_tmpfile("pad.safetensors");
         cr_assert_eq(st_save(T, path, s.e, 5, meta), LG_OK, "%s", lg_errmsg());
         size_t n;
         char *raw = slurp(path, &n);
@@ -162,9 +163,7 @@ Test(safetensors, an_independent_python_reader_agrees)
     if (system("python3 -c 'import json, struct' >/dev/null 2>&1") != 0)
         cr_skip_test("python3 is not installed");
     struct sample s;
-    sample_new(&s);
-    const char *path = tmp_path("py.safetensors");
-    cr_assert_eq(st_save(T, path, s.e, 5, META), LG_OK, "%s", lg_errmsg());
+    const char *path = save_sample(&s, "py.safetensors", META);
     char out[600], cmd[2048];
     snprintf(out, sizeof out, "%s/py.json", lg_test_tmpdir());
     snprintf(cmd, sizeof cmd, "python3 '%s/../tools/st_read.py' '%s' > '%s'", lg_test_data_dir(),
@@ -286,8 +285,7 @@ Test(safetensors, every_file_of_the_good_corpus_opens_and_reads)
         if (de->d_name[0] == '.') continue;
         char path[800];
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        struct st_file *f = NULL;
-        cr_assert_eq(st_open(&f, T, path), LG_OK, "%s", lg_errmsg());
+        struct st_file *f = open_ok(path);
         for (int i = 0; i < st_count(f); i++) {
             size_t nb = st_nbytes(f, i);
             void *buf = trk_alloc(T, nb, "ckpt/test");
@@ -314,7 +312,7 @@ Test(safetensors, every_file_of_the_good_corpus_opens_and_reads)
 Test(safetensors, missing_files_and_directories_are_io_errors_naming_the_path)
 {
     struct st_file *f = NULL;
-    const char *path = tmp_path("does-not-exist.safetensors");
+    const char *path = lg_test_tmpfile("does-not-exist.safetensors");
     cr_assert_eq(st_open(&f, T, path), LG_EIO);
     cr_assert_null(f);
     cr_assert(strstr(lg_errmsg(), path), "%s", lg_errmsg());
@@ -322,22 +320,16 @@ Test(safetensors, missing_files_and_directories_are_io_errors_naming_the_path)
     cr_assert(strstr(lg_errmsg(), "not a regular file"), "%s", lg_errmsg());
 }
 
-static int exists(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0;
-}
-
 Test(safetensors, a_failed_save_leaves_the_old_file_and_no_tmp)
 {
     struct sample s;
     sample_new(&s);
-    const char *p = tmp_path("keep.safetensors");
+    const char *p = lg_test_tmpfile("keep.safetensors");
     char path[512], tmp[520];
     lg_strlcpy(path, p, sizeof path);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     cr_assert_eq(st_save(T, path, s.e, 2, NULL), LG_OK, "%s", lg_errmsg());
-    cr_assert_not(exists(tmp), "no .tmp after success");
+    cr_assert_not(lg_exists(tmp), "no .tmp after success");
     size_t n0;
     char *before = slurp(path, &n0);
 
@@ -352,11 +344,11 @@ Test(safetensors, a_failed_save_leaves_the_old_file_and_no_tmp)
     size_t n1;
     char *after = slurp(path, &n1);
     cr_assert(n0 == n1 && memcmp(before, after, n0) == 0, "old checkpoint intact");
-    cr_assert_not(exists(tmp));
+    cr_assert_not(lg_exists(tmp));
     free(before);
     free(after);
 
-    const char *nodir = tmp_path("no/such/dir/x.safetensors");
+    const char *nodir = lg_test_tmpfile("no/such/dir/x.safetensors");
     cr_assert_eq(st_save(T, nodir, s.e, 5, NULL), LG_EIO);
     cr_assert(strstr(lg_errmsg(), "x.safetensors.tmp") && strstr(lg_errmsg(), "No such file"), "%s",
               lg_errmsg());
@@ -367,18 +359,15 @@ Test(safetensors, a_failed_save_leaves_the_old_file_and_no_tmp)
     cr_assert_eq(mkdir(dirpath, 0755), 0);
     cr_assert_eq(st_save(T, dirpath, s.e, 5, NULL), LG_EIO);
     cr_assert(strstr(lg_errmsg(), "rename"), "%s", lg_errmsg());
-    cr_assert_not(exists(dirtmp), "the .tmp was removed");
+    cr_assert_not(lg_exists(dirtmp), "the .tmp was removed");
     sample_free(&s);
 }
 
 Test(safetensors, read_checks_the_size_and_a_truncated_file_is_an_io_error)
 {
     struct sample s;
-    sample_new(&s);
-    const char *path = tmp_path("trunc.safetensors");
-    cr_assert_eq(st_save(T, path, s.e, 5, NULL), LG_OK, "%s", lg_errmsg());
-    struct st_file *f = NULL;
-    cr_assert_eq(st_open(&f, T, path), LG_OK, "%s", lg_errmsg());
+    const char *path = save_sample(&s, "trunc.safetensors", NULL);
+    struct st_file *f = open_ok(path);
     float buf[15];
     cr_assert_eq(st_read(f, 0, buf, 14 * sizeof(float)), LG_EINVAL);
     cr_assert(strstr(lg_errmsg(), "asked to read"), "%s", lg_errmsg());
@@ -401,7 +390,7 @@ Test(safetensors, many_tensors_are_found_by_name_and_nothing_is_staged)
         tn_fill(t[i], (float)i);
         e[i] = (struct st_entry){names[i], t[i]};
     }
-    const char *path = tmp_path("many.safetensors");
+    const char *path = lg_test_tmpfile("many.safetensors");
     trk_reset_peaks(T);
     struct trk_totals before;
     trk_totals(T, TRK_HOST, &before);
@@ -412,8 +401,7 @@ Test(safetensors, many_tensors_are_found_by_name_and_nothing_is_staged)
     cr_assert_lt(after.peak_bytes - before.live_bytes, 64 * 1024, "writer staged %lld bytes",
                  (long long)(after.peak_bytes - before.live_bytes));
 
-    struct st_file *f = NULL;
-    cr_assert_eq(st_open(&f, T, path), LG_OK, "%s", lg_errmsg());
+    struct st_file *f = open_ok(path);
     cr_assert_eq(st_count(f), N);
     for (int i = 0; i < N; i++) {
         int k = st_find(f, names[i]);

@@ -59,14 +59,20 @@ static struct rpt_budget budget(void)
     return (struct rpt_budget){.band = 1000, .slope = 100, .floor = 400};
 }
 
+/* The verdict of channel c on deltas y[0..n) against budget b. */
+static struct rpt_channel_verdict judge(int c, const double *y, int n, struct rpt_budget b)
+{
+    struct rpt_channel_verdict v;
+    rpt_judge_statistical(c, y, n, &b, &v);
+    return v;
+}
+
 Test(verdict, noise_within_budget_passes)
 {
     uint64_t s = 1;
     double y[40];
     for (int i = 0; i < 40; i++) y[i] = 300 * noise(&s);
-    struct rpt_budget b = budget();
-    struct rpt_channel_verdict v;
-    rpt_judge_statistical(RPT_CH_RSS, y, 40, &b, &v);
+    struct rpt_channel_verdict v = judge(RPT_CH_RSS, y, 40, budget());
     cr_assert_eq(v.status, RPT_PASS, "%s", v.why);
 }
 
@@ -75,9 +81,7 @@ Test(verdict, steady_growth_is_a_leak_with_the_figures_in_the_why)
     uint64_t s = 2;
     double y[30];
     for (int i = 0; i < 30; i++) y[i] = 500.0 * i + 200 * noise(&s);
-    struct rpt_budget b = budget();
-    struct rpt_channel_verdict v;
-    rpt_judge_statistical(RPT_CH_JE_ALLOCATED, y, 30, &b, &v);
+    struct rpt_channel_verdict v = judge(RPT_CH_JE_ALLOCATED, y, 30, budget());
     cr_assert_eq(v.status, RPT_LEAK, "%s", v.why);
     cr_assert(fabs(v.slope - 500) < 50, "slope %g", v.slope);
     cr_assert_gt(v.slope_lo, 100);
@@ -88,9 +92,7 @@ Test(verdict, growth_that_stops_is_saturating)
 {
     double y[40];
     for (int i = 0; i < 40; i++) y[i] = 20000.0 * (1 - exp(-i / 4.0)); /* flat after ~20 sessions */
-    struct rpt_budget b = budget();
-    struct rpt_channel_verdict v;
-    rpt_judge_statistical(RPT_CH_RSS, y, 40, &b, &v);
+    struct rpt_channel_verdict v = judge(RPT_CH_RSS, y, 40, budget());
     cr_assert_eq(v.status, RPT_SATURATING, "%s", v.why);
 }
 
@@ -98,9 +100,7 @@ Test(verdict, a_one_time_jump_that_stays_is_inconclusive)
 {
     double y[30];
     for (int i = 0; i < 30; i++) y[i] = i < 2 ? 0 : 5000; /* jumped once, then flat */
-    struct rpt_budget b = budget();
-    struct rpt_channel_verdict v;
-    rpt_judge_statistical(RPT_CH_RSS, y, 30, &b, &v);
+    struct rpt_channel_verdict v = judge(RPT_CH_RSS, y, 30, budget());
     cr_assert_eq(v.status, RPT_INCONCLUSIVE, "%s", v.why);
 }
 
@@ -109,9 +109,8 @@ Test(verdict, a_slope_that_is_not_significant_is_inconclusive)
     uint64_t s = 3;
     double y[8];
     for (int i = 0; i < 8; i++) y[i] = 150.0 * i + 3000 * noise(&s);
-    struct rpt_budget b = {.band = 1e9, .slope = 100, .floor = 0};
-    struct rpt_channel_verdict v;
-    rpt_judge_statistical(RPT_CH_RSS, y, 8, &b, &v);
+    struct rpt_channel_verdict v =
+        judge(RPT_CH_RSS, y, 8, (struct rpt_budget){.band = 1e9, .slope = 100, .floor = 0});
     cr_assert(v.status == RPT_INCONCLUSIVE || v.status == RPT_PASS, "%s", v.why);
     cr_assert_neq(v.status, RPT_LEAK, "%s", v.why);
 }
