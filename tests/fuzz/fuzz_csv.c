@@ -19,8 +19,7 @@
 #include <string.h>
 
 #include "data.h"
-
-static struct trk_tracker *trk;
+#include "lg_fuzz.h"
 
 static const char fixed_json[] =
     "{\"id\": \"id\", \"time\": \"t\", \"target\": \"y\","
@@ -31,53 +30,47 @@ static const char fixed_json[] =
     " \"hidden\": 8, \"n_head\": 2, \"lstm_layers\": 1, \"T_enc\": 2, \"T_dec\": 1,"
     " \"val_steps\": 3}"; /* as tests/data/csv/small.json */
 
-static void die(const char *what)
-{
-    fprintf(stderr, "fuzz_csv: %s (%s)\n", what, lg_errmsg());
-    abort();
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    if (trk_tracker_new(&trk, &(struct trk_options){.stacks = false}) != LG_OK) die("tracker");
+    lg_fuzz_init();
     return 0;
 }
 
 /* The promises of a data set that loaded. */
 static void check_loaded(struct data_set *ds, const struct tft_config *cfg)
 {
-    if (tft_config_validate(cfg) != LG_OK) die("the loaded config does not validate");
-    if (memcmp(cfg, data_config(ds), sizeof *cfg) != 0) die("two configs");
+    if (tft_config_validate(cfg) != LG_OK) lg_fuzz_die("the loaded config does not validate");
+    if (memcmp(cfg, data_config(ds), sizeof *cfg) != 0) lg_fuzz_die("two configs");
     int64_t T = cfg->T_enc + cfg->T_dec;
     for (int s = 0; s < data_n_series(ds); s++) {
         int64_t len = data_series_len(ds, s), tl = data_train_len(ds, s);
-        if (len < T || tl < T || tl > len) die("a series shorter than one window");
+        if (len < T || tl < T || tl > len) lg_fuzz_die("a series shorter than one window");
         for (int v = 0; v < cfg->n_vars; v++)
             for (int64_t t = 0; t < (cfg->vars[v].role == TFT_STATIC ? 1 : len); t++) {
                 float x = data_value(ds, v, s, t);
                 if (cfg->vars[v].kind == TFT_CAT ? !(x >= 0 && x < cfg->vars[v].cardinality)
                                                  : !isfinite(x))
-                    die("a value out of range");
+                    lg_fuzz_die("a value out of range");
             }
     }
     for (int64_t i = 0; i < data_n_windows(ds, DATA_VAL); i++) {
         struct data_window w = data_window_at(ds, DATA_VAL, i);
         if (w.start < data_train_len(ds, w.series) || w.start + T > data_series_len(ds, w.series))
-            die("a validation window outside the validation range");
+            lg_fuzz_die("a validation window outside the validation range");
     }
     struct data_cursor cur;
     data_cursor_init(&cur, 1);
     struct tft_batch b = {0};
-    if (data_batch(ds, DATA_TRAIN, 3, &cur, &b) != LG_OK) die("no training batch");
-    struct tn_tensor *f = data_seasonal_naive(trk, cfg, &b, data_season(ds));
-    if (!f) die("no seasonal-naive forecast");
-    if (!isfinite(data_pinball(cfg, f, b.y))) die("a non-finite pinball loss");
+    if (data_batch(ds, DATA_TRAIN, 3, &cur, &b) != LG_OK) lg_fuzz_die("no training batch");
+    struct tn_tensor *f = data_seasonal_naive(lg_fuzz_trk, cfg, &b, data_season(ds));
+    if (!f) lg_fuzz_die("no seasonal-naive forecast");
+    if (!isfinite(data_pinball(cfg, f, b.y))) lg_fuzz_die("a non-finite pinball loss");
     tn_release(f);
     tft_batch_fini(&b);
     if (data_n_windows(ds, DATA_VAL) > 0) {
-        if (data_batch(ds, DATA_VAL, 3, &cur, &b) != LG_OK) die("no validation batch");
+        if (data_batch(ds, DATA_VAL, 3, &cur, &b) != LG_OK) lg_fuzz_die("no validation batch");
         tft_batch_fini(&b);
     }
 }
@@ -94,19 +87,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct data_set *ds = NULL;
     struct tft_config cfg;
     lg_clear_error();
-    int rc = data_parse_csv(&ds, &cfg, trk, csv, csv_len, "fuzz.csv", json, json_len, "fuzz.json");
+    int rc = data_parse_csv(&ds, &cfg, lg_fuzz_trk, csv, csv_len, "fuzz.csv", json, json_len,
+                            "fuzz.json");
     if (rc == LG_OK) {
         check_loaded(ds, &cfg);
         data_free(ds);
     } else {
-        if (ds) die("a failed load left a data set");
-        if (rc != LG_EFORMAT) die("a malformed input is not LG_EFORMAT");
+        if (ds) lg_fuzz_die("a failed load left a data set");
+        if (rc != LG_EFORMAT) lg_fuzz_die("a malformed input is not LG_EFORMAT");
         if (!strstr(lg_errmsg(), "fuzz.csv") && !strstr(lg_errmsg(), "fuzz.json"))
-            die("the message names no file");
+            lg_fuzz_die("the message names no file");
     }
-    struct trk_totals t;
-    trk_totals(trk, TRK_HOST, &t);
-    if (t.live_bytes != 0 || t.live_count != 0) die("tracked bytes left live");
-    if (trk_error_count(trk) != 0) die("the tracker saw an invalid free");
+    lg_fuzz_check_tracker();
     return 0;
 }

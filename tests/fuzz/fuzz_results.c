@@ -10,18 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
+#include "lg_fuzz.h"
 #include "reports.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    int fd = memfd_create("results.jsonl", 0);
-    if (fd < 0) abort();
-    if (size && write(fd, data, size) != (ssize_t)size) abort();
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    const char *path = lg_fuzz_file(data, size);
     struct rpt_results *r = NULL;
     int rc = rpt_results_load(&r, path);
     if (rc == LG_OK) {
@@ -29,11 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FILE *null = fopen("/dev/null", "w");
         if (!null) abort();
         if (rpt_write_junit(r, null) != LG_OK || rpt_write_markdown(r, null) != LG_OK ||
-            rpt_write_csv(r, null) != LG_OK) {
-            fprintf(stderr, "fuzz_results: a loaded file was refused by a writer: %s\n",
-                    lg_errmsg());
-            abort();
-        }
+            rpt_write_csv(r, null) != LG_OK)
+            lg_fuzz_die("a loaded file was refused by a writer");
         fclose(null);
         rpt_results_free(r);
     } else if (rc != LG_EFORMAT && rc != LG_EIO) {
@@ -43,6 +35,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fprintf(stderr, "fuzz_results: the message does not name the file: %s\n", lg_errmsg());
         abort();
     }
-    close(fd);
     return 0;
 }
