@@ -1,12 +1,13 @@
 /* results_decode.c — JSON objects of a results file back into the structs. Strict about
  * what the schema requires (docs/results-schema.md): a missing member, a wrong type or a
  * string too long for its field is LG_EFORMAT naming file, line and member. Members the
- * schema does not know are ignored, so a newer writer's additions do not break an old reader. */
+ * schema does not know are ignored, so a newer writer's additions do not break an old reader.
+ * What each member may hold is results_fields.c's table; this file reads a table's kinds. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "rpt_impl.h"
+#include "results_fields.h"
 #include "rpt_stacks.h"
 
 /* Records a malformed member: "path:line: where.key: what". */
@@ -58,15 +59,6 @@ static int get_int(const struct rpt_dec *d, const char *where, json_t *o, const 
     return LG_OK;
 }
 
-static int get_i32(const struct rpt_dec *d, const char *where, json_t *o, const char *key, int *out,
-                   int64_t lo, int64_t hi)
-{
-    int64_t x;
-    int rc = get_int(d, where, o, key, &x, lo, hi, false);
-    if (rc == LG_OK) *out = (int)x;
-    return rc;
-}
-
 /* A number; null reads as NaN. */
 static int get_num(const struct rpt_dec *d, const char *where, json_t *o, const char *key,
                    double *out)
@@ -93,9 +85,6 @@ static int get_bool(const struct rpt_dec *d, const char *where, json_t *o, const
     *out = json_is_true(v);
     return LG_OK;
 }
-
-/* A member that older writers left out: *out is NULL when absent. */
-static json_t *optional(json_t *o, const char *key) { return json_object_get(o, key); }
 
 /* An array of channel names as a mask. */
 static int get_channel_list(const struct rpt_dec *d, const char *where, json_t *a, const char *key,
@@ -182,127 +171,153 @@ static int alloc_arr(const struct rpt_dec *d, void **out, int *count, size_t n, 
     return LG_OK;
 }
 
-int rpt_run_from_json(const struct rpt_dec *d, json_t *o, struct rpt_run *run)
+/* A name from a list into an enum: status or channel. */
+static int get_named(const struct rpt_dec *d, const char *where, json_t *o, const char *key,
+                     int (*from_name)(const char *), int *out, const char *what)
 {
-    const char *w = "run";
-    json_t *seed, *budgets;
-    int64_t mem;
-    memset(run, 0, sizeof *run);
-    int rc = get_str(d, w, o, "schema", run->schema, sizeof run->schema);
+    char name[32];
+    int rc = get_str(d, where, o, key, name, sizeof name);
+    int x = rc == LG_OK ? from_name(name) : 0;
+    if (rc == LG_OK && x < 0) rc = bad(d, where, key, what);
+    *out = x;
+    return rc;
+}
+
+static int get_array_of(const struct rpt_dec *d, const char *where, json_t *o, const char *key,
+                        const struct rpt_array *arr, void *base)
+{
+    json_t *a = NULL, *e;
+    size_t k;
+    char *elems = (char *)base + arr->ptr_off;
+    int *count = (int *)((char *)base + arr->count_off);
+    int rc = get_arr(d, where, o, key, &a);
+    if (rc == LG_OK && arr->capacity) {
+        if (json_array_size(a) > (size_t)arr->capacity)
+            return bad(d, where, key, "too many entries");
+        *count = (int)json_array_size(a);
+    } else if (rc == LG_OK) {
+        rc = alloc_arr(d, (void **)elems, count, json_array_size(a), arr->elem_size);
+        elems = *(char **)elems;
+    }
+    json_array_foreach(a, k, e)
+    {
+        if (rc != LG_OK) break;
+        char ew[96];
+        snprintf(ew, sizeof ew, "%s.%s[%zu]", where, key, k);
+        rc = json_is_object(e) ? rpt_fields_get(d, ew, e, arr->fields, elems + k * arr->elem_size)
+                               : bad(d, ew, NULL, "expected an object");
+    }
+    return rc;
+}
+
+static int get_oneof(const struct rpt_dec *d, const char *where, const struct rpt_field *f,
+                     const char *v)
+{
+    for (const char *const *x = f->oneof; *x; x++)
+        if (strcmp(v, *x) == 0) return LG_OK;
+    char what[96];
+    snprintf(what, sizeof what, "expected \"%s\"%s%s%s", f->oneof[0], f->oneof[1] ? " or \"" : "",
+             f->oneof[1] ? f->oneof[1] : "", f->oneof[1] ? "\"" : "");
+    return bad(d, where, f->key, what);
+}
+
+/* Reads one table member of o into base. */
+static int get_field(const struct rpt_dec *d, const char *w, json_t *o, const struct rpt_field *f,
+                     void *base)
+{
+    void *p = (char *)base + f->off;
+    int64_t x = 0;
+    int rc;
+    switch (f->kind) {
+    case RPT_F_STR:
+        rc = get_str(d, w, o, f->key, p, f->size);
+        return rc == LG_OK && f->oneof ? get_oneof(d, w, f, p) : rc;
+    case RPT_F_I64: return get_int(d, w, o, f->key, p, f->lo, f->hi, f->flags & RPT_NULLABLE);
+    case RPT_F_INT:
+    case RPT_F_U32:
+        rc = get_int(d, w, o, f->key, &x, f->lo, f->hi, false);
+        if (rc == LG_OK && f->kind == RPT_F_INT) *(int *)p = (int)x;
+        if (rc == LG_OK && f->kind == RPT_F_U32) *(uint32_t *)p = (uint32_t)x;
+        return rc;
+    case RPT_F_NUM: return get_num(d, w, o, f->key, p);
+    case RPT_F_BOOL: return get_bool(d, w, o, f->key, p);
+    case RPT_F_FRAMES: return get_frames(d, w, o, f->key, p, f->flags & RPT_NULLABLE);
+    case RPT_F_STATUS: return get_named(d, w, o, f->key, rpt_status_from_name, p, "unknown status");
+    case RPT_F_CHANNEL:
+        return get_named(d, w, o, f->key, rpt_channel_from_name, p, "unknown channel");
+    case RPT_F_MASK: return get_channel_list(d, w, json_object_get(o, f->key), f->key, p);
+    case RPT_F_CHANNELS: return get_channels(d, w, o, f->key, p);
+    case RPT_F_ARRAY: return get_array_of(d, w, o, f->key, f->arr, base);
+    case RPT_F_CUSTOM: return f->dec(d, w, o, f->key, base);
+    case RPT_F_END: break;
+    }
+    return lg_fail(LG_EINTERNAL, "results field %s: unknown kind %d", f->key, (int)f->kind);
+}
+
+int rpt_fields_get(const struct rpt_dec *d, const char *where, json_t *o, const struct rpt_field *f,
+                   void *base)
+{
+    int rc = LG_OK;
+    for (; f->kind != RPT_F_END && rc == LG_OK; f++)
+        if (!(f->flags & RPT_OPTIONAL) || json_object_get(o, f->key))
+            rc = get_field(d, where, o, f, base);
+    return rc;
+}
+
+/* ---- the custom members ------------------------------------------------------------------ */
+
+int rpt_dec_schema(const struct rpt_dec *d, const char *w, json_t *o, const char *key, void *base)
+{
+    struct rpt_run *run = base;
+    int rc = get_str(d, w, o, key, run->schema, sizeof run->schema);
     /* "leakgate.results/1" or a compatible revision "leakgate.results/1.<n>" */
     size_t sl = strlen(RPT_SCHEMA);
     if (rc == LG_OK &&
         (strncmp(run->schema, RPT_SCHEMA, sl) != 0 || (run->schema[sl] && run->schema[sl] != '.')))
-        rc = bad(d, w, "schema", "not \"" RPT_SCHEMA "\": written by an incompatible leakgate");
-    if (rc == LG_OK) rc = get_str(d, w, o, "version", run->version, sizeof run->version);
-    if (rc == LG_OK) rc = get_str(d, w, o, "command", run->command, sizeof run->command);
-    if (rc == LG_OK) rc = get_str(d, w, o, "started", run->started, sizeof run->started);
-    if (rc == LG_OK) rc = get_str(d, w, o, "hostname", run->hostname, sizeof run->hostname);
-    if (rc == LG_OK) rc = get_i32(d, w, o, "cpus", &run->cpus, 0, INT32_MAX);
-    if (rc == LG_OK) rc = get_int(d, w, o, "mem_bytes", &mem, 0, INT64_MAX, true);
-    if (rc == LG_OK) run->mem_bytes = mem;
-    if (rc == LG_OK) rc = get_str(d, w, o, "device", run->device, sizeof run->device);
-    if (rc == LG_OK) rc = rpt_run_exec_from_json(d, o, run);
-    if (rc == LG_OK) rc = get_str(d, w, o, "preset", run->preset, sizeof run->preset);
-    if (rc == LG_OK) rc = get_str(d, w, o, "modes", run->modes, sizeof run->modes);
-    if (rc == LG_OK) rc = get_i32(d, w, o, "sessions", &run->sessions, 0, INT32_MAX);
-    if (rc == LG_OK) rc = get_i32(d, w, o, "warmup", &run->warmup, 0, INT32_MAX);
-    if (rc == LG_OK) rc = get_i32(d, w, o, "steps", &run->steps, 0, INT32_MAX);
-    if (rc == LG_OK) rc = member(d, w, o, "seed", &seed);
-    if (rc == LG_OK) {
-        char *end = NULL;
-        if (json_is_integer(seed) && json_integer_value(seed) >= 0)
-            run->seed = (uint64_t)json_integer_value(seed);
-        else if (json_is_string(seed) && json_string_value(seed)[0] >= '0' &&
-                 json_string_value(seed)[0] <= '9' &&
-                 (run->seed = strtoull(json_string_value(seed), &end, 10), *end == '\0'))
-            ;
-        else
-            rc = bad(d, w, "seed", "expected a non-negative integer or a string of digits");
-    }
-    if (rc == LG_OK) rc = get_bool(d, w, o, "stacks", &run->stacks);
-    if (rc == LG_OK) rc = get_str(d, w, o, "inject", run->inject, sizeof run->inject);
-    if (rc == LG_OK) rc = get_str(d, w, o, "shard", run->shard, sizeof run->shard);
-    if (rc == LG_OK) rc = member(d, w, o, "budgets", &budgets);
+        rc = bad(d, w, key, "not \"" RPT_SCHEMA "\": written by an incompatible leakgate");
+    return rc;
+}
+
+int rpt_dec_seed(const struct rpt_dec *d, const char *w, json_t *o, const char *key, void *base)
+{
+    struct rpt_run *run = base;
+    json_t *seed;
+    int rc = member(d, w, o, key, &seed);
+    if (rc != LG_OK) return rc;
+    char *end = NULL;
+    const char *digits = json_is_string(seed) ? json_string_value(seed) : "";
+    if (json_is_integer(seed) && json_integer_value(seed) >= 0)
+        run->seed = (uint64_t)json_integer_value(seed);
+    else if (digits[0] >= '0' && digits[0] <= '9' &&
+             (run->seed = strtoull(digits, &end, 10), *end == '\0'))
+        ;
+    else
+        rc = bad(d, w, key, "expected a non-negative integer or a string of digits");
+    return rc;
+}
+
+int rpt_dec_budgets(const struct rpt_dec *d, const char *w, json_t *o, const char *key, void *base)
+{
+    struct rpt_run *run = base;
+    json_t *budgets;
+    int rc = member(d, w, o, key, &budgets);
     if (rc == LG_OK && !json_is_object(budgets))
-        rc = bad(d, w, "budgets", "expected an object keyed by channel");
+        rc = bad(d, w, key, "expected an object keyed by channel");
     for (int c = 0; c < RPT_NCHANNELS && rc == LG_OK; c++) {
         struct rpt_budget *b = &run->budgets[c];
         json_t *e;
-        rc = member(d, "run.budgets", budgets, rpt_channel_name(c), &e);
-        if (rc != LG_OK) break;
         char bw[64];
-        snprintf(bw, sizeof bw, "run.budgets.%s", rpt_channel_name(c));
+        snprintf(bw, sizeof bw, "%s.%s", w, key);
+        rc = member(d, bw, budgets, rpt_channel_name(c), &e);
+        if (rc != LG_OK) break;
+        snprintf(bw, sizeof bw, "%s.%s.%s", w, key, rpt_channel_name(c));
         if (!json_is_object(e)) rc = bad(d, bw, NULL, "expected an object");
-        if (rc == LG_OK) rc = get_num(d, bw, e, "band", &b->band);
-        if (rc == LG_OK) rc = get_num(d, bw, e, "slope", &b->slope);
-        if (rc == LG_OK) rc = get_num(d, bw, e, "floor", &b->floor);
-        if (rc == LG_OK) rc = get_str(d, bw, e, "source", b->source, sizeof b->source);
         /* written since leakgate.results/1.1; older files' budgets were noise-free measurements,
          * but for the device's, which were never measured */
         b->noise = 0;
         b->measured = c != RPT_CH_DEV_DRIVER && c != RPT_CH_DEV_PROCESS;
-        if (rc == LG_OK && optional(e, "noise")) rc = get_num(d, bw, e, "noise", &b->noise);
-        if (rc == LG_OK && optional(e, "measured"))
-            rc = get_bool(d, bw, e, "measured", &b->measured);
-    }
-    run->required = rpt_default_required(rpt_run_had_device(run));
-    if (rc == LG_OK && optional(o, "required"))
-        rc = get_channel_list(d, w, optional(o, "required"), "required", &run->required);
-    return rc;
-}
-
-static int decode_group(const struct rpt_dec *d, const char *w, json_t *e, struct lg_leak_group *g)
-{
-    json_t *st = NULL, *sk;
-    size_t k;
-    int rc = json_is_object(e) ? LG_OK : bad(d, w, NULL, "expected an object");
-    if (rc == LG_OK) rc = get_str(d, w, e, "tag", g->tag, sizeof g->tag);
-    if (rc == LG_OK) rc = get_str(d, w, e, "space", g->space, sizeof g->space);
-    if (rc == LG_OK && strcmp(g->space, "host") != 0 && strcmp(g->space, "device") != 0)
-        rc = bad(d, w, "space", "expected \"host\" or \"device\"");
-    if (rc == LG_OK) rc = get_int(d, w, e, "bytes", &g->bytes, 0, INT64_MAX, false);
-    if (rc == LG_OK) rc = get_int(d, w, e, "count", &g->count, 0, INT64_MAX, false);
-    if (rc == LG_OK) rc = get_arr(d, w, e, "stacks", &st);
-    if (rc == LG_OK)
-        rc =
-            alloc_arr(d, (void **)&g->stacks, &g->n_stacks, json_array_size(st), sizeof *g->stacks);
-    json_array_foreach(st, k, sk)
-    {
-        if (rc != LG_OK) break;
-        char sw[96];
-        snprintf(sw, sizeof sw, "%s.stacks[%zu]", w, k);
-        if (!json_is_object(sk)) rc = bad(d, sw, NULL, "expected an object");
-        if (rc == LG_OK) rc = get_int(d, sw, sk, "count", &g->stacks[k].count, 0, INT64_MAX, false);
-        if (rc == LG_OK) rc = get_frames(d, sw, sk, "frames", &g->stacks[k].frames, false);
-    }
-    return rc;
-}
-
-static int decode_ref(const struct rpt_dec *d, const char *w, json_t *e, struct lg_ref_leak *rl)
-{
-    json_t *ra = NULL, *re;
-    size_t k;
-    int64_t x;
-    int rc = json_is_object(e) ? LG_OK : bad(d, w, NULL, "expected an object");
-    if (rc == LG_OK) rc = get_str(d, w, e, "kind", rl->kind, sizeof rl->kind);
-    if (rc == LG_OK) rc = get_str(d, w, e, "name", rl->name, sizeof rl->name);
-    if (rc == LG_OK) rc = get_i32(d, w, e, "refs", &rl->refs, 0, INT32_MAX);
-    if (rc == LG_OK) rc = get_arr(d, w, e, "retains", &ra);
-    if (rc == LG_OK)
-        rc = alloc_arr(d, (void **)&rl->retains, &rl->n_retains, json_array_size(ra),
-                       sizeof *rl->retains);
-    json_array_foreach(ra, k, re)
-    {
-        if (rc != LG_OK) break;
-        char rw[96];
-        snprintf(rw, sizeof rw, "%s.retains[%zu]", w, k);
-        if (!json_is_object(re)) rc = bad(d, rw, NULL, "expected an object");
-        if (rc == LG_OK)
-            rc = get_str(d, rw, re, "site", rl->retains[k].site, sizeof rl->retains[k].site);
-        if (rc == LG_OK) rc = get_int(d, rw, re, "generation", &x, 0, UINT32_MAX, false);
-        if (rc == LG_OK) rl->retains[k].generation = (uint32_t)x;
-        if (rc == LG_OK) rc = get_frames(d, rw, re, "stack", &rl->retains[k].stack, true);
+        if (rc == LG_OK) rc = rpt_fields_get(d, bw, e, rpt_budget_fields, b);
+        if (rc == LG_OK && json_object_get(e, "noise")) rc = get_num(d, bw, e, "noise", &b->noise);
     }
     return rc;
 }
@@ -338,139 +353,66 @@ static int decode_sample(const struct rpt_dec *d, const char *w, json_t *row, st
     return LG_OK;
 }
 
-int rpt_session_from_json(const struct rpt_dec *d, json_t *o, struct rpt_session *s)
+int rpt_dec_samples(const struct rpt_dec *d, const char *w, json_t *o, const char *key, void *base)
 {
-    const char *w = "session";
+    struct rpt_session *s = base;
     json_t *a = NULL, *e;
     size_t k;
-    int64_t x;
-    char ew[64];
-    memset(s, 0, sizeof *s);
-    int rc = get_int(d, w, o, "index", &x, 0, INT32_MAX, false);
-    if (rc == LG_OK) s->index = (int)x;
-    if (rc == LG_OK) rc = get_str(d, w, o, "mode", s->mode, sizeof s->mode);
-    if (rc == LG_OK) rc = get_bool(d, w, o, "warmup", &s->warmup);
-    if (rc == LG_OK) rc = get_num(d, w, o, "duration_s", &s->duration_s);
-    if (rc == LG_OK) rc = get_i32(d, w, o, "steps", &s->steps, 0, INT32_MAX);
-    if (rc == LG_OK) rc = get_num(d, w, o, "train_loss", &s->train_loss);
-    if (rc == LG_OK) rc = get_num(d, w, o, "val_loss", &s->val_loss);
-    if (rc == LG_OK) rc = get_num(d, w, o, "quant_val_loss", &s->quant_val_loss);
-    if (rc == LG_OK) rc = get_channels(d, w, o, "absolute", s->absolute);
-    if (rc == LG_OK) rc = get_channels(d, w, o, "delta", s->delta);
-    if (rc == LG_OK)
-        rc = get_int(d, w, o, "peak_tagged_host", &s->peak_tagged_host, INT64_MIN, INT64_MAX, true);
-    if (rc == LG_OK)
-        rc = get_int(d, w, o, "peak_tagged_device", &s->peak_tagged_device, INT64_MIN, INT64_MAX,
-                     true);
-    if (rc == LG_OK)
-        rc = get_int(d, w, o, "leaked_host_bytes", &s->leaked_host_bytes, INT64_MIN, INT64_MAX,
-                     true);
-    if (rc == LG_OK)
-        rc = get_int(d, w, o, "leaked_device_bytes", &s->leaked_device_bytes, INT64_MIN, INT64_MAX,
-                     true);
-    if (rc == LG_OK && optional(o, "invalid_frees")) /* since 1.4 */
-        rc = get_int(d, w, o, "invalid_frees", &s->invalid_frees, 0, INT64_MAX, false);
-    if (rc == LG_OK) rc = get_arr(d, w, o, "leaks", &a);
-    if (rc == LG_OK)
-        rc = alloc_arr(d, (void **)&s->groups, &s->n_groups, json_array_size(a), sizeof *s->groups);
-    json_array_foreach(a, k, e)
-    {
-        if (rc != LG_OK) break;
-        snprintf(ew, sizeof ew, "session.leaks[%zu]", k);
-        rc = decode_group(d, ew, e, &s->groups[k]);
-    }
-    if (rc == LG_OK) rc = get_arr(d, w, o, "refs", &a);
-    if (rc == LG_OK)
-        rc = alloc_arr(d, (void **)&s->refs, &s->n_refs, json_array_size(a), sizeof *s->refs);
-    json_array_foreach(a, k, e)
-    {
-        if (rc != LG_OK) break;
-        snprintf(ew, sizeof ew, "session.refs[%zu]", k);
-        rc = decode_ref(d, ew, e, &s->refs[k]);
-    }
-    if (rc == LG_OK) rc = get_arr(d, w, o, "classes", &a);
-    if (rc == LG_OK)
-        rc = alloc_arr(d, (void **)&s->classes, &s->n_classes, json_array_size(a),
-                       sizeof *s->classes);
-    json_array_foreach(a, k, e)
-    {
-        if (rc != LG_OK) break;
-        snprintf(ew, sizeof ew, "session.classes[%zu]", k);
-        if (!json_is_object(e)) rc = bad(d, ew, NULL, "expected an object");
-        if (rc == LG_OK)
-            rc = get_str(d, ew, e, "class", s->classes[k].cls, sizeof s->classes[k].cls);
-        if (rc == LG_OK) rc = get_int(d, ew, e, "bytes", &s->classes[k].bytes, 0, INT64_MAX, false);
-    }
-    if (rc == LG_OK) rc = get_arr(d, w, o, "samples", &a);
+    int rc = get_arr(d, w, o, key, &a);
     if (rc == LG_OK)
         rc = alloc_arr(d, (void **)&s->samples, &s->n_samples, json_array_size(a),
                        sizeof *s->samples);
     json_array_foreach(a, k, e)
     {
         if (rc != LG_OK) break;
-        snprintf(ew, sizeof ew, "session.samples[%zu]", k);
+        char ew[64];
+        snprintf(ew, sizeof ew, "%s.%s[%zu]", w, key, k);
         rc = decode_sample(d, ew, e, &s->samples[k]);
     }
-    if (rc == LG_OK) rc = rpt_alloc_stacks_from_json(d, o, s);
-    if (rc == LG_OK) rc = rpt_notes_from_json(d, o, s);
-    if (rc == LG_OK) rc = get_str(d, w, o, "error", s->error, sizeof s->error);
     return rc;
+}
+
+int rpt_dec_heap_profile(const struct rpt_dec *d, const char *w, json_t *o, const char *key,
+                         void *s)
+{
+    (void)w, (void)key;
+    return rpt_alloc_stacks_from_json(d, o, s);
+}
+
+int rpt_dec_notes(const struct rpt_dec *d, const char *w, json_t *o, const char *key, void *s)
+{
+    (void)w, (void)key;
+    return rpt_notes_from_json(d, o, s);
+}
+
+/* ---- the lines --------------------------------------------------------------------------- */
+
+int rpt_run_from_json(const struct rpt_dec *d, json_t *o, struct rpt_run *run)
+{
+    memset(run, 0, sizeof *run);
+    int rc = rpt_fields_get(d, "run", o, rpt_run_fields, run);
+    if (rc == LG_OK && !json_object_get(o, "required")) /* before 1.1: the device's default */
+        run->required = rpt_default_required(rpt_run_had_device(run));
+    return rc;
+}
+
+int rpt_session_from_json(const struct rpt_dec *d, json_t *o, struct rpt_session *s)
+{
+    memset(s, 0, sizeof *s);
+    return rpt_fields_get(d, "session", o, rpt_session_fields, s);
 }
 
 int rpt_verdict_from_json(const struct rpt_dec *d, json_t *o, struct rpt_verdict *v)
 {
-    const char *w = "verdict";
-    char name[32];
-    json_t *a = NULL, *e;
-    size_t k;
     memset(v, 0, sizeof *v);
-    int rc = get_str(d, w, o, "status", name, sizeof name);
-    int st = rc == LG_OK ? rpt_status_from_name(name) : 0;
-    if (rc == LG_OK && st < 0) rc = bad(d, w, "status", "unknown status");
-    v->status = (enum rpt_status)st;
-    if (rc == LG_OK) rc = get_i32(d, w, o, "exit_code", &v->exit_code, 0, 255);
-    if (rc == LG_OK)
-        rc = get_i32(d, w, o, "sessions_measured", &v->sessions_measured, 0, INT32_MAX);
-    if (rc == LG_OK) rc = get_bool(d, w, o, "partial", &v->partial);
-    if (rc == LG_OK) rc = get_str(d, w, o, "summary", v->summary, sizeof v->summary);
-    if (rc == LG_OK && optional(o, "sessions_planned"))
-        rc = get_i32(d, w, o, "sessions_planned", &v->sessions_planned, 0, INT32_MAX);
-    if (rc == LG_OK && optional(o, "stopped"))
-        rc = get_str(d, w, o, "stopped", v->stopped, sizeof v->stopped);
-    if (rc == LG_OK && optional(o, "required"))
-        rc = get_channel_list(d, w, optional(o, "required"), "required", &v->required);
-    if (rc == LG_OK) rc = get_arr(d, w, o, "channels", &a);
-    if (rc == LG_OK && json_array_size(a) > RPT_NCHANNELS)
-        rc = bad(d, w, "channels", "more entries than channels");
-    bool seen[RPT_NCHANNELS] = {false};
-    json_array_foreach(a, k, e)
-    {
-        if (rc != LG_OK) break;
-        struct rpt_channel_verdict *cv = &v->channels[k];
+    int rc = rpt_fields_get(d, "verdict", o, rpt_verdict_fields, v);
+    unsigned seen = 0;
+    for (int k = 0; rc == LG_OK && k < v->n_channels; k++) {
         char cw[48];
-        snprintf(cw, sizeof cw, "verdict.channels[%zu]", k);
-        if (!json_is_object(e)) rc = bad(d, cw, NULL, "expected an object");
-        if (rc == LG_OK) rc = get_str(d, cw, e, "channel", name, sizeof name);
-        int c = rc == LG_OK ? rpt_channel_from_name(name) : 0;
-        if (rc == LG_OK && c < 0) rc = bad(d, cw, "channel", "unknown channel");
-        if (rc == LG_OK && seen[c]) rc = bad(d, cw, "channel", "channel listed twice");
-        if (rc != LG_OK) break;
-        seen[c] = true;
-        cv->channel = (enum rpt_channel)c;
-        rc = get_str(d, cw, e, "status", name, sizeof name);
-        st = rc == LG_OK ? rpt_status_from_name(name) : 0;
-        if (rc == LG_OK && st < 0) rc = bad(d, cw, "status", "unknown status");
-        cv->status = (enum rpt_status)st;
-        if (rc == LG_OK) rc = get_num(d, cw, e, "figure", &cv->figure);
-        if (rc == LG_OK) rc = get_num(d, cw, e, "budget", &cv->budget);
-        if (rc == LG_OK) rc = get_num(d, cw, e, "slope", &cv->slope);
-        if (rc == LG_OK) rc = get_num(d, cw, e, "slope_lo", &cv->slope_lo);
-        if (rc == LG_OK) rc = get_num(d, cw, e, "slope_hi", &cv->slope_hi);
-        if (rc == LG_OK) rc = get_num(d, cw, e, "shift", &cv->shift);
-        if (rc == LG_OK && optional(e, "required"))
-            rc = get_bool(d, cw, e, "required", &cv->required);
-        if (rc == LG_OK) rc = get_str(d, cw, e, "why", cv->why, sizeof cv->why);
-        if (rc == LG_OK) v->n_channels = (int)k + 1;
+        snprintf(cw, sizeof cw, "verdict.channels[%d]", k);
+        if (seen & RPT_BIT(v->channels[k].channel))
+            rc = bad(d, cw, "channel", "channel listed twice");
+        seen |= RPT_BIT(v->channels[k].channel);
     }
     return rc;
 }

@@ -1,11 +1,12 @@
 /* results_encode.c — results structs to JSON objects (schema "leakgate.results/1",
- * docs/results-schema.md). Bytes are JSON integers, RPT_NONE and non-finite numbers are null,
- * channels are objects keyed by channel name, stacks are arrays of frames. */
+ * docs/results-schema.md), member by member as results_fields.c lists them. Bytes are JSON
+ * integers, RPT_NONE and non-finite numbers are null, channels are objects keyed by channel
+ * name, stacks are arrays of frames. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "rpt_impl.h"
+#include "results_fields.h"
 #include "rpt_stacks.h"
 
 /* Length of the valid UTF-8 sequence at s, 0 when it is not one. */
@@ -82,18 +83,6 @@ static void put(json_t *o, const char *key, json_t *v, int *bad)
     if (!v || json_object_set_new(o, key, v) != 0) (*bad)++;
 }
 
-static json_t *channels_obj(const int64_t *v)
-{
-    json_t *o = json_object();
-    int bad = 0;
-    for (int c = 0; o && c < RPT_NCHANNELS; c++) put(o, rpt_channel_name(c), jint(v[c]), &bad);
-    if (bad) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
-}
-
 static json_t *finish(json_t *o, int bad)
 {
     if (bad) {
@@ -101,6 +90,14 @@ static json_t *finish(json_t *o, int bad)
         return NULL;
     }
     return o;
+}
+
+static json_t *channels_obj(const int64_t *v)
+{
+    json_t *o = json_object();
+    int bad = !o;
+    for (int c = 0; o && c < RPT_NCHANNELS; c++) put(o, rpt_channel_name(c), jint(v[c]), &bad);
+    return finish(o, bad);
 }
 
 /* A mask of channels as an array of their names. */
@@ -116,238 +113,159 @@ static json_t *channel_list(unsigned mask)
     return a;
 }
 
-json_t *rpt_run_to_json(const struct rpt_run *run)
+static json_t *array_of(const struct rpt_array *arr, const void *base)
 {
-    json_t *o = json_object(), *b = json_object();
-    int bad = !o || !b;
-    if (bad) goto cleanup;
-    put(o, "type", json_string("run"), &bad);
-    put(o, "schema", jstr(run->schema[0] ? run->schema : RPT_SCHEMA), &bad);
-    put(o, "version", jstr(run->version), &bad);
-    put(o, "command", jstr(run->command), &bad);
-    put(o, "started", jstr(run->started), &bad);
-    put(o, "hostname", jstr(run->hostname), &bad);
-    put(o, "cpus", json_integer(run->cpus), &bad);
-    put(o, "mem_bytes", jint(run->mem_bytes), &bad);
-    put(o, "device", jstr(run->device), &bad);
-    put(o, "cmd", jstr(run->cmd), &bad);
-    put(o, "prof_sample", json_integer(run->prof_sample), &bad);
-    put(o, "preset", jstr(run->preset), &bad);
-    put(o, "modes", jstr(run->modes), &bad);
-    put(o, "sessions", json_integer(run->sessions), &bad);
-    put(o, "warmup", json_integer(run->warmup), &bad);
-    put(o, "steps", json_integer(run->steps), &bad);
-    /* JSON integers here are signed 64-bit: a seed above INT64_MAX is written as a string */
-    if (run->seed <= (uint64_t)INT64_MAX)
-        put(o, "seed", json_integer((json_int_t)run->seed), &bad);
-    else {
-        char buf[24];
-        snprintf(buf, sizeof buf, "%llu", (unsigned long long)run->seed);
-        put(o, "seed", json_string(buf), &bad);
+    const char *elems = *(const char *const *)((const char *)base + arr->ptr_off);
+    if (arr->capacity) elems = (const char *)base + arr->ptr_off;
+    int n = *(const int *)((const char *)base + arr->count_off);
+    json_t *a = json_array();
+    int bad = !a;
+    for (int i = 0; !bad && i < n; i++) {
+        json_t *e = json_object();
+        if (!e) {
+            bad++;
+            break;
+        }
+        rpt_fields_put(e, arr->fields, elems + (size_t)i * arr->elem_size, &bad);
+        if (json_array_append_new(a, e) != 0) bad++;
     }
-    put(o, "stacks", json_boolean(run->stacks), &bad);
-    put(o, "inject", jstr(run->inject), &bad);
-    put(o, "shard", jstr(run->shard), &bad);
-    for (int c = 0; c < RPT_NCHANNELS; c++) {
+    return finish(a, bad);
+}
+
+/* The JSON value of one table member of base. */
+static json_t *value_of(const struct rpt_field *f, const void *base)
+{
+    const void *p = (const char *)base + f->off;
+    switch (f->kind) {
+    case RPT_F_STR: return jstr(p);
+    case RPT_F_I64: {
+        int64_t v = *(const int64_t *)p;
+        return f->flags & RPT_NULLABLE ? jint(v) : json_integer(v);
+    }
+    case RPT_F_INT: return json_integer(*(const int *)p);
+    case RPT_F_U32: return json_integer(*(const uint32_t *)p);
+    case RPT_F_NUM: return jnum(*(const double *)p);
+    case RPT_F_BOOL: return json_boolean(*(const bool *)p);
+    case RPT_F_FRAMES: return jframes(*(const char *const *)p);
+    case RPT_F_STATUS: return json_string(rpt_status_name(*(const enum rpt_status *)p));
+    case RPT_F_CHANNEL: return json_string(rpt_channel_name(*(const enum rpt_channel *)p));
+    case RPT_F_MASK: return channel_list(*(const unsigned *)p);
+    case RPT_F_CHANNELS: return channels_obj(p);
+    case RPT_F_ARRAY: return array_of(f->arr, base);
+    case RPT_F_CUSTOM:
+    case RPT_F_END: break;
+    }
+    return NULL;
+}
+
+void rpt_fields_put(json_t *o, const struct rpt_field *f, const void *base, int *bad)
+{
+    for (; f->kind != RPT_F_END; f++) {
+        if (f->kind == RPT_F_CUSTOM)
+            f->enc(o, f->key, base, bad);
+        else
+            put(o, f->key, value_of(f, base), bad);
+    }
+}
+
+/* ---- the custom members ------------------------------------------------------------------ */
+
+void rpt_enc_schema(json_t *o, const char *key, const void *base, int *bad)
+{
+    const struct rpt_run *run = base;
+    put(o, key, jstr(run->schema[0] ? run->schema : RPT_SCHEMA), bad);
+}
+
+void rpt_enc_seed(json_t *o, const char *key, const void *base, int *bad)
+{
+    const struct rpt_run *run = base;
+    /* JSON integers here are signed 64-bit: a seed above INT64_MAX is written as a string */
+    if (run->seed <= (uint64_t)INT64_MAX) {
+        put(o, key, json_integer((json_int_t)run->seed), bad);
+        return;
+    }
+    char buf[24];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)run->seed);
+    put(o, key, json_string(buf), bad);
+}
+
+void rpt_enc_budgets(json_t *o, const char *key, const void *base, int *bad)
+{
+    const struct rpt_run *run = base;
+    json_t *b = json_object();
+    int nb = !b;
+    for (int c = 0; !nb && c < RPT_NCHANNELS; c++) {
         const struct rpt_budget *bg = &run->budgets[c];
         json_t *e = json_object();
         if (!e) {
-            bad++;
+            nb++;
             break;
         }
-        put(e, "band", jnum(bg->band), &bad);
-        put(e, "slope", jnum(bg->slope), &bad);
-        put(e, "floor", jnum(bg->floor), &bad);
+        rpt_fields_put(e, rpt_budget_fields, bg, &nb);
         if (!rpt_channel_exact((enum rpt_channel)c)) {
-            put(e, "noise", jnum(bg->noise), &bad);
-            put(e, "min_sessions", json_integer(rpt_min_sessions(bg)),
-                &bad); /* derived, for readers */
+            put(e, "noise", jnum(bg->noise), &nb);
+            put(e, "min_sessions", json_integer(rpt_min_sessions(bg)), &nb); /* for readers */
         }
-        put(e, "measured", json_boolean(bg->measured), &bad);
-        put(e, "source", jstr(bg->source), &bad);
-        put(b, rpt_channel_name(c), e, &bad);
+        put(b, rpt_channel_name(c), e, &nb);
     }
-    put(o, "budgets", b, &bad);
-    b = NULL;
-    put(o, "required", channel_list(run->required), &bad);
-cleanup:
-    json_decref(b);
-    return finish(o, bad);
-}
-
-static json_t *groups_arr(const struct rpt_session *s)
-{
-    json_t *a = json_array();
-    int bad = !a;
-    for (int i = 0; !bad && i < s->n_groups; i++) {
-        const struct lg_leak_group *g = &s->groups[i];
-        json_t *e = json_object(), *st = json_array();
-        if (!e || !st) {
-            json_decref(e);
-            json_decref(st);
-            bad++;
-            break;
-        }
-        put(e, "tag", jstr(g->tag), &bad);
-        put(e, "space", jstr(g->space), &bad);
-        put(e, "bytes", json_integer(g->bytes), &bad);
-        put(e, "count", json_integer(g->count), &bad);
-        for (int k = 0; k < g->n_stacks; k++) {
-            json_t *sk = json_object();
-            if (!sk) {
-                bad++;
-                break;
-            }
-            put(sk, "count", json_integer(g->stacks[k].count), &bad);
-            put(sk, "frames", jframes(g->stacks[k].frames), &bad);
-            if (json_array_append_new(st, sk) != 0) bad++;
-        }
-        put(e, "stacks", st, &bad);
-        if (json_array_append_new(a, e) != 0) bad++;
-    }
-    return finish(a, bad);
-}
-
-static json_t *refs_arr(const struct rpt_session *s)
-{
-    json_t *a = json_array();
-    int bad = !a;
-    for (int i = 0; !bad && i < s->n_refs; i++) {
-        const struct lg_ref_leak *rl = &s->refs[i];
-        json_t *e = json_object(), *ra = json_array();
-        if (!e || !ra) {
-            json_decref(e);
-            json_decref(ra);
-            bad++;
-            break;
-        }
-        put(e, "kind", jstr(rl->kind), &bad);
-        put(e, "name", jstr(rl->name), &bad);
-        put(e, "refs", json_integer(rl->refs), &bad);
-        for (int k = 0; k < rl->n_retains; k++) {
-            json_t *re = json_object();
-            if (!re) {
-                bad++;
-                break;
-            }
-            put(re, "site", jstr(rl->retains[k].site), &bad);
-            put(re, "generation", json_integer(rl->retains[k].generation), &bad);
-            put(re, "stack", jframes(rl->retains[k].stack), &bad);
-            if (json_array_append_new(ra, re) != 0) bad++;
-        }
-        put(e, "retains", ra, &bad);
-        if (json_array_append_new(a, e) != 0) bad++;
-    }
-    return finish(a, bad);
-}
-
-static json_t *classes_arr(const struct rpt_session *s)
-{
-    json_t *a = json_array();
-    int bad = !a;
-    for (int i = 0; !bad && i < s->n_classes; i++) {
-        json_t *e = json_object();
-        if (!e) {
-            bad++;
-            break;
-        }
-        put(e, "class", jstr(s->classes[i].cls), &bad);
-        put(e, "bytes", json_integer(s->classes[i].bytes), &bad);
-        if (json_array_append_new(a, e) != 0) bad++;
-    }
-    return finish(a, bad);
+    put(o, key, finish(b, nb), bad);
 }
 
 /* Samples are compact rows: [step, phase, t, tagged_host, tagged_device, je_allocated, rss]. */
-static json_t *samples_arr(const struct rpt_session *s)
+void rpt_enc_samples(json_t *o, const char *key, const void *base, int *bad)
 {
+    const struct rpt_session *s = base;
     json_t *a = json_array();
-    int bad = !a;
-    for (int i = 0; !bad && i < s->n_samples; i++) {
+    int nb = !a;
+    for (int i = 0; !nb && i < s->n_samples; i++) {
         const struct rpt_sample *p = &s->samples[i];
         json_t *row = json_array();
         if (!row) {
-            bad++;
+            nb++;
             break;
         }
         json_t *cells[] = {json_integer(p->step), jstr(p->phase),         jnum(p->t),
                            jint(p->tagged_host),  jint(p->tagged_device), jint(p->je_allocated),
                            jint(p->rss)};
         for (size_t k = 0; k < LG_ARRAY_LEN(cells); k++)
-            if (!cells[k] || json_array_append_new(row, cells[k]) != 0) bad++;
-        if (json_array_append_new(a, row) != 0) bad++;
+            if (!cells[k] || json_array_append_new(row, cells[k]) != 0) nb++;
+        if (json_array_append_new(a, row) != 0) nb++;
     }
-    return finish(a, bad);
+    put(o, key, finish(a, nb), bad);
 }
 
-json_t *rpt_session_to_json(const struct rpt_session *s)
+void rpt_enc_heap_profile(json_t *o, const char *key, const void *s, int *bad)
+{
+    put(o, key, rpt_alloc_stacks_to_json(s), bad);
+}
+
+void rpt_enc_notes(json_t *o, const char *key, const void *base, int *bad)
+{
+    const struct rpt_session *s = base;
+    if (s->n_notes) put(o, key, rpt_notes_to_json(s), bad);
+}
+
+/* ---- the lines --------------------------------------------------------------------------- */
+
+static json_t *line(const char *type, const struct rpt_field *fields, const void *base)
 {
     json_t *o = json_object();
     int bad = !o;
     if (bad) return NULL;
-    put(o, "type", json_string("session"), &bad);
-    put(o, "index", json_integer(s->index), &bad);
-    put(o, "mode", jstr(s->mode), &bad);
-    put(o, "warmup", json_boolean(s->warmup), &bad);
-    put(o, "duration_s", jnum(s->duration_s), &bad);
-    put(o, "steps", json_integer(s->steps), &bad);
-    put(o, "train_loss", jnum(s->train_loss), &bad);
-    put(o, "val_loss", jnum(s->val_loss), &bad);
-    put(o, "quant_val_loss", jnum(s->quant_val_loss), &bad);
-    put(o, "absolute", channels_obj(s->absolute), &bad);
-    put(o, "delta", channels_obj(s->delta), &bad);
-    put(o, "peak_tagged_host", jint(s->peak_tagged_host), &bad);
-    put(o, "peak_tagged_device", jint(s->peak_tagged_device), &bad);
-    put(o, "leaked_host_bytes", jint(s->leaked_host_bytes), &bad);
-    put(o, "leaked_device_bytes", jint(s->leaked_device_bytes), &bad);
-    put(o, "invalid_frees", json_integer(s->invalid_frees), &bad);
-    put(o, "leaks", groups_arr(s), &bad);
-    put(o, "refs", refs_arr(s), &bad);
-    put(o, "classes", classes_arr(s), &bad);
-    put(o, "samples", samples_arr(s), &bad);
-    put(o, "heap_profile", rpt_alloc_stacks_to_json(s), &bad);
-    if (s->n_notes) put(o, "notes", rpt_notes_to_json(s), &bad);
-    put(o, "error", jstr(s->error), &bad);
+    put(o, "type", json_string(type), &bad);
+    rpt_fields_put(o, fields, base, &bad);
     return finish(o, bad);
+}
+
+json_t *rpt_run_to_json(const struct rpt_run *run) { return line("run", rpt_run_fields, run); }
+
+json_t *rpt_session_to_json(const struct rpt_session *s)
+{
+    return line("session", rpt_session_fields, s);
 }
 
 json_t *rpt_verdict_to_json(const struct rpt_verdict *v)
 {
-    json_t *o = json_object(), *a = json_array();
-    int bad = !o || !a;
-    if (bad) goto cleanup;
-    put(o, "type", json_string("verdict"), &bad);
-    put(o, "status", json_string(rpt_status_name(v->status)), &bad);
-    put(o, "exit_code", json_integer(v->exit_code), &bad);
-    put(o, "sessions_measured", json_integer(v->sessions_measured), &bad);
-    put(o, "sessions_planned", json_integer(v->sessions_planned), &bad);
-    put(o, "partial", json_boolean(v->partial), &bad);
-    put(o, "stopped", jstr(v->stopped), &bad);
-    put(o, "required", channel_list(v->required), &bad);
-    put(o, "summary", jstr(v->summary), &bad);
     LG_ASSERT(v->n_channels >= 0 && v->n_channels <= RPT_NCHANNELS && "verdict channel count");
-    for (int i = 0; i < v->n_channels; i++) {
-        const struct rpt_channel_verdict *cv = &v->channels[i];
-        json_t *e = json_object();
-        if (!e) {
-            bad++;
-            break;
-        }
-        put(e, "channel", json_string(rpt_channel_name(cv->channel)), &bad);
-        put(e, "status", json_string(rpt_status_name(cv->status)), &bad);
-        put(e, "figure", jnum(cv->figure), &bad);
-        put(e, "budget", jnum(cv->budget), &bad);
-        put(e, "slope", jnum(cv->slope), &bad);
-        put(e, "slope_lo", jnum(cv->slope_lo), &bad);
-        put(e, "slope_hi", jnum(cv->slope_hi), &bad);
-        put(e, "shift", jnum(cv->shift), &bad);
-        put(e, "required", json_boolean(cv->required), &bad);
-        put(e, "why", jstr(cv->why), &bad);
-        if (json_array_append_new(a, e) != 0) bad++;
-    }
-    put(o, "channels", a, &bad);
-    a = NULL;
-cleanup:
-    json_decref(a);
-    return finish(o, bad);
+    return line("verdict", rpt_verdict_fields, v);
 }

@@ -18,8 +18,6 @@ json_t *rpt_alloc_stacks_to_json(const struct rpt_session *s);
 int rpt_alloc_stacks_from_json(const struct rpt_dec *d, json_t *o, struct rpt_session *s);
 /* Frees s's alloc stacks (rpt_session_fini calls it). */
 void rpt_alloc_stacks_free(struct rpt_session *s);
-/* Reads the optional run members "cmd" and "prof_sample". */
-int rpt_run_exec_from_json(const struct rpt_dec *d, json_t *o, struct rpt_run *run);
 
 /* The measured session with the latest heap profile diff (the run's attribution), or NULL. */
 const struct rpt_session *rpt_alloc_latest(const struct rpt_results *r);

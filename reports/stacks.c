@@ -194,20 +194,3 @@ void rpt_alloc_stacks_free(struct rpt_session *s)
     s->alloc_stacks = NULL;
     s->n_alloc_stacks = s->alloc_sessions = s->alloc_base = 0;
 }
-
-int rpt_run_exec_from_json(const struct rpt_dec *d, json_t *o, struct rpt_run *run)
-{
-    json_t *cmd = json_object_get(o, "cmd"), *ps = json_object_get(o, "prof_sample");
-    if (cmd) {
-        if (!json_is_string(cmd)) return bad_member(d, "run.cmd", "expected a string");
-        if (json_string_length(cmd) >= sizeof run->cmd)
-            return bad_member(d, "run.cmd", "string too long");
-        memcpy(run->cmd, json_string_value(cmd), json_string_length(cmd) + 1);
-    }
-    if (ps) {
-        if (!json_is_integer(ps) || json_integer_value(ps) < 0)
-            return bad_member(d, "run.prof_sample", "expected a non-negative integer");
-        run->prof_sample = json_integer_value(ps);
-    }
-    return LG_OK;
-}
