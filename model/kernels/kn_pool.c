@@ -7,6 +7,9 @@
  * it never read. A job's fields are read only after a claim succeeds; the caller does not start
  * another job before every claimed chunk is done, so they cannot change under a running chunk.
  * The caller claims chunks too, so a job finishes even when no worker ever wakes (after fork).
+ * When the last chunks are a worker's and take long (its core taken by another process), the
+ * caller sleeps on a futex the last chunk wakes, so the scheduler may run the worker on the
+ * caller's core instead of the caller spinning there.
  */
 #define _GNU_SOURCE
 #include "kn_pool.h"
@@ -19,6 +22,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Pauses a waiting worker spins before it sleeps: ~50-100 µs on current x86 (a pause is 40-140
@@ -36,6 +40,8 @@ static struct {
     _Atomic int sleepers;
     _Atomic uint64_t ticket; /* gen << 32 | next chunk */
     _Atomic int64_t done;
+    _Atomic uint32_t done_word; /* futex word the caller sleeps on when a chunk takes long */
+    _Atomic int caller_sleeps;
     kn_chunk_fn fn;
     void *arg;
     int64_t nchunks;
@@ -46,6 +52,13 @@ static _Thread_local bool in_chunk; /* this thread is running a chunk */
 static void futex_wait(_Atomic uint32_t *w, uint32_t v)
 {
     syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+}
+
+/* Sleeps while *w == v, at most ms milliseconds. */
+static void futex_wait_ms(_Atomic uint32_t *w, uint32_t v, long ms)
+{
+    struct timespec ts = {0, ms * 1000000L};
+    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, v, &ts, NULL, 0);
 }
 
 static void futex_wake_all(_Atomic uint32_t *w)
@@ -74,7 +87,11 @@ static void run_chunks(uint32_t g)
         in_chunk = true;
         pool.fn(pool.arg, c);
         in_chunk = false;
-        atomic_fetch_add_explicit(&pool.done, 1, memory_order_release);
+        if (atomic_fetch_add(&pool.done, 1) + 1 == pool.nchunks &&
+            atomic_load(&pool.caller_sleeps)) {
+            atomic_fetch_add(&pool.done_word, 1);
+            futex_wake_all(&pool.done_word);
+        }
     }
 }
 
@@ -172,7 +189,18 @@ void kn_parallel_chunks(int64_t n, kn_chunk_fn fn, void *arg)
     atomic_store_explicit(&pool.gen, g, memory_order_release);
     if (atomic_load(&pool.sleepers) > 0) futex_wake_all(&pool.gen);
     run_chunks(g);
-    while (atomic_load_explicit(&pool.done, memory_order_acquire) < n) cpu_relax();
+    /* the last chunks are a worker's: spin a little, then sleep until it is done, so that a
+     * worker whose core another process took can be run on this one */
+    for (int i = 0; atomic_load_explicit(&pool.done, memory_order_acquire) < n; i++) {
+        if (i < KN_SPIN) {
+            cpu_relax();
+            continue;
+        }
+        atomic_store(&pool.caller_sleeps, 1);
+        uint32_t w = atomic_load(&pool.done_word);
+        if (atomic_load(&pool.done) < n) futex_wait_ms(&pool.done_word, w, 1);
+    }
+    atomic_store(&pool.caller_sleeps, 0);
     atomic_store_explicit(&pool.busy, 0, memory_order_release);
 }
 
