@@ -223,6 +223,23 @@ bool lg_exists(const char *path)
     return stat(path, &st) == 0;
 }
 
+void lg_test_leak_group(struct lg_leak_group *g, const char *tag, const char *space, int64_t bytes,
+                        int64_t count, int n_stacks, const int64_t *counts,
+                        const char *const *frames)
+{
+    lg_strlcpy(g->tag, tag, sizeof g->tag);
+    lg_strlcpy(g->space, space, sizeof g->space);
+    g->bytes = bytes;
+    g->count = count;
+    g->n_stacks = n_stacks;
+    g->stacks = n_stacks ? calloc((size_t)n_stacks, sizeof *g->stacks) : NULL;
+    for (int k = 0; k < n_stacks; k++) {
+        g->stacks[k].count = counts[k];
+        g->stacks[k].frames = strdup(frames[k]);
+        cr_assert_not_null(g->stacks[k].frames);
+    }
+}
+
 int64_t lg_live_bytes_with_prefix(const char *prefix, int64_t *total_count)
 {
     struct trk_tag_stat *st = NULL;

@@ -64,6 +64,13 @@ void lg_spit(const char *path, const void *data, size_t n);
 /* Whether path exists. */
 bool lg_exists(const char *path);
 
+/* Fills g (zeroed) as `count` leaked allocations, `bytes` in all, tagged `tag` in `space`,
+ * with n_stacks stacks of counts[k] allocations at frames[k]; the stacks and their frames are
+ * malloc'd, freed with the groups (lg_leak_groups_free, rpt_results_free). */
+void lg_test_leak_group(struct lg_leak_group *g, const char *tag, const char *space, int64_t bytes,
+                        int64_t count, int n_stacks, const int64_t *counts,
+                        const char *const *frames);
+
 /* Live bytes in T over every tag that starts with `prefix`; *total_count (when not NULL): how
  * many allocations those tags ever made. */
 int64_t lg_live_bytes_with_prefix(const char *prefix, int64_t *total_count);

@@ -51,6 +51,15 @@ def count_type(path, kind):
         return 0
 
 
+def run_with_source(main, usage):
+    """Exits with main(src), src the source tree named by the one argument; without it, prints
+    the usage and exits 2."""
+    if len(sys.argv) != 2:
+        print(usage)
+        sys.exit(2)
+    sys.exit(main(sys.argv[1]))
+
+
 class Checks:
     def __init__(self):
         self.failures = 0

@@ -21,18 +21,15 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from image_common import Checks, count_type, cpu_image, last_json, podman  # noqa: E402
+from image_common import Checks, count_type, cpu_image, last_json, podman, run_with_source  # noqa: E402
 
 
 def run_in_image(image, out, *args):
     return podman("run", "--rm", "--network", "none", "-v", f"{out}:/out", image, *args)
 
 
-def main():
-    if len(sys.argv) != 2:
-        print(__doc__)
-        return 2
-    image = cpu_image(sys.argv[1])
+def main(src):
+    image = cpu_image(src)
     ck = Checks()
     with tempfile.TemporaryDirectory(prefix="lg-image-") as tmp:
         gate = os.path.join(tmp, "gate")
@@ -97,4 +94,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_with_source(main, __doc__)

@@ -31,7 +31,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import k8s_render  # noqa: E402
-from image_common import Checks  # noqa: E402
+from image_common import Checks, run_with_source  # noqa: E402
 
 PATCH = "textfile-collector-patch.yaml"
 
@@ -189,11 +189,7 @@ def check_workflow(ck, src, venv):
         ck.expect("actionlint catches a malformed expression", r.returncode != 0, "it passed")
 
 
-def main():
-    if len(sys.argv) != 2:
-        print(__doc__)
-        return 2
-    src = sys.argv[1]
+def main(src):
     venv = venv_of(src)
     ck = Checks()
     check_kubernetes(ck, src, venv)
@@ -202,4 +198,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_with_source(main, __doc__)

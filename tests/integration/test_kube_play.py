@@ -28,7 +28,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import k8s_pods  # noqa: E402
-from image_common import Checks, count_type, cpu_image, last_json, podman  # noqa: E402
+from image_common import Checks, count_type, cpu_image, last_json, podman, run_with_source  # noqa: E402
 
 
 class Pods:
@@ -76,11 +76,7 @@ def merge_run(ck, pods, src, out, image, suffix, textfile, what, merge_shards, w
     return code, logs
 
 
-def main():
-    if len(sys.argv) != 2:
-        print(__doc__)
-        return 2
-    src = sys.argv[1]
+def main(src):
     image = cpu_image(src)
     ck = Checks()
     pods = Pods()
@@ -153,4 +149,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_with_source(main, __doc__)

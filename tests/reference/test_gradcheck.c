@@ -367,57 +367,52 @@ static struct tn_tensor *f_split(struct ag_ctx *ctx, struct tn_tensor **in, cons
     return ag_stack(ctx, rev, a[1], 0);
 }
 
+/* A case of an op linear in each input, whose inputs are drawn from rng (in order) just before
+ * it is checked. */
+struct gc_linear {
+    const char *what;
+    gc_fn f;
+    const int *arg;
+    int nin;
+    struct {
+        const char *name;
+        int nd;
+        int64_t ne[4];
+    } in[4];
+};
+
+static void gradcheck_linear(const struct gc_linear *k)
+{
+    struct gc c = {k->what, k->f, k->arg, k->nin, {NULL}, LINEAR};
+    for (int i = 0; i < k->nin; i++) c.in[i] = leaf(k->in[i].name, k->in[i].nd, k->in[i].ne);
+    gradcheck(&c);
+}
+
 Test(gradcheck, concat_slice_split_stack)
 {
     tn_rng_seed(&rng, 8);
     static const int cat1[2] = {3, 1}, cat2[2] = {2, -1}, cat0[2] = {2, 0};
-    struct gc c1 = {"concat axis 1",
-                    f_concat,
-                    cat1,
-                    3,
-                    {leaf("a", 3, (int64_t[]){2, 3, 4}), leaf("b", 3, (int64_t[]){2, 1, 4}),
-                     leaf("c", 3, (int64_t[]){2, 2, 4})},
-                    LINEAR};
-    gradcheck(&c1);
-    struct gc c2 = {"concat axis -1",
-                    f_concat,
-                    cat2,
-                    2,
-                    {leaf("a", 2, (int64_t[]){3, 2}), leaf("b", 2, (int64_t[]){3, 5})},
-                    LINEAR};
-    gradcheck(&c2);
-    struct gc c0 = {"concat axis 0",
-                    f_concat,
-                    cat0,
-                    2,
-                    {leaf("a", 2, (int64_t[]){1, 3}), leaf("b", 2, (int64_t[]){2, 3})},
-                    LINEAR};
-    gradcheck(&c0);
     static const int sl1[3] = {1, 2, 3}, sl2[3] = {-1, 0, 1};
-    struct gc s1 = {"slice axis 1", f_slice, sl1, 1, {leaf("x", 3, (int64_t[]){3, 6, 2})}, LINEAR};
-    gradcheck(&s1);
-    struct gc s2 = {"slice last axis", f_slice, sl2, 1, {leaf("x", 2, (int64_t[]){4, 3})}, LINEAR};
-    gradcheck(&s2);
     static const int sp[3] = {1, 3, -1}, sp_one[3] = {-1, 2, 1}, sp_many[3] = {0, 10, -1};
-    struct gc s3 = {"split + stack", f_split, sp, 1, {leaf("x", 3, (int64_t[]){2, 6, 3})}, LINEAR};
-    gradcheck(&s3);
-    struct gc s4 = {
-        "split, one part used", f_split, sp_one, 1, {leaf("x", 2, (int64_t[]){3, 8})}, LINEAR};
-    gradcheck(&s4);
-    struct gc s5 = {
-        "split in 10 (slices)", f_split, sp_many, 1, {leaf("x", 2, (int64_t[]){10, 2})}, LINEAR};
-    gradcheck(&s5);
     static const int st[3][2] = {{3, 0}, {3, 1}, {3, -1}};
-    for (int i = 0; i < 3; i++) {
-        struct gc s = {"stack",
-                       f_stack,
-                       st[i],
-                       3,
-                       {leaf("a", 2, (int64_t[]){2, 3}), leaf("b", 2, (int64_t[]){2, 3}),
-                        leaf("c", 2, (int64_t[]){2, 3})},
-                       LINEAR};
-        gradcheck(&s);
-    }
+    static const struct gc_linear cases[] = {
+        {"concat axis 1",
+         f_concat,
+         cat1,
+         3,
+         {{"a", 3, {2, 3, 4}}, {"b", 3, {2, 1, 4}}, {"c", 3, {2, 2, 4}}}},
+        {"concat axis -1", f_concat, cat2, 2, {{"a", 2, {3, 2}}, {"b", 2, {3, 5}}}},
+        {"concat axis 0", f_concat, cat0, 2, {{"a", 2, {1, 3}}, {"b", 2, {2, 3}}}},
+        {"slice axis 1", f_slice, sl1, 1, {{"x", 3, {3, 6, 2}}}},
+        {"slice last axis", f_slice, sl2, 1, {{"x", 2, {4, 3}}}},
+        {"split + stack", f_split, sp, 1, {{"x", 3, {2, 6, 3}}}},
+        {"split, one part used", f_split, sp_one, 1, {{"x", 2, {3, 8}}}},
+        {"split in 10 (slices)", f_split, sp_many, 1, {{"x", 2, {10, 2}}}},
+        {"stack", f_stack, st[0], 3, {{"a", 2, {2, 3}}, {"b", 2, {2, 3}}, {"c", 2, {2, 3}}}},
+        {"stack", f_stack, st[1], 3, {{"a", 2, {2, 3}}, {"b", 2, {2, 3}}, {"c", 2, {2, 3}}}},
+        {"stack", f_stack, st[2], 3, {{"a", 2, {2, 3}}, {"b", 2, {2, 3}}, {"c", 2, {2, 3}}}},
+    };
+    for (size_t i = 0; i < LG_ARRAY_LEN(cases); i++) gradcheck_linear(&cases[i]);
 }
 
 static struct tn_tensor *f_permute(struct ag_ctx *ctx, struct tn_tensor **in, const int *a)

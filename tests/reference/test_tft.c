@@ -21,6 +21,22 @@ static struct tft_model *build(const char *preset, uint64_t seed, struct tft_con
     return m;
 }
 
+/* A synthetic data set for cfg (seed `seed`) and a batch of B windows of `split`, drawn with
+ * cursor seed `cursor`; freed with data_free and tft_batch_fini. */
+static struct data_set *synth_batch(const struct tft_config *cfg, uint64_t seed,
+                                    enum data_split split, int B, uint64_t cursor,
+                                    struct tft_batch *b)
+{
+    struct data_set *ds = NULL;
+    cr_assert_eq(data_synth_new(&ds, T, cfg, &(struct data_synth_options){.seed = seed}), LG_OK,
+                 "%s", lg_errmsg());
+    struct data_cursor cur;
+    data_cursor_init(&cur, cursor);
+    *b = (struct tft_batch){0};
+    cr_assert_eq(data_batch(ds, split, B, &cur, b), LG_OK, "%s", lg_errmsg());
+    return ds;
+}
+
 static void check_counts(const char *preset, int64_t params, int64_t bytes)
 {
     struct tft_config cfg;
@@ -123,12 +139,8 @@ Test(tft, whole_model_gradients_match_finite_differences)
 {
     struct tft_config cfg;
     struct tft_model *m = build("tiny", 3, &cfg);
-    struct data_set *ds = NULL;
-    cr_assert_eq(data_synth_new(&ds, T, &cfg, &(struct data_synth_options){.seed = 3}), LG_OK);
-    struct data_cursor cur;
-    data_cursor_init(&cur, 5);
-    struct tft_batch b = {0};
-    cr_assert_eq(data_batch(ds, DATA_TRAIN, 4, &cur, &b), LG_OK);
+    struct tft_batch b;
+    struct data_set *ds = synth_batch(&cfg, 3, DATA_TRAIN, 4, 5, &b);
     struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){.training = false});
     struct tn_rng rng;
     tn_rng_seed(&rng, 11);
@@ -198,12 +210,8 @@ static void save_load_identical(const char *preset)
 {
     struct tft_config cfg;
     struct tft_model *a = build(preset, 7, &cfg), *b = NULL;
-    struct data_set *ds = NULL;
-    cr_assert_eq(data_synth_new(&ds, T, &cfg, &(struct data_synth_options){.seed = 7}), LG_OK);
-    struct data_cursor cur;
-    data_cursor_init(&cur, 1);
-    struct tft_batch batch = {0};
-    cr_assert_eq(data_batch(ds, DATA_VAL, 4, &cur, &batch), LG_OK);
+    struct tft_batch batch;
+    struct data_set *ds = synth_batch(&cfg, 7, DATA_VAL, 4, 1, &batch);
     char path[512], *json = tft_config_to_json(&cfg), *back = NULL;
     snprintf(path, sizeof path, "%s/%s.safetensors", lg_test_tmpdir(), preset);
     cr_assert_eq(vm_save(tft_varmap_borrow(a), path, json), LG_OK, "%s", lg_errmsg());
@@ -254,12 +262,8 @@ Test(tft, bad_inputs_are_errors_not_crashes)
 {
     struct tft_config cfg;
     struct tft_model *m = build("tiny", 1, &cfg);
-    struct data_set *ds = NULL;
-    cr_assert_eq(data_synth_new(&ds, T, &cfg, &(struct data_synth_options){.seed = 1}), LG_OK);
-    struct data_cursor cur;
-    data_cursor_init(&cur, 1);
-    struct tft_batch b = {0};
-    cr_assert_eq(data_batch(ds, DATA_TRAIN, 2, &cur, &b), LG_OK);
+    struct tft_batch b;
+    struct data_set *ds = synth_batch(&cfg, 1, DATA_TRAIN, 2, 1, &b);
     struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){0});
     struct tn_tensor *saved = b.x[0];
     b.x[0] = b.x[2]; /* a real [B, T_enc] where the categorical static [B] belongs */

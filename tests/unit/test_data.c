@@ -36,6 +36,14 @@ static int load_csv(struct data_set **ds, struct tft_config *cfg, const char *cs
     return data_load_csv(ds, cfg, T, lg_test_datafile("csv", csv), lg_test_datafile("csv", json));
 }
 
+/* The data set of a CSV file and config that must load; freed with data_free. */
+static struct data_set *csv_ok(struct tft_config *cfg, const char *csv, const char *json)
+{
+    struct data_set *ds = NULL;
+    cr_assert_eq(load_csv(&ds, cfg, csv, json), LG_OK, "%s + %s: %s", csv, json, lg_errmsg());
+    return ds;
+}
+
 /* ---- the synthetic generator ------------------------------------------------------------ */
 
 Test(data, synth_is_deterministic_per_seed)
@@ -484,9 +492,7 @@ Test(data, pinball_matches_hand_computed_values)
 Test(data, csv_values_land_where_expected)
 {
     struct tft_config cfg;
-    struct data_set *ds = NULL;
-    int rc = load_csv(&ds, &cfg, "small.csv", "small.json");
-    cr_assert_eq(rc, LG_OK, "%s", lg_errmsg());
+    struct data_set *ds = csv_ok(&cfg, "small.csv", "small.json");
     cr_assert_eq(tft_config_validate(&cfg), LG_OK);
     /* spec order: static cat, target, observed, known cat, known real */
     static const char *names[] = {"kind", "y", "x", "dow", "k"};
@@ -525,9 +531,7 @@ Test(data, csv_values_land_where_expected)
 Test(data, csv_example_is_train_ready)
 {
     struct tft_config cfg;
-    struct data_set *ds = NULL;
-    int rc = load_csv(&ds, &cfg, "example.csv", "example.json");
-    cr_assert_eq(rc, LG_OK, "%s", lg_errmsg());
+    struct data_set *ds = csv_ok(&cfg, "example.csv", "example.json");
     cr_assert_str_eq(cfg.preset, "example");
     static const char *names[] = {"store_type", "size",  "sales",    "temperature",
                                   "dow",        "promo", "day_index"};
@@ -560,8 +564,7 @@ Test(data, csv_example_is_train_ready)
 Test(data, csv_from_memory_matches_the_file)
 {
     struct tft_config c1, c2;
-    struct data_set *a = NULL, *b = NULL;
-    cr_assert_eq(load_csv(&a, &c1, "small.csv", "small.json"), LG_OK);
+    struct data_set *a = csv_ok(&c1, "small.csv", "small.json"), *b = NULL;
     /* the same rows with CRLF endings, a byte-order mark, blank lines, no final newline */
     const char *csv =
         "\xEF\xBB\xBFid,t,y,kind,x,dow,k\r\n\r\n"

@@ -48,6 +48,15 @@ static int count(const char *s, const char *pat)
     return n;
 }
 
+/* Asserts that text (the artefact `what`) holds every needle. */
+static void expect_holds(const char *text, const char *what, const char *const *needles)
+{
+    cr_assert_not_null(text, "%s is missing", what);
+    for (; *needles; needles++) cr_assert(strstr(text, *needles), "%s lacks %s", what, *needles);
+}
+#define EXPECT_HOLDS(text, what, ...)                                                              \
+    expect_holds(text, what, (const char *const[]){__VA_ARGS__, NULL})
+
 /* Width and height from a PNG's IHDR chunk; false when it is not a PNG. */
 static bool png_size(const char *dir, const char *name, int *w, int *h, long *bytes)
 {
@@ -152,8 +161,8 @@ Test(reports, clean_run_makes_every_artefact_and_says_pass)
     /* deltas, leaks and timeline; no trend for a 6-session run */
     struct rpt_results *r = write_artefacts("clean", 3, dir);
     char *junit = slurp(dir, "junit.xml");
-    cr_assert(strstr(junit, "<testsuites name=\"leakgate\""));
-    cr_assert(strstr(junit, "failures=\"0\" errors=\"0\""), "a clean run has no failure");
+    EXPECT_HOLDS(junit, "junit.xml", "<testsuites name=\"leakgate\"",
+                 "failures=\"0\" errors=\"0\""); /* a clean run has no failure */
     cr_assert_eq(count(junit, "<failure"), 0);
     cr_assert_eq(count(junit, "<testcase name=\"session 2 (fp32)\""), 6,
                  "a testcase per measured session on each of the 6 measured channels");
@@ -181,32 +190,30 @@ Test(reports, leaking_run_names_the_tags_and_the_retain_site)
     char *junit = slurp(dir, "junit.xml");
     cr_assert_gt(count(junit, "<failure"), 6 * 6,
                  "each measured session fails on every leaking channel");
-    cr_assert(strstr(junit, "type=\"leak\""));
-    cr_assert(strstr(junit, "verdict leak: 6 of 6 measured sessions left 18.98 MiB live"),
-              "a failure carries the verdict's text");
-    cr_assert(strstr(junit, "<testsuite name=\"leakgate.tagged_device\" tests=\"1\""),
-              "a channel never measured gets its verdict only");
-    cr_assert(strstr(junit, "<skipped message=\"not measured on this machine (cpu)\"/>"));
+    EXPECT_HOLDS(junit, "junit.xml", "type=\"leak\"",
+                 /* a failure carries the verdict's text */
+                 "verdict leak: 6 of 6 measured sessions left 18.98 MiB live",
+                 /* a channel never measured gets its verdict only */
+                 "<testsuite name=\"leakgate.tagged_device\" tests=\"1\"",
+                 "<skipped message=\"not measured on this machine (cpu)\"/>");
     free(junit);
     char *md = slurp(dir, "summary.md");
     cr_assert(strncmp(md, "## leakgate: ❌ LEAK", strlen("## leakgate: ❌ LEAK")) == 0, "%.60s", md);
-    cr_assert(strstr(md, "**Exit status 1**"));
-    cr_assert(
-        strstr(md, "| `varmap/input_embed.cont.weight` | host | 384.00 KiB | 2.25 MiB | 6 | 6/6 | "
-                   "`trainer_new (model/trainer.c:142)` ×6 |"),
-        "the top tag with its retain site");
-    cr_assert(strstr(md, "| process RSS (`rss`) | ❌ leak |"));
+    EXPECT_HOLDS(md, "summary.md", "**Exit status 1**",
+                 /* the top tag with its retain site */
+                 "| `varmap/input_embed.cont.weight` | host | 384.00 KiB | 2.25 MiB | 6 | 6/6 | "
+                 "`trainer_new (model/trainer.c:142)` ×6 |",
+                 "| process RSS (`rss`) | ❌ leak |");
     free(md);
     check_html(dir, "LEAK", 3);
     char *html = slurp(dir, "report.html");
-    cr_assert(strstr(html, "<code>varmap/enc_lstm.w_ih</code>"));
-    cr_assert(strstr(html, "<details><summary>stack 1 (1 allocation)</summary><pre>vm_tensor_new "
-                           "(model/varmap.c:77)"));
-    cr_assert(strstr(html, "<code>trainer_new (model/trainer.c:142)</code>"));
-    cr_assert(strstr(html, "id=\"config\""));
-    cr_assert(strstr(html, "varmap-dup-ref"));
-    /* ids of the inline SVGs are prefixed per figure, so they cannot clash */
-    cr_assert(strstr(html, "id='deltas-gpPt0'") && strstr(html, "id='timeline-gpPt0'"));
+    EXPECT_HOLDS(html, "report.html", "<code>varmap/enc_lstm.w_ih</code>",
+                 "<details><summary>stack 1 (1 allocation)</summary><pre>vm_tensor_new "
+                 "(model/varmap.c:77)",
+                 "<code>trainer_new (model/trainer.c:142)</code>", "id=\"config\"",
+                 "varmap-dup-ref",
+                 /* ids of the inline SVGs are prefixed per figure, so they cannot clash */
+                 "id='deltas-gpPt0'", "id='timeline-gpPt0'");
     cr_assert_eq(count(html, "id='gpPt0'"), 0);
     free(html);
     rpt_results_free(r);
@@ -217,18 +224,17 @@ Test(reports, partial_run_reports_no_verdict)
     char dir[512];
     struct rpt_results *r = write_artefacts("partial", 3, dir);
     char *junit = slurp(dir, "junit.xml");
-    cr_assert(strstr(
-        junit,
-        "<error message=\"no verdict: the run was cut short after 5 session(s) (its last line "
-        "was cut mid-write)\" type=\"partial\""));
-    cr_assert(strstr(junit, "beyond budget 0 (exact) (no verdict: the run was cut short)"),
-              "sessions beyond budget fail even without a verdict");
+    EXPECT_HOLDS(junit, "junit.xml",
+                 "<error message=\"no verdict: the run was cut short after 5 session(s) (its last "
+                 "line was cut mid-write)\" type=\"partial\"",
+                 /* sessions beyond budget fail even without a verdict */
+                 "beyond budget 0 (exact) (no verdict: the run was cut short)");
     free(junit);
     char *md = slurp(dir, "summary.md");
-    cr_assert(strstr(md, "NO VERDICT (run cut short)"));
-    cr_assert(strstr(md, "| tagged host bytes (`tagged_host`) | 3 | 1.75 MiB | ❌ 3 |"),
-              "observed, not judged");
-    cr_assert(strstr(md, "`adam.m/enc_lstm.w_hh`"));
+    EXPECT_HOLDS(md, "summary.md", "NO VERDICT (run cut short)",
+                 /* observed, not judged */
+                 "| tagged host bytes (`tagged_host`) | 3 | 1.75 MiB | ❌ 3 |",
+                 "`adam.m/enc_lstm.w_hh`");
     free(md);
     check_html(dir, "NO VERDICT", 3);
     rpt_results_free(r);
@@ -240,10 +246,11 @@ Test(reports, soak_run_gets_the_trend_figure)
     struct rpt_results *r = write_artefacts("soak", 4, dir);
     cr_assert(rpt_figure_applies(r, RPT_FIG_TREND));
     char *svg = slurp(dir, "trend.svg");
-    cr_assert(strstr(svg, "process RSS — LEAK"));
-    cr_assert(strstr(svg, "Theil–Sen +96.33 KiB/session (budget 32.00 KiB/session)"),
-              "the verdict's slope, in KiB");
-    cr_assert(strstr(svg, "Δ vs baseline (MiB)"), "the axis in a human unit picked from the data");
+    EXPECT_HOLDS(svg, "trend.svg", "process RSS — LEAK",
+                 /* the verdict's slope, in KiB */
+                 "Theil–Sen +96.33 KiB/session (budget 32.00 KiB/session)",
+                 /* the axis in a human unit picked from the data */
+                 "Δ vs baseline (MiB)");
     free(svg);
     check_html(dir, "LEAK", 4);
     rpt_results_free(r);
@@ -257,13 +264,13 @@ Test(reports, device_run_plots_the_device_channels)
     char dir[512];
     struct rpt_results *r = write_artefacts("device", 3, dir);
     char *svg = slurp(dir, "deltas.svg");
-    cr_assert(strstr(svg, "tagged device bytes — LEAK") &&
-              strstr(svg, "whole GPU used, every process (driver view) — LEAK"));
-    cr_assert(strstr(svg, "tagged host bytes — PASS") && strstr(svg, "budget ±2.00 MiB"));
+    EXPECT_HOLDS(svg, "deltas.svg", "tagged device bytes — LEAK",
+                 "whole GPU used, every process (driver view) — LEAK", "tagged host bytes — PASS",
+                 "budget ±2.00 MiB");
     free(svg);
     char *md = slurp(dir, "summary.md");
-    cr_assert(
-        strstr(md, "| `act/dec.attn.scores` | device | 4.00 MiB | 20.00 MiB | 5 | 5/5 | — |"));
+    EXPECT_HOLDS(md, "summary.md",
+                 "| `act/dec.attn.scores` | device | 4.00 MiB | 20.00 MiB | 5 | 5/5 | — |");
     free(md);
     rpt_results_free(r);
 }
@@ -411,14 +418,8 @@ static struct rpt_results *hostile_results(void) /* freed by the test */
     strcpy(s->error, "bad, \"quoted\" | pipe\nand \x01 control <tag>");
     s->n_groups = 1;
     s->groups = calloc(1, sizeof *s->groups);
-    strcpy(s->groups[0].tag, "act/<script>|*x*`");
-    strcpy(s->groups[0].space, "host");
-    s->groups[0].bytes = 4096;
-    s->groups[0].count = 1;
-    s->groups[0].n_stacks = 1;
-    s->groups[0].stacks = calloc(1, sizeof *s->groups[0].stacks);
-    s->groups[0].stacks[0].count = 1;
-    s->groups[0].stacks[0].frames = strdup("f<1>\ng&2");
+    lg_test_leak_group(&s->groups[0], "act/<script>|*x*`", "host", 4096, 1, 1, (int64_t[]){1},
+                       (const char *[]){"f<1>\ng&2"});
     r->has_verdict = true;
     r->verdict.status = RPT_LEAK;
     r->verdict.exit_code = 1;

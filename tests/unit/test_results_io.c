@@ -78,21 +78,11 @@ static void fill_session(struct rpt_session *s, int index, bool warmup)
     s->invalid_frees = index == 1 ? 2 : 0;
     s->n_groups = 2;
     s->groups = calloc(2, sizeof *s->groups);
-    strcpy(s->groups[0].tag, "varmap/enc_lstm.w_ih");
-    strcpy(s->groups[0].space, "host");
-    s->groups[0].bytes = 262144;
-    s->groups[0].count = 1;
-    s->groups[0].n_stacks = 2;
-    s->groups[0].stacks = calloc(2, sizeof *s->groups[0].stacks);
-    s->groups[0].stacks[0].count = 3;
-    s->groups[0].stacks[0].frames =
-        strdup("vm_tensor_new (model/varmap.c:77)\ntft_new (model/tft.c:120)");
-    s->groups[0].stacks[1].count = 1;
-    s->groups[0].stacks[1].frames = strdup("main (harness/main.c:57)");
-    strcpy(s->groups[1].tag, "act/dec.attn.scores");
-    strcpy(s->groups[1].space, "device");
-    s->groups[1].bytes = 4194304;
-    s->groups[1].count = 2;
+    lg_test_leak_group(
+        &s->groups[0], "varmap/enc_lstm.w_ih", "host", 262144, 1, 2, (int64_t[]){3, 1},
+        (const char *[]){"vm_tensor_new (model/varmap.c:77)\ntft_new (model/tft.c:120)",
+                         "main (harness/main.c:57)"});
+    lg_test_leak_group(&s->groups[1], "act/dec.attn.scores", "device", 4194304, 2, 0, NULL, NULL);
     s->n_refs = 1;
     s->refs = calloc(1, sizeof *s->refs);
     strcpy(s->refs[0].kind, "varmap");
