@@ -30,14 +30,6 @@ static const char fixed_json[] =
     " \"hidden\": 8, \"n_head\": 2, \"lstm_layers\": 1, \"T_enc\": 2, \"T_dec\": 1,"
     " \"val_steps\": 3}"; /* as tests/data/csv/small.json */
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    lg_fuzz_init();
-    return 0;
-}
-
 /* The promises of a data set that loaded. */
 static void check_loaded(struct data_set *ds, const struct tft_config *cfg)
 {

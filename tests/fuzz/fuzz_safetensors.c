@@ -18,14 +18,6 @@
 #include "lg_fuzz.h"
 #include "safetensors.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    lg_fuzz_init();
-    return 0;
-}
-
 /* The promises of a file that opened. */
 static void check_open_file(struct st_file *f, size_t size)
 {

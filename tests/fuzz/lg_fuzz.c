@@ -22,6 +22,16 @@ void lg_fuzz_init(void)
         lg_fuzz_die("tracker");
 }
 
+/* libFuzzer's start-up hook: the shared tracker. Weak, so a target with set-up of its own
+ * (fuzz_cli) defines its own. */
+__attribute__((weak)) int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    lg_fuzz_init();
+    return 0;
+}
+
 void lg_fuzz_check_tracker(void)
 {
     struct trk_totals t;

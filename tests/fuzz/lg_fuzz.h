@@ -2,7 +2,7 @@
  * the last error message, one tracker for the whole run that must be empty after every input,
  * and an in-memory file to hand a reader by its /proc path.
  *
- *   int LLVMFuzzerInitialize(int *argc, char ***argv) { lg_fuzz_init(); ... }
+ *   // LLVMFuzzerInitialize (weak, in lg_fuzz.c) calls lg_fuzz_init; a target may define its own
  *   int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
  *   {
  *       const char *path = lg_fuzz_file(data, size);
@@ -23,8 +23,9 @@ extern struct trk_tracker *lg_fuzz_trk; /* made by lg_fuzz_init, lives for the r
 
 /* Prints "<target>: what (<last error message>)" and aborts, so libFuzzer keeps the input. */
 _Noreturn void lg_fuzz_die(const char *what);
-/* Makes lg_fuzz_trk (stacks off). */
+/* Makes lg_fuzz_trk (stacks off); the default LLVMFuzzerInitialize calls it. */
 void lg_fuzz_init(void);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
 /* Dies unless lg_fuzz_trk holds zero live bytes and saw no invalid free. */
 void lg_fuzz_check_tracker(void);
 /* The input as the only content of one in-memory file (a memfd, reused across inputs); its
