@@ -13,11 +13,7 @@
 #define MAX_TAG_ROWS  500
 #define MAX_SVG_BYTES (64L << 20)
 
-static const char *status_class(enum rpt_status s)
-{
-    static const char *const cls[] = {"pass", "leak", "warn", "warn", "na", "leak"};
-    return cls[s];
-}
+static const char *status_class(enum rpt_status s) { return rpt_status_class(s); }
 
 static const char style[] =
     "body{font:15px/1.45 'DejaVu Sans',system-ui,sans-serif;margin:0 "
@@ -70,76 +66,15 @@ static void banner(const struct rpt_results *r, FILE *f)
                 r->n_sessions, r->n_sessions == 1 ? "" : "s",
                 r->truncated_lines ? "; the last line was cut mid-write and skipped" : "");
     }
-    put_text(f, run->command);
-    fputs(" · preset ", f);
-    put_text(f, run->preset);
-    fputs(" · ", f);
-    put_text(f, run->modes);
-    fputs(" · ", f);
-    put_text(f, run->device);
-    if (run->inject[0]) {
-        fputs(" · inject ", f);
-        put_text(f, run->inject);
-    }
+    rpt_run_meta(&rpt_html, f, run);
     fputs("</p>\n</header>\n", f);
 }
 
 static void channels(const struct rpt_results *r, FILE *f)
 {
-    char a[48], b[48];
-    fputs("<section id=\"channels\">\n<h2>Channels</h2>\n<table>\n", f);
-    if (r->has_verdict) {
-        fputs("<tr><th>channel</th><th>status</th><th>figure</th><th>budget</th><th>slope "
-              "[bounds]</th>"
-              "<th>why</th></tr>\n",
-              f);
-        for (int k = 0; k < r->verdict.n_channels; k++) {
-            const struct rpt_channel_verdict *cv = &r->verdict.channels[k];
-            const char *per = rpt_channel_exact(cv->channel) ? "" : "/session";
-            fprintf(f, "<tr><td>%s <code>%s</code></td><td><span class=\"badge %s\">%s</span></td>",
-                    rpt_channel_label(cv->channel), rpt_channel_name(cv->channel),
-                    status_class(cv->status), rpt_status_name(cv->status));
-            fprintf(f, "<td class=\"num\">%s%s</td>",
-                    rpt_fmt_figure(a, sizeof a, cv->channel, cv->figure, false),
-                    isnan(cv->figure) ? "" : per);
-            fprintf(f, "<td class=\"num\">%s%s</td><td class=\"num\">",
-                    rpt_fmt_figure(b, sizeof b, cv->channel, cv->budget, false),
-                    isnan(cv->budget) ? "" : per);
-            if (isfinite(cv->slope)) {
-                fprintf(f, "%s [", rpt_fmt_sbytes(a, sizeof a, cv->slope));
-                fprintf(f, "%s, ", rpt_fmt_sbytes(a, sizeof a, cv->slope_lo));
-                fprintf(f, "%s]", rpt_fmt_sbytes(a, sizeof a, cv->slope_hi));
-            } else {
-                fputs("—", f);
-            }
-            fputs("</td><td>", f);
-            put_text(f, cv->why);
-            fputs("</td></tr>\n", f);
-        }
-    } else {
-        fputs("<tr><th>channel</th><th>sessions</th><th>largest</th><th>beyond budget</th>"
-              "<th>median growth/session</th><th>budget</th></tr>\n",
-              f);
-        for (int ch = 0; ch < RPT_NCHANNELS; ch++) {
-            if (!rpt_channel_measured(r, ch)) continue;
-            struct rpt_channel_obs o;
-            rpt_channel_observe(r, ch, &o);
-            fprintf(
-                f,
-                "<tr><td>%s <code>%s</code></td><td class=\"num\">%d</td><td class=\"num\">%s</td>"
-                "<td class=\"num\"><span class=\"badge %s\">%d</span></td><td "
-                "class=\"num\">%s</td>",
-                rpt_channel_label(ch), rpt_channel_name(ch), o.measured,
-                rpt_fmt_value(a, sizeof a, ch, o.max_abs, false), o.over_budget ? "leak" : "pass",
-                o.over_budget, rpt_fmt_figure(b, sizeof b, ch, o.median_growth, true));
-            if (rpt_channel_exact(ch))
-                fputs("<td class=\"num\">0 (exact)</td></tr>\n", f);
-            else
-                fprintf(f, "<td class=\"num\">±%s</td></tr>\n",
-                        rpt_fmt_figure(a, sizeof a, ch, r->run.budgets[ch].band, false));
-        }
-    }
-    fputs("</table>\n</section>\n", f);
+    fputs("<section id=\"channels\">\n<h2>Channels</h2>\n", f);
+    rpt_channel_table(r, &rpt_html, f);
+    fputs("</section>\n", f);
 }
 
 /* Whether s at i starts with pat. */
@@ -225,8 +160,6 @@ static void plots(const struct rpt_results *r, const char *svg_dir, FILE *f)
             put_text(f, path);
             fputs(" could not be read (was gnuplot available?)</p>\n", f);
         }
-        free(svg);
-        fputs("</figure>\n", f);
     }
     fputs("</section>\n", f);
 }

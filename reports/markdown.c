@@ -9,8 +9,6 @@
 
 #define TOP_TAGS 10
 
-static void put_code(FILE *f, const char *s) { rpt_put_md_code(f, s); }
-
 static void verdict_heading(const struct rpt_results *r, FILE *f)
 {
     const struct rpt_run *run = &r->run;
@@ -38,59 +36,14 @@ static void verdict_heading(const struct rpt_results *r, FILE *f)
                 rpt_measured_count(r) == 1 ? "" : "s");
     }
     fprintf(f, " (+%d warm-up) · ", rpt_warmup_count(r));
-    put_code(f, run->command);
-    fputs(" · preset ", f);
-    put_code(f, run->preset);
-    fputs(" · modes ", f);
-    put_code(f, run->modes);
-    fputs(" · ", f);
-    put_code(f, run->device);
-    if (run->inject[0]) {
-        fputs(" · inject ", f);
-        put_code(f, run->inject);
-    }
+    rpt_run_meta(&rpt_markdown, f, run);
     fputs("\n\n", f);
 }
 
 static void channel_table(const struct rpt_results *r, FILE *f)
 {
-    char a[48], b[48], c[48];
     fputs("### Channels\n\n", f);
-    if (r->has_verdict) {
-        fputs("| channel | status | figure | budget | why |\n|---|---|---|---|---|\n", f);
-        for (int k = 0; k < r->verdict.n_channels; k++) {
-            const struct rpt_channel_verdict *cv = &r->verdict.channels[k];
-            const char *per = rpt_channel_exact(cv->channel) ? "" : "/session";
-            fprintf(f, "| %s (`%s`) | %s %s | ", rpt_channel_label(cv->channel),
-                    rpt_channel_name(cv->channel), rpt_status_mark(cv->status),
-                    rpt_status_name(cv->status));
-            rpt_fmt_figure(a, sizeof a, cv->channel, cv->figure, !rpt_channel_exact(cv->channel));
-            rpt_fmt_figure(b, sizeof b, cv->channel, cv->budget, false);
-            fprintf(f, "%s%s | %s%s | ", a, isnan(cv->figure) ? "" : per, b,
-                    isnan(cv->budget) ? "" : per);
-            rpt_put_md(f, cv->why);
-            fputs(" |\n", f);
-        }
-    } else {
-        fputs("| channel | sessions | largest | beyond budget | median growth/session | budget |\n"
-              "|---|---|---|---|---|---|\n",
-              f);
-        for (int ch = 0; ch < RPT_NCHANNELS; ch++) {
-            if (!rpt_channel_measured(r, ch)) continue;
-            struct rpt_channel_obs o;
-            rpt_channel_observe(r, ch, &o);
-            if (rpt_channel_exact(ch))
-                snprintf(c, sizeof c, "0 (exact)");
-            else
-                rpt_fmt_figure(c, sizeof c, ch, r->run.budgets[ch].band, false);
-            fprintf(f, "| %s (`%s`) | %d | %s | %s %d | %s | %s%s |\n", rpt_channel_label(ch),
-                    rpt_channel_name(ch), o.measured,
-                    rpt_fmt_value(a, sizeof a, ch, o.max_abs, false), o.over_budget ? "❌" : "✅",
-                    o.over_budget, rpt_fmt_figure(b, sizeof b, ch, o.median_growth, true),
-                    rpt_channel_exact(ch) ? "" : "±", c);
-        }
-    }
-    fputc('\n', f);
+    rpt_channel_table(r, &rpt_markdown, f);
 }
 
 static int leak_table(const struct rpt_results *r, FILE *f)

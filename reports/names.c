@@ -4,10 +4,11 @@
 
 #include "rpt_impl.h"
 
-static const struct {
+struct channel_names {
     const char *name, *label;
     bool exact;
-} channels[RPT_NCHANNELS] = {
+};
+static const struct channel_names channels[RPT_NCHANNELS] = {
     [RPT_CH_TAGGED_HOST] = {"tagged_host", "tagged host bytes", true},
     [RPT_CH_TAGGED_DEVICE] = {"tagged_device", "tagged device bytes", true},
     [RPT_CH_REFS] = {"refs", "unbalanced references", true},
@@ -19,17 +20,15 @@ static const struct {
     [RPT_CH_DEV_PROCESS] = {"dev_process", "device used by this process", false},
 };
 
-const char *rpt_channel_name(enum rpt_channel c)
+static const struct channel_names *channel(enum rpt_channel c)
 {
     LG_ASSERT((unsigned)c < RPT_NCHANNELS && "channel out of range");
-    return channels[c].name;
+    return &channels[c];
 }
 
-const char *rpt_channel_label(enum rpt_channel c)
-{
-    LG_ASSERT((unsigned)c < RPT_NCHANNELS && "channel out of range");
-    return channels[c].label;
-}
+const char *rpt_channel_name(enum rpt_channel c) { return channel(c)->name; }
+const char *rpt_channel_label(enum rpt_channel c) { return channel(c)->label; }
+bool rpt_channel_exact(enum rpt_channel c) { return channel(c)->exact; }
 
 int rpt_channel_from_name(const char *name)
 {
@@ -38,45 +37,32 @@ int rpt_channel_from_name(const char *name)
     return -1;
 }
 
-bool rpt_channel_exact(enum rpt_channel c)
-{
-    LG_ASSERT((unsigned)c < RPT_NCHANNELS && "channel out of range");
-    return channels[c].exact;
-}
-
-static const char *const statuses[] = {
-    [RPT_PASS] = "pass",
-    [RPT_LEAK] = "leak",
-    [RPT_SATURATING] = "saturating",
-    [RPT_INCONCLUSIVE] = "inconclusive",
-    [RPT_UNAVAILABLE] = "unavailable",
-    [RPT_ERROR] = "error",
+struct status_names {
+    const char *name, *word, *mark, *html_class; /* schema, banner, Markdown, HTML badge */
+};
+static const struct status_names statuses[] = {
+    [RPT_PASS] = {"pass", "PASS", "✅", "pass"},
+    [RPT_LEAK] = {"leak", "LEAK", "❌", "leak"},
+    [RPT_SATURATING] = {"saturating", "SATURATING", "〰️", "warn"},
+    [RPT_INCONCLUSIVE] = {"inconclusive", "INCONCLUSIVE", "⚠️", "warn"},
+    [RPT_UNAVAILABLE] = {"unavailable", "UNAVAILABLE", "➖", "na"},
+    [RPT_ERROR] = {"error", "ERROR", "💥", "leak"},
 };
 
-const char *rpt_status_name(enum rpt_status s)
+static const struct status_names *status(enum rpt_status s)
 {
     LG_ASSERT((unsigned)s < LG_ARRAY_LEN(statuses) && "status out of range");
-    return statuses[s];
+    return &statuses[s];
 }
+
+const char *rpt_status_name(enum rpt_status s) { return status(s)->name; }
+const char *rpt_status_word(enum rpt_status s) { return status(s)->word; }
+const char *rpt_status_mark(enum rpt_status s) { return status(s)->mark; }
+const char *rpt_status_class(enum rpt_status s) { return status(s)->html_class; }
 
 int rpt_status_from_name(const char *name)
 {
     for (size_t s = 0; s < LG_ARRAY_LEN(statuses); s++)
-        if (strcmp(statuses[s], name) == 0) return (int)s;
+        if (strcmp(statuses[s].name, name) == 0) return (int)s;
     return -1;
-}
-
-const char *rpt_status_word(enum rpt_status s)
-{
-    static const char *const words[] = {"PASS",         "LEAK",        "SATURATING",
-                                        "INCONCLUSIVE", "UNAVAILABLE", "ERROR"};
-    LG_ASSERT((unsigned)s < LG_ARRAY_LEN(words) && "status out of range");
-    return words[s];
-}
-
-const char *rpt_status_mark(enum rpt_status s)
-{
-    static const char *const marks[] = {"✅", "❌", "〰️", "⚠️", "➖", "💥"};
-    LG_ASSERT((unsigned)s < LG_ARRAY_LEN(marks) && "status out of range");
-    return marks[s];
 }

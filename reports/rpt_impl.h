@@ -43,8 +43,9 @@ char *rpt_fmt_figure(char *buf, size_t size, enum rpt_channel ch, double v, bool
  * it, renames it over dir/name and reports write errors (removing the temporary on failure). */
 int rpt_open_out(FILE **out, const char *dir, const char *name, char *path, size_t path_size);
 int rpt_close_out(FILE *f, const char *path);
-const char *rpt_status_word(enum rpt_status s); /* "PASS", "LEAK", ... */
-const char *rpt_status_mark(enum rpt_status s); /* a one-glyph badge for Markdown */
+const char *rpt_status_word(enum rpt_status s);  /* "PASS", "LEAK", ... */
+const char *rpt_status_mark(enum rpt_status s);  /* a one-glyph badge for Markdown */
+const char *rpt_status_class(enum rpt_status s); /* the HTML badge's class: "pass", "leak", ... */
 
 /* ---- summaries (summary.c) ---------------------------------------------------------------- */
 
@@ -106,8 +107,9 @@ struct rpt_dialect {
     const char *cell_open, *num_open, *cell_close; /* num_open: a right-aligned number */
     const char *head_open, *head_close;
     bool rule;
-    void (*text)(FILE *f, const char *s); /* escaped text */
-    void (*code)(FILE *f, const char *s); /* an inline code span */
+    void (*text)(FILE *f, const char *s);                        /* escaped text */
+    void (*code)(FILE *f, const char *s);                        /* an inline code span */
+    void (*badge)(FILE *f, enum rpt_status s, const char *text); /* text marked by a status */
     void (*stacks)(FILE *f, const struct lg_leak_group *g);
     void (*stack)(FILE *f, const char *summary, const char *frames);
 };
@@ -119,6 +121,11 @@ void rpt_table_end(const struct rpt_dialect *d, FILE *f);
  * and in all, allocations, sessions, the retain sites of the tag's class, and stacks. */
 int rpt_leak_table(const struct rpt_results *r, const struct rpt_dialect *d, FILE *f,
                    const struct rpt_tag_total *t, int nt, int max_rows);
+/* The channel table: with a verdict, each judged channel's status, figure, budget, slope and
+ * why; without one (a run cut short), each measured channel against its budget. */
+void rpt_channel_table(const struct rpt_results *r, const struct rpt_dialect *d, FILE *f);
+/* "run · preset tiny · modes fp32,int8 · cpu · inject varmap-dup-ref": what was run. */
+void rpt_run_meta(const struct rpt_dialect *d, FILE *f, const struct rpt_run *run);
 /* Unbalanced references by retain site, after `heading`; nothing at all when there are none. */
 int rpt_refs_table(const struct rpt_results *r, const struct rpt_dialect *d, FILE *f,
                    const char *heading);

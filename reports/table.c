@@ -1,6 +1,7 @@
 /* table.c — the leak table and the unreleased-references table, built once and written in
  * any report language by a dialect (struct rpt_dialect, rpt_impl.h): summary.md and
  * report.html print the same rows, cells and retain sites, each in its own syntax. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,19 @@ static void html_code(FILE *f, const char *s)
     fputs("<code>", f);
     rpt_put_xml(f, s);
     fputs("</code>", f);
+}
+
+static void md_badge(FILE *f, enum rpt_status s, const char *text)
+{
+    fprintf(f, "%s ", rpt_status_mark(s));
+    rpt_put_md(f, text);
+}
+
+static void html_badge(FILE *f, enum rpt_status s, const char *text)
+{
+    fprintf(f, "<span class=\"badge %s\">", rpt_status_class(s));
+    rpt_put_xml(f, text);
+    fputs("</span>", f);
 }
 
 const struct rpt_dialect rpt_markdown = {
@@ -25,6 +39,7 @@ const struct rpt_dialect rpt_markdown = {
     .rule = true,
     .text = rpt_put_md,
     .code = rpt_put_md_code,
+    .badge = md_badge,
 };
 
 const struct rpt_dialect rpt_html = {
@@ -39,6 +54,7 @@ const struct rpt_dialect rpt_html = {
     .row_close = "</tr>\n",
     .text = rpt_put_xml,
     .code = html_code,
+    .badge = html_badge,
 };
 
 void rpt_table_head(const struct rpt_dialect *d, FILE *f, const char *const *cols, int n)
@@ -157,4 +173,104 @@ int rpt_refs_table(const struct rpt_results *r, const struct rpt_dialect *d, FIL
     rpt_table_end(d, f);
     free(sites);
     return LG_OK;
+}
+
+static void channel_cell(const struct rpt_dialect *d, FILE *f, enum rpt_channel c)
+{
+    fputs(d->cell_open, f);
+    d->text(f, rpt_channel_label(c));
+    fputs(" (", f);
+    d->code(f, rpt_channel_name(c));
+    fputs(")", f);
+    fputs(d->cell_close, f);
+}
+
+static void badge_cell(const struct rpt_dialect *d, FILE *f, enum rpt_status s, const char *text)
+{
+    fputs(d->cell_open, f);
+    d->badge(f, s, text);
+    fputs(d->cell_close, f);
+}
+
+/* A figure per session (or in all, for the exact channels). */
+static void figure_cell(const struct rpt_dialect *d, FILE *f, enum rpt_channel c, double v)
+{
+    char a[48], b[64];
+    rpt_fmt_figure(a, sizeof a, c, v, false);
+    snprintf(b, sizeof b, "%s%s", a, !isnan(v) && !rpt_channel_exact(c) ? "/session" : "");
+    cell(d, f, true, b);
+}
+
+static void judged_row(const struct rpt_dialect *d, FILE *f, const struct rpt_channel_verdict *cv)
+{
+    char a[160], lo[48], mid[48], hi[48];
+    enum rpt_channel c = cv->channel;
+    if (isfinite(cv->slope))
+        snprintf(a, sizeof a, "%s [%s, %s]", rpt_fmt_figure(mid, sizeof mid, c, cv->slope, true),
+                 rpt_fmt_figure(lo, sizeof lo, c, cv->slope_lo, true),
+                 rpt_fmt_figure(hi, sizeof hi, c, cv->slope_hi, true));
+    else
+        lg_strlcpy(a, "—", sizeof a);
+    fputs(d->row_open, f);
+    channel_cell(d, f, cv->channel);
+    badge_cell(d, f, cv->status, rpt_status_name(cv->status));
+    figure_cell(d, f, cv->channel, cv->figure);
+    figure_cell(d, f, cv->channel, cv->budget);
+    cell(d, f, true, a);
+    cell(d, f, false, cv->why);
+    fputs(d->row_close, f);
+}
+
+/* A run cut short: what each measured channel did, against its budget. */
+static void observed_row(const struct rpt_results *r, const struct rpt_dialect *d, FILE *f,
+                         enum rpt_channel ch)
+{
+    struct rpt_channel_obs o;
+    char a[48];
+    rpt_channel_observe(r, ch, &o);
+    fputs(d->row_open, f);
+    channel_cell(d, f, ch);
+    snprintf(a, sizeof a, "%d", o.measured);
+    cell(d, f, true, a);
+    cell(d, f, true, rpt_fmt_value(a, sizeof a, ch, o.max_abs, false));
+    snprintf(a, sizeof a, "%d", o.over_budget);
+    badge_cell(d, f, o.over_budget ? RPT_LEAK : RPT_PASS, a);
+    cell(d, f, true, rpt_fmt_figure(a, sizeof a, ch, o.median_growth, true));
+    char band[48], budget[64];
+    rpt_fmt_figure(band, sizeof band, ch, r->run.budgets[ch].band, false);
+    snprintf(budget, sizeof budget, rpt_channel_exact(ch) ? "0 (exact)" : "±%s", band);
+    cell(d, f, true, budget);
+    fputs(d->row_close, f);
+}
+
+void rpt_channel_table(const struct rpt_results *r, const struct rpt_dialect *d, FILE *f)
+{
+    static const char *const judged[] = {"channel", "status",         "figure",
+                                         "budget",  "slope [bounds]", "why"};
+    static const char *const observed[] = {
+        "channel", "sessions", "largest", "beyond budget", "median growth/session", "budget"};
+    if (r->has_verdict) {
+        rpt_table_head(d, f, judged, LG_ARRAY_LEN(judged));
+        for (int k = 0; k < r->verdict.n_channels; k++) judged_row(d, f, &r->verdict.channels[k]);
+    } else {
+        rpt_table_head(d, f, observed, LG_ARRAY_LEN(observed));
+        for (int ch = 0; ch < RPT_NCHANNELS; ch++)
+            if (rpt_channel_measured(r, ch)) observed_row(r, d, f, ch);
+    }
+    rpt_table_end(d, f);
+}
+
+void rpt_run_meta(const struct rpt_dialect *d, FILE *f, const struct rpt_run *run)
+{
+    d->code(f, run->command);
+    fputs(" · preset ", f);
+    d->code(f, run->preset);
+    fputs(" · modes ", f);
+    d->code(f, run->modes);
+    fputs(" · ", f);
+    d->code(f, run->device);
+    if (run->inject[0]) {
+        fputs(" · inject ", f);
+        d->code(f, run->inject);
+    }
 }
