@@ -33,7 +33,7 @@
 static struct {
     pthread_once_t once;
     int default_threads;
-    int nthreads;         /* threads used by jobs (the caller's included) */
+    _Atomic int nthreads; /* threads used by jobs (the caller's included) */
     _Atomic int nworkers; /* workers started */
     _Atomic int busy;     /* a job is running */
     _Atomic uint32_t gen;
@@ -44,7 +44,7 @@ static struct {
     _Atomic int caller_sleeps;
     kn_chunk_fn fn;
     void *arg;
-    int64_t nchunks;
+    _Atomic int64_t nchunks; /* read by late workers too: atomic, relaxed */
 } pool = {.once = PTHREAD_ONCE_INIT};
 
 static _Thread_local bool in_chunk; /* this thread is running a chunk */
@@ -80,14 +80,16 @@ static void run_chunks(uint32_t g)
         uint64_t t = atomic_load_explicit(&pool.ticket, memory_order_acquire);
         if ((uint32_t)(t >> 32) != g) return;
         int64_t c = (int64_t)(uint32_t)t;
-        if (c >= pool.nchunks) return; /* stable: g is current while its ticket is */
+        if (c >= atomic_load_explicit(&pool.nchunks, memory_order_relaxed))
+            return; /* stable: g is current while its ticket is */
         if (!atomic_compare_exchange_weak_explicit(&pool.ticket, &t, t + 1, memory_order_acq_rel,
                                                    memory_order_relaxed))
             continue;
         in_chunk = true;
         pool.fn(pool.arg, c);
         in_chunk = false;
-        if (atomic_fetch_add(&pool.done, 1) + 1 == pool.nchunks &&
+        if (atomic_fetch_add(&pool.done, 1) + 1 ==
+                atomic_load_explicit(&pool.nchunks, memory_order_relaxed) &&
             atomic_load(&pool.caller_sleeps)) {
             atomic_fetch_add(&pool.done_word, 1);
             futex_wake_all(&pool.done_word);
@@ -182,7 +184,7 @@ void kn_parallel_chunks(int64_t n, kn_chunk_fn fn, void *arg)
     ensure_workers(threads);
     pool.fn = fn;
     pool.arg = arg;
-    pool.nchunks = n;
+    atomic_store_explicit(&pool.nchunks, n, memory_order_relaxed);
     atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
     uint32_t g = atomic_load_explicit(&pool.gen, memory_order_relaxed) + 1;
     atomic_store_explicit(&pool.ticket, (uint64_t)g << 32, memory_order_release);
