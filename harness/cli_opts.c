@@ -117,7 +117,7 @@ static int parse_budget(struct hx_options *o, const char *s)
     return LG_OK;
 }
 
-static int copy_path(const char *flag, char *dst, size_t size, const char *v)
+int hx_copy_path(const char *flag, char *dst, size_t size, const char *v)
 {
     if (!v[0]) return lg_fail(LG_EINVAL, "%s: the path is empty", flag);
     if (lg_strlcpy(dst, v, size))
@@ -168,11 +168,11 @@ int hx_parse_common(struct hx_options *o, int argc, char **argv, int i)
         else if ((rc = hx_inject_parse(v, &o->inject[o->n_inject])) == LG_OK)
             o->n_inject++;
     } else if (!strcmp(a, "--out"))
-        rc = copy_path(a, o->out_dir, sizeof o->out_dir, v);
+        rc = hx_copy_path(a, o->out_dir, sizeof o->out_dir, v);
     else if (!strcmp(a, "--budget"))
         rc = parse_budget(o, v);
     else if (!strcmp(a, "--budgets"))
-        rc = copy_path(a, o->budgets_file, sizeof o->budgets_file, v);
+        rc = hx_copy_path(a, o->budgets_file, sizeof o->budgets_file, v);
     else if (!strcmp(a, "--require")) {
         /* checked again once the device is known (hx_check_options) */
         rc = rpt_parse_required(v, true, &o->required);
@@ -180,9 +180,9 @@ int hx_parse_common(struct hx_options *o, int argc, char **argv, int i)
         if (rc == LG_OK && lg_strlcpy(o->require_arg, v, sizeof o->require_arg))
             rc = lg_fail(LG_EINVAL, "--require: '%.40s...' is too long", v);
     } else if (!strcmp(a, "--csv"))
-        rc = copy_path(a, o->csv, sizeof o->csv, v);
+        rc = hx_copy_path(a, o->csv, sizeof o->csv, v);
     else if (!strcmp(a, "--csv-config"))
-        rc = copy_path(a, o->csv_config, sizeof o->csv_config, v);
+        rc = hx_copy_path(a, o->csv_config, sizeof o->csv_config, v);
     else if (!strcmp(a, "--stacks")) {
         o->stacks = true;
         return 1;
@@ -193,7 +193,7 @@ int hx_parse_common(struct hx_options *o, int argc, char **argv, int i)
         o->quiet = true;
         return 1;
     } else
-        return 0;
+        return hx_parse_gate(o, argc, argv, i);
     return rc == LG_OK ? 2 : -1;
 }
 
@@ -285,6 +285,7 @@ int hx_check_options(struct hx_options *o)
     }
     int rc = resolve_budgets(o);
     if (rc == LG_OK) rc = resolve_required(o);
+    if (rc == LG_OK) rc = hx_check_gate(o);
     if (rc == LG_OK && strcmp(o->command, "soak") != 0)
         rc = hx_check_sessions(o, o->sessions, "--sessions");
     return rc;

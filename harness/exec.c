@@ -40,8 +40,9 @@ struct exec_run {
     bool open_at_exit; /* the program exited with an API session begun, never ended */
     bool killed;       /* we sent SIGTERM (a stop was requested, or the run failed) */
     double kill_at;
-    int rc;          /* the first failure of the run itself */
-    int notes_index; /* the latest session with notes, and its notes (one a line) */
+    int rc;                /* the first failure of the run itself */
+    int64_t suppressed[2]; /* bytes suppression rules took so far (host, device) */
+    int notes_index;       /* the latest session with notes, and its notes (one a line) */
     char *notes;
 };
 
@@ -157,6 +158,7 @@ static int on_session(struct exec_run *r, const unsigned char *p, size_t n)
         if (prc != LG_OK && !r->o->quiet)
             fprintf(stderr, "leakgate exec: heap profile: %s\n", lg_errmsg());
         r->ser.device = (r->used & (LGA_USED_DEVICE | LGA_USED_DEVICE_TAGS)) != 0;
+        hx_gate_session(r->o, r->suppressed, &s);
         rpt_series_add(&r->ser, &s);
         rc = rpt_writer_session(r->w, &s);
         keep_notes(r, &s);
@@ -415,7 +417,7 @@ int hx_exec_run(struct hx_exec_options *eo, struct rpt_verdict *v, bool *cmd_fai
     }
     judge(&r, v, status, *cmd_failed);
     if (rc != LG_OK) hx_verdict_error(v, rc);
-    int vrc = rpt_writer_verdict(r.w, v);
+    int vrc = hx_gate_verdict(r.o, r.w, path, v);
     if (rc == LG_OK && vrc != LG_OK) rc = vrc;
     hx_print_verdict(r.o, v, stdout);
     hx_prof_print(&r.prof, stdout);

@@ -21,6 +21,7 @@
 
 #include <signal.h>
 
+#include "gate.h"
 #include "results.h"
 #include "trainer.h"
 
@@ -35,6 +36,19 @@ struct hx_inject {
     int first;     /* first session index (over the whole run) it applies to; -1: first measured */
     int every;     /* then every EVERY-th session (1: every session) */
     char spec[96]; /* as given: "raw-malloc:256KiB@40/25" */
+};
+
+/* The gate across commits (harness/gate.c; reports/gate.h, history.h): a history to append to,
+ * a baseline to compare with, suppression rules, peak budgets. */
+struct hx_gate_options {
+    char history[512];            /* --history FILE: this run's record is appended */
+    char baseline[512];           /* --baseline FILE, "auto" (the history's), or "" */
+    char workload[128];           /* --workload NAME (default: from the run) */
+    char commit[64], branch[128]; /* --commit, --branch (default: CI's variables, then git) */
+    bool have_rules;              /* --suppressions FILE, read by hx_check_options */
+    struct rpt_suppressions rules;
+    int n_peak;
+    struct rpt_peak_budget peak[RPT_MAX_PEAK_BUDGETS];
 };
 
 struct hx_options {
@@ -69,6 +83,7 @@ struct hx_options {
     /* soak */
     double duration_s; /* 0: use sessions */
     int window;        /* trend window (sessions) */
+    struct hx_gate_options gate;
 };
 
 void hx_options_defaults(struct hx_options *o);

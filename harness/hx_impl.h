@@ -50,6 +50,9 @@ int hx_close_results(const struct hx_options *o, struct rpt_writer *w, const cha
  * arguments consumed (1 or 2), 0 when argv[i] is not a common option, -1 on a usage error
  * (message in lg_errmsg()). */
 int hx_parse_common(struct hx_options *o, int argc, char **argv, int i);
+/* Copies an option's value (a path, a name) into dst; LG_EINVAL naming the flag when it is
+ * empty or does not fit. */
+int hx_copy_path(const char *flag, char *dst, size_t size, const char *v);
 /* Checks the options once parsed and resolves them: budgets (defaults, --budgets FILE, each
  * --budget), the required channels, conflicts, the minimum sessions (usage errors with a message).
  */
@@ -58,5 +61,31 @@ int hx_check_options(struct hx_options *o);
  * budget (rpt_min_sessions); `what` names the option in the message ("--sessions"). A soak
  * checks its shard's sessions and its window this way (hx_check_options does not). */
 int hx_check_sessions(const struct hx_options *o, int n, const char *what);
+
+/* ---- the gate across commits (gate.c) -------------------------------------------------------- */
+
+/* Parses --history, --baseline, --workload, --commit, --branch, --suppressions and
+ * --peak-budget at argv[i], as hx_parse_common does (its last resort). */
+int hx_parse_gate(struct hx_options *o, int argc, char **argv, int i);
+/* Checks them once parsed: reads the suppression rules (file:line errors), the baseline file, a
+ * history that exists; --baseline auto needs --history. Usage and input errors. */
+int hx_check_gate(struct hx_options *o);
+/* Applies the suppression rules to a session before the series sees it; since (host, device)
+ * carries the bytes suppressed so far from one session to the next (zeroed before the first).
+ * A failure leaves the session unsuppressed, so stricter, and is said. */
+void hx_gate_session(const struct hx_options *o, int64_t since[2], struct rpt_session *s);
+/* Records the session's per-class peaks and their top tags from the tracker (after the
+ * snapshot: it allocates). */
+int hx_gate_peaks(struct trk_tracker *trk, struct rpt_session *s);
+/* Keeps a soak's session line short: drops the top tags of every class peak that no
+ * --peak-budget finds over its limit (the class peaks themselves stay, so every session is
+ * judged). */
+void hx_gate_compact(const struct hx_options *o, struct rpt_session *s);
+/* Writes the verdict line in place of rpt_writer_verdict: with a gate, it reads the results so
+ * far, judges the peak budgets, compares with the baseline, folds both into v, prints what the
+ * gate found, writes the verdict with its "gate" member and appends the run to the history. A
+ * history that cannot be appended turns a passing exit code into 2, as a report does. */
+int hx_gate_verdict(const struct hx_options *o, struct rpt_writer *w, const char *path,
+                    struct rpt_verdict *v);
 
 #endif

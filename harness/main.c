@@ -5,6 +5,7 @@
 
 #include "exec_impl.h"
 #include "harness.h"
+#include "history.h"
 #include "reports.h"
 
 #ifndef LG_VERSION
@@ -32,6 +33,7 @@ static void usage(FILE *f)
             "  merge        combine soak shards' results into one report and verdict\n"
             "  report       rebuild plots, JUnit, Markdown, CSV and HTML from results.jsonl\n"
             "  compare      judge HEAD against BASE: per-channel growth and per-tag leaks\n"
+            "  history      a history file (--history) per commit: table, drift, plots, HTML\n"
             "  calibrate    measure this machine's noise; write a budgets file for --budgets\n"
             "  debug-state  one batch's parameters, inputs, outputs and gradients (safetensors)\n"
             "  version      print the version\n\n"
@@ -57,6 +59,7 @@ static int dispatch(int argc, char **argv)
     if (!strcmp(cmd, "report")) return rpt_cmd_report(sub_argc, sub_argv);
     if (!strcmp(cmd, "calibrate")) return hx_cmd_calibrate(sub_argc, sub_argv);
     if (!strcmp(cmd, "compare")) return rpt_cmd_compare(sub_argc, sub_argv);
+    if (!strcmp(cmd, "history")) return rpt_cmd_history(sub_argc, sub_argv);
     if (!strcmp(cmd, "debug-state")) return hx_cmd_debug_state(sub_argc, sub_argv);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("leakgate %s (%s%s)\n", LG_VERSION, trk_allocator_name(),

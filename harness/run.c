@@ -192,6 +192,7 @@ int hx_run(const struct hx_options *o, struct rpt_verdict *v)
     for (int c = 0; c < RPT_NCHANNELS; c++) baseline[c] = RPT_NONE;
     if (warm_total == 0 && (rc = hx_baseline_now(&env, baseline)) != LG_OK) goto out;
     int done = 0, measured = 0;
+    int64_t suppressed[2] = {0, 0}; /* bytes suppression rules took so far (host, device) */
     for (int idx = 0; idx < total && !hx_stop_requested; idx++) {
         int mode = hx_mode_at(o->modes, idx);
         bool warm = idx < warm_total;
@@ -202,6 +203,7 @@ int hx_run(const struct hx_options *o, struct rpt_verdict *v)
             s.delta[c] = s.absolute[c] == RPT_NONE || baseline[c] == RPT_NONE
                              ? RPT_NONE
                              : s.absolute[c] - baseline[c];
+        hx_gate_session(o, suppressed, &s);
         rpt_series_add(&ser, &s);
         if (hx_prof_after_session(&prof, &ser, o->budgets, &s) != LG_OK && !o->quiet)
             fprintf(stderr, "leakgate: heap profile: %s\n", lg_errmsg());
@@ -234,7 +236,7 @@ int hx_run(const struct hx_options *o, struct rpt_verdict *v)
                  " (partial: %d of %d warm-up and %d of %d measured sessions)",
                  LG_MIN(done, warm_total), warm_total, measured, o->sessions);
     }
-    int vrc = rpt_writer_verdict(w, v);
+    int vrc = hx_gate_verdict(o, w, path, v);
     if (rc == LG_OK && vrc != LG_OK) rc = vrc;
     hx_print_verdict(o, v, stdout);
     hx_prof_print(&prof, stdout);

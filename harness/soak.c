@@ -111,6 +111,7 @@ struct soak_state {
     int64_t baseline[HX_SOAK_MAX_PRESETS][RPT_NCHANNELS];
     bool have_baseline[HX_SOAK_MAX_PRESETS], kept_samples[HX_SOAK_MAX_PRESETS];
     bool metrics_failed;
+    int64_t suppressed[2]; /* bytes suppression rules took so far (host, device) */
 };
 
 static int state_init(struct soak_state *st, const struct hx_soak_options *so)
@@ -177,6 +178,7 @@ static int one_session(struct soak_state *st, const struct hx_soak_options *so,
     for (int c = 0; c < RPT_NCHANNELS && !warm; c++)
         s.delta[c] =
             s.absolute[c] == RPT_NONE || base[c] == RPT_NONE ? RPT_NONE : s.absolute[c] - base[c];
+    hx_gate_session(&so->o, st->suppressed, &s);
     unsigned fired = rpt_soak_trend_add(&st->trend, &s);
     bool leaked = s.leaked_host_bytes || s.leaked_device_bytes || s.n_refs;
     if (!warm && (!st->kept_samples[pi] || leaked || fired)) {
@@ -185,6 +187,7 @@ static int one_session(struct soak_state *st, const struct hx_soak_options *so,
         free(s.samples);
         s.samples = NULL;
         s.n_samples = 0;
+        hx_gate_compact(&so->o, &s); /* class peaks stay; their tags where a budget needs them */
     }
     int wrc = rpt_writer_session(w, &s);
     hx_soak_gauges_session(&st->gauges, &s, pi, mode);
@@ -257,7 +260,7 @@ int hx_soak(const struct hx_soak_options *so, struct rpt_verdict *v)
     rpt_soak_trend_verdict(&st->trend, v);
     extent(v, o->shard, lg_now() - pr.t0);
     if (rc != LG_OK) hx_verdict_error(v, rc);
-    int vrc = rpt_writer_verdict(w, v);
+    int vrc = hx_gate_verdict(o, w, path, v);
     if (rc == LG_OK && vrc != LG_OK) rc = vrc;
     hx_print_verdict(o, v, stdout);
     st->gauges.running = false;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rpt_gate.h"
 #include "rpt_impl.h"
 #include "rpt_stacks.h"
 
@@ -127,40 +128,45 @@ static void put_svg(FILE *f, const char *svg, size_t n, const char *prefix, cons
     fputc('\n', f);
 }
 
+void rpt_html_figure(FILE *f, const char *svg_dir, const char *name, const char *title)
+{
+    fprintf(f, "<figure id=\"fig-%s\">\n<figcaption>%s</figcaption>\n", name, title);
+    char path[4200];
+    char *svg = NULL;
+    size_t n = 0;
+    FILE *in = NULL;
+    if (svg_dir && !lg_snprintf(path, sizeof path, "%s/%s.svg", svg_dir, name))
+        in = fopen(path, "re");
+    if (in && fseek(in, 0, SEEK_END) == 0) {
+        long len = ftell(in);
+        if (len > 0 && len < MAX_SVG_BYTES && fseek(in, 0, SEEK_SET) == 0 &&
+            (svg = malloc((size_t)len + 1))) {
+            n = fread(svg, 1, (size_t)len, in);
+            svg[n] = '\0';
+        }
+    }
+    if (in) fclose(in);
+    if (svg && strstr(svg, "<svg")) {
+        put_svg(f, svg, n, name, title);
+    } else if (!svg_dir) {
+        fputs("<p class=\"missing\">plot missing: plots were not made for this report</p>\n", f);
+    } else {
+        fputs("<p class=\"missing\">plot missing: ", f);
+        put_text(f, path);
+        fputs(" could not be read (was gnuplot available?)</p>\n", f);
+    }
+    free(svg);
+    fputs("</figure>\n", f);
+}
+
+const char *rpt_html_style(void) { return style; }
+
 static void plots(const struct rpt_results *r, const char *svg_dir, FILE *f)
 {
     fputs("<section id=\"plots\">\n<h2>Plots</h2>\n", f);
-    for (int fig = 0; fig < RPT_NFIGURES; fig++) {
-        if (!rpt_figure_applies(r, fig)) continue;
-        const char *name = rpt_figure_name(fig);
-        fprintf(f, "<figure id=\"fig-%s\">\n<figcaption>%s</figcaption>\n", name,
-                rpt_figure_title(fig));
-        char path[4200];
-        char *svg = NULL;
-        size_t n = 0;
-        FILE *in = NULL;
-        if (svg_dir && !lg_snprintf(path, sizeof path, "%s/%s.svg", svg_dir, name))
-            in = fopen(path, "re");
-        if (in && fseek(in, 0, SEEK_END) == 0) {
-            long len = ftell(in);
-            if (len > 0 && len < MAX_SVG_BYTES && fseek(in, 0, SEEK_SET) == 0 &&
-                (svg = malloc((size_t)len + 1))) {
-                n = fread(svg, 1, (size_t)len, in);
-                svg[n] = '\0';
-            }
-        }
-        if (in) fclose(in);
-        if (svg && strstr(svg, "<svg")) {
-            put_svg(f, svg, n, name, rpt_figure_title(fig));
-        } else if (!svg_dir) {
-            fputs("<p class=\"missing\">plot missing: plots were not made for this report</p>\n",
-                  f);
-        } else {
-            fputs("<p class=\"missing\">plot missing: ", f);
-            put_text(f, path);
-            fputs(" could not be read (was gnuplot available?)</p>\n", f);
-        }
-    }
+    for (int fig = 0; fig < RPT_NFIGURES; fig++)
+        if (rpt_figure_applies(r, fig))
+            rpt_html_figure(f, svg_dir, rpt_figure_name(fig), rpt_figure_title(fig));
     fputs("</section>\n", f);
 }
 
@@ -305,6 +311,7 @@ int rpt_write_html(const struct rpt_results *r, const char *svg_dir, FILE *f)
     plots(r, svg_dir, f);
     int rc = leaks(r, f);
     if (rc != LG_OK) return rc;
+    rpt_html_gate(r, f);
     rpt_html_alloc_stacks(r, f);
     rpt_html_notes(r, f);
     sessions(r, f);

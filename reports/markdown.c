@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rpt_gate.h"
 #include "rpt_impl.h"
 
 #define TOP_TAGS 10
@@ -114,6 +115,7 @@ int rpt_write_markdown(const struct rpt_results *r, FILE *f)
     int rc = leak_table(r, f);
     if (rc == LG_OK) rc = rpt_refs_table(r, &rpt_markdown, f, "### Unreleased references\n\n");
     if (rc != LG_OK) return rc;
+    rpt_md_gate(r, f);
     bool any = false;
     for (int fig = 0; fig < RPT_NFIGURES; fig++) {
         if (!rpt_figure_applies(r, fig)) continue;

@@ -244,8 +244,8 @@ static int take_figure(const char *tmp, const char *dir, const char *name, int p
     return LG_OK;
 }
 
-/* Writes the figures in `which` (a bit per figure) with one gnuplot run. */
-static int plot_figures(const struct rpt_results *r, unsigned which, const char *dir)
+int rpt_gp_render(const struct rpt_gp_job *jobs, int n, rpt_gp_script script, const void *ctx,
+                  const char *dir)
 {
     char exe[4096], tmp[4096], main_gp[4200], fig_gp[4200], log[4200], out[4200];
     FILE *gp = NULL, *fg = NULL;
@@ -261,12 +261,11 @@ static int plot_figures(const struct rpt_results *r, unsigned which, const char 
         return lg_fail(LG_EIO, "%s: cannot create a scratch directory for gnuplot: %s", dir,
                        strerror(errno));
     rc = rpt_open_out(&gp, tmp, "main.gp", main_gp, sizeof main_gp);
-    for (int f = 0; f < RPT_NFIGURES && rc == LG_OK; f++) {
-        if (!(which & (1u << f))) continue;
+    for (int f = 0; f < n && rc == LG_OK; f++) {
         char name[64];
-        snprintf(name, sizeof name, "%s.gp", figures[f].name);
+        snprintf(name, sizeof name, "%s.gp", jobs[f].name);
         rc = rpt_open_out(&fg, tmp, name, fig_gp, sizeof fig_gp);
-        if (rc == LG_OK) rc = figures[f].script(r, tmp, fg);
+        if (rc == LG_OK) rc = script(ctx, f, tmp, fg);
         if (fg) {
             int crc = rpt_close_out(fg, fig_gp);
             if (rc == LG_OK) rc = crc;
@@ -278,8 +277,8 @@ static int plot_figures(const struct rpt_results *r, unsigned which, const char 
         };
         for (int t = 0; t < 2 && rc == LG_OK; t++) {
             fputs("set term ", gp);
-            fprintf(gp, terms[t][1], figures[f].w, figures[f].h);
-            snprintf(out, sizeof out, "%s/%s.%s", tmp, figures[f].name, terms[t][0]);
+            fprintf(gp, terms[t][1], jobs[f].w, jobs[f].h);
+            snprintf(out, sizeof out, "%s/%s.%s", tmp, jobs[f].name, terms[t][0]);
             fputs("\nset output ", gp);
             rpt_put_gp(gp, out);
             fputs("\nload ", gp);
@@ -294,11 +293,36 @@ static int plot_figures(const struct rpt_results *r, unsigned which, const char 
     if (rc == LG_OK && lg_snprintf(log, sizeof log, "%s/gnuplot.log", tmp))
         rc = lg_fail(LG_EINVAL, "scratch path too long");
     if (rc == LG_OK) rc = run_gnuplot(exe, main_gp, log);
-    for (int f = 0; f < RPT_NFIGURES && rc == LG_OK; f++)
-        for (int t = 0; t < 2 && rc == LG_OK && (which & (1u << f)); t++)
-            rc = take_figure(tmp, dir, figures[f].name, t);
+    for (int f = 0; f < n && rc == LG_OK; f++)
+        for (int t = 0; t < 2 && rc == LG_OK; t++) rc = take_figure(tmp, dir, jobs[f].name, t);
     rm_tree(tmp);
     return rc;
+}
+
+/* The figures of one run's results, as jobs for rpt_gp_render. */
+struct run_figures {
+    const struct rpt_results *r;
+    enum rpt_figure fig[RPT_NFIGURES];
+};
+
+static int run_script(const void *ctx, int job, const char *tmp, FILE *gp)
+{
+    const struct run_figures *rf = ctx;
+    return figures[rf->fig[job]].script(rf->r, tmp, gp);
+}
+
+/* Writes the figures in `which` (a bit per figure) with one gnuplot run. */
+static int plot_figures(const struct rpt_results *r, unsigned which, const char *dir)
+{
+    struct run_figures rf = {.r = r};
+    struct rpt_gp_job jobs[RPT_NFIGURES];
+    int n = 0;
+    for (int f = 0; f < RPT_NFIGURES; f++) {
+        if (!(which & (1u << f))) continue;
+        rf.fig[n] = (enum rpt_figure)f;
+        jobs[n++] = (struct rpt_gp_job){figures[f].name, figures[f].w, figures[f].h};
+    }
+    return rpt_gp_render(jobs, n, run_script, &rf, dir);
 }
 
 int rpt_plot(const struct rpt_results *r, enum rpt_figure f, const char *dir)

@@ -35,4 +35,16 @@ int rpt_gp_data(FILE **out, const char *tmp, const char *name, char *path, size_
 /* Writes v/div or NaN (for RPT_NONE). */
 void rpt_gp_val(FILE *df, int64_t v, double div);
 
+/* A figure to draw: dir/<name>.png and dir/<name>.svg at w x h pixels. */
+struct rpt_gp_job {
+    const char *name;
+    int w, h;
+};
+/* Writes job k's gnuplot commands to gp and its data files into tmp. */
+typedef int (*rpt_gp_script)(const void *ctx, int k, const char *tmp, FILE *gp);
+/* Draws n figures with one gnuplot run (found on PATH) in a scratch directory inside dir, and
+ * moves each PNG and SVG into dir once it is whole. LG_EUNAVAIL when gnuplot is missing. */
+int rpt_gp_render(const struct rpt_gp_job *jobs, int n, rpt_gp_script script, const void *ctx,
+                  const char *dir);
+
 #endif

@@ -32,8 +32,9 @@
 
 #define RPT_SCHEMA "leakgate.results/1"
 /* The schema this build writes. 1.1: required, budget noise, stopped; 1.2: exec's cmd,
- * prof_sample, heap_profile; 1.3: notes; 1.4: invalid_frees. */
-#define RPT_SCHEMA_WRITTEN "leakgate.results/1.4"
+ * prof_sample, heap_profile; 1.3: notes; 1.4: invalid_frees; 1.5: peaks and suppressed
+ * (session), gate (verdict). */
+#define RPT_SCHEMA_WRITTEN "leakgate.results/1.5"
 
 /* The measurement channels, most exact first (docs/DESIGN.md). */
 enum rpt_channel {
@@ -126,6 +127,33 @@ struct rpt_alloc_stack {
 void rpt_alloc_interval(const struct rpt_alloc_stack *a, int64_t prof_sample, double *lo,
                         double *hi);
 
+/* A tag class's peak during a session, with the tags of the class whose own peaks were
+ * highest (results 1.5; gate.h's peak budgets judge it). */
+#define RPT_PEAK_TAGS 3
+struct rpt_peak_tag {
+    char tag[LG_MAX_NAME];
+    int64_t bytes;
+};
+struct rpt_class_peak {
+    char cls[LG_MAX_CLASS];
+    char space[LG_MAX_SPACE]; /* "host" or "device" */
+    int64_t bytes;            /* the class's high-water mark during the session */
+    int n_tags;
+    struct rpt_peak_tag tags[RPT_PEAK_TAGS]; /* highest peak first */
+};
+
+/* What a suppression rule (gate.h) took out of a session's verdict, or would have taken had it
+ * not expired: never hidden, always listed (results 1.5). */
+struct rpt_suppressed {
+    char name[LG_MAX_KIND + LG_MAX_NAME]; /* a leak group's tag, or an object's "kind/name" */
+    char space[LG_MAX_SPACE];             /* "host", "device"; "" for an object */
+    bool object;                          /* a shared object with unreleased retains */
+    int64_t bytes;                        /* bytes suppressed (0 for an object) */
+    int64_t over;                         /* bytes beyond the rule's allowance: still a leak */
+    int rule;                             /* the rule's line in the suppressions file */
+    bool expired;                         /* the rule had expired: nothing was suppressed */
+};
+
 struct rpt_session {
     int index;    /* 0-based over the run, warm-up included */
     char mode[8]; /* "fp32", "int8", "qat" */
@@ -152,8 +180,16 @@ struct rpt_session {
     int n_alloc_stacks;
     struct rpt_alloc_stack *alloc_stacks; /* largest growth first */
     int n_notes;
-    char **notes;    /* lines the program attached (leakgate_session_note) */
-    char error[256]; /* "" or what failed inside the session */
+    char **notes;        /* lines the program attached (leakgate_session_note) */
+    bool peaks_measured; /* the session recorded its per-class peaks (peaks may be empty) */
+    int n_peaks;
+    struct rpt_class_peak *peaks;
+    int n_suppressed;
+    struct rpt_suppressed *suppressed;
+    int64_t suppressed_since[2]; /* bytes suppressed in the measured sessions so far, this one
+                                    included (host, device): what the statistical channels of
+                                    that space see of them, taken out of their deltas */
+    char error[256];             /* "" or what failed inside the session */
 };
 
 /* The one per-session value of a channel, which the verdict, compare, JUnit, the CSV and the
@@ -162,6 +198,10 @@ struct rpt_session {
  * statistical channels the reading after quiesce minus the baseline (RPT_NONE in warm-up).
  * Returns false when the session did not measure the channel. */
 bool rpt_session_value(const struct rpt_session *s, enum rpt_channel c, int64_t *out);
+/* What suppression rules took out of a session's figure: bytes (tagged_host, tagged_device:
+ * this session's; the statistical channels: every measured session's so far, which their
+ * deltas still hold) or objects (refs); rpt_session_value is the figure less this. */
+int64_t rpt_session_suppressed(const struct rpt_session *s, enum rpt_channel c);
 
 /* ---- the verdict line -------------------------------------------------------------------- */
 
@@ -198,6 +238,11 @@ int rpt_writer_open(struct rpt_writer **out, const char *path, const struct rpt_
 /* Appends a session line and flushes it to disk. */
 int rpt_writer_session(struct rpt_writer *w, const struct rpt_session *s);
 int rpt_writer_verdict(struct rpt_writer *w, const struct rpt_verdict *v);
+/* The same with what the gate added (gate.h: suppressions, peak budgets, a baseline) as the
+ * verdict line's "gate" member; g NULL is rpt_writer_verdict. */
+struct rpt_gate;
+int rpt_writer_verdict_gate(struct rpt_writer *w, const struct rpt_verdict *v,
+                            const struct rpt_gate *g);
 void rpt_writer_close(struct rpt_writer *w);
 
 /* ---- reading (reports side) ------------------------------------------------------------------ */
@@ -208,7 +253,8 @@ struct rpt_results {
     struct rpt_session *sessions;
     bool has_verdict;
     struct rpt_verdict verdict;
-    int truncated_lines; /* a partial last line (crash mid-write) is skipped, counted */
+    int truncated_lines;   /* a partial last line (crash mid-write) is skipped, counted */
+    struct rpt_gate *gate; /* the verdict line's "gate" (gate.h), owned; NULL when absent */
 };
 
 /* Loads a results JSONL file; *out is freed with rpt_results_free. LG_EFORMAT with file and

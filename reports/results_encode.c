@@ -56,6 +56,8 @@ static json_t *jstr_n(const char *s, size_t len)
 
 static json_t *jstr(const char *s) { return jstr_n(s, strlen(s)); }
 
+json_t *rpt_json_str(const char *s) { return jstr(s); }
+
 static json_t *jint(int64_t v) { return v == RPT_NONE ? json_null() : json_integer(v); }
 
 static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }
@@ -112,6 +114,8 @@ static json_t *channel_list(unsigned mask)
         }
     return a;
 }
+
+json_t *rpt_json_channels(unsigned mask) { return channel_list(mask); }
 
 static json_t *array_of(const struct rpt_array *arr, const void *base)
 {

@@ -3,6 +3,7 @@
 #include <stdint.h>
 
 #include "results_fields.h"
+#include "rpt_gate.h"
 
 /* ---- the run line ------------------------------------------------------------------------ */
 
@@ -118,6 +119,9 @@ const struct rpt_field rpt_session_fields[] = {
     RPT_CUSTOM("samples", rpt_enc_samples, rpt_dec_samples),
     RPT_CUSTOM("heap_profile", rpt_enc_heap_profile, rpt_dec_heap_profile), /* since 1.2 */
     RPT_CUSTOM("notes", rpt_enc_notes, rpt_dec_notes),                      /* since 1.3 */
+    RPT_CUSTOM("peaks", rpt_enc_peaks, rpt_dec_peaks),                      /* since 1.5 */
+    RPT_CUSTOM("suppressed", rpt_enc_suppressed, rpt_dec_suppressed),       /* since 1.5 */
+    RPT_CUSTOM("suppressed_since", rpt_enc_suppressed_since, rpt_dec_suppressed_since),
     RPT_STR(struct rpt_session, "error", error),
     RPT_END,
 };

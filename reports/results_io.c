@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rpt_gate.h"
 #include "rpt_impl.h"
 #include "rpt_stacks.h"
 
@@ -82,8 +83,19 @@ int rpt_writer_session(struct rpt_writer *w, const struct rpt_session *s)
 
 int rpt_writer_verdict(struct rpt_writer *w, const struct rpt_verdict *v)
 {
+    return rpt_writer_verdict_gate(w, v, NULL);
+}
+
+int rpt_writer_verdict_gate(struct rpt_writer *w, const struct rpt_verdict *v,
+                            const struct rpt_gate *g)
+{
     LG_ASSERT(w && v && "rpt_writer_verdict needs a writer and a verdict");
-    return write_line(w, rpt_verdict_to_json(v), "verdict");
+    json_t *o = rpt_verdict_to_json(v);
+    if (o && g && json_object_set_new(o, "gate", rpt_gate_to_json(g)) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    return write_line(w, o, "verdict");
 }
 
 void rpt_writer_close(struct rpt_writer *w)
@@ -104,6 +116,7 @@ void rpt_session_fini(struct rpt_session *s)
     free(s->samples);
     rpt_alloc_stacks_free(s);
     rpt_notes_free(s);
+    rpt_session_gate_free(s);
     s->groups = NULL;
     s->refs = NULL;
     s->classes = NULL;
@@ -116,6 +129,7 @@ void rpt_results_free(struct rpt_results *r)
     if (!r) return;
     for (int i = 0; i < r->n_sessions; i++) rpt_session_fini(&r->sessions[i]);
     free(r->sessions);
+    free(r->gate);
     free(r);
 }
 
@@ -143,6 +157,7 @@ static int take_record(struct rpt_results *r, const struct rpt_dec *d, json_t *o
                        d->line, type);
     if (strcmp(type, "verdict") == 0) {
         int rc = rpt_verdict_from_json(d, o, &r->verdict);
+        if (rc == LG_OK) rc = rpt_gate_from_json(d, o, &r->gate);
         if (rc == LG_OK) r->has_verdict = true;
         return rc;
     }

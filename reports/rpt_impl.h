@@ -14,6 +14,10 @@
 json_t *rpt_run_to_json(const struct rpt_run *run);
 json_t *rpt_session_to_json(const struct rpt_session *s);
 json_t *rpt_verdict_to_json(const struct rpt_verdict *v);
+/* A JSON string, bytes that are not UTF-8 written as '?' (the file's rule); NULL on ENOMEM. */
+json_t *rpt_json_str(const char *s);
+/* A mask of channels as an array of their names (RPT_BIT(c)); NULL on ENOMEM. */
+json_t *rpt_json_channels(unsigned mask);
 
 /* Where a decode is: messages read "path:line: session.leaks[2].tag: ...". */
 struct rpt_dec {
@@ -47,6 +51,14 @@ const char *rpt_status_word(enum rpt_status s);  /* "PASS", "LEAK", ... */
 const char *rpt_status_mark(enum rpt_status s);  /* a one-glyph badge for Markdown */
 const char *rpt_status_class(enum rpt_status s); /* the HTML badge's class: "pass", "leak", ... */
 
+/* ---- HTML (html.c) ------------------------------------------------------------------------ */
+
+/* A <figure> with svg_dir/<name>.svg inline (ids prefixed with name), or a line saying why it
+ * is missing. */
+void rpt_html_figure(FILE *f, const char *svg_dir, const char *name, const char *title);
+/* The report's style sheet, for other pages leakgate writes. */
+const char *rpt_html_style(void);
+
 /* ---- summaries (summary.c) ---------------------------------------------------------------- */
 
 int rpt_measured_count(const struct rpt_results *r);
@@ -74,7 +86,13 @@ void rpt_channel_observe(const struct rpt_results *r, enum rpt_channel c,
 bool rpt_session_judge(const struct rpt_results *r, int i, enum rpt_channel c, int64_t *value,
                        bool *over);
 
-/* Leaked tags summed over the measured sessions, largest first. */
+/* What non-expired suppression rules took of one leak group (bytes), and whether they took a
+ * shared object (matched by "kind/name"). */
+int64_t rpt_group_suppressed(const struct rpt_session *s, const struct lg_leak_group *g);
+bool rpt_object_suppressed(const struct rpt_session *s, const struct lg_ref_leak *rl);
+
+/* Leaked tags summed over the measured sessions, largest first (what suppression rules took
+ * left out: gate.h lists it). */
 struct rpt_tag_total {
     char tag[LG_MAX_NAME];
     char space[LG_MAX_SPACE];

@@ -69,23 +69,30 @@ void rpt_series_attribute(struct rpt_series *s, const struct rpt_session *r)
             const struct lg_class_bytes *cl = &r->classes[c];
             if (!strcmp(cl->cls, "meta") || cl->bytes <= *worst) continue;
             const struct lg_leak_group *top = NULL;
+            int64_t bytes = 0, top_bytes = 0; /* what suppression rules left of the class */
             for (int g = 0; g < r->n_groups; g++) {
                 const struct lg_leak_group *lg = &r->groups[g];
                 size_t l = strlen(cl->cls);
                 if (strcmp(lg->space, space) || strncmp(lg->tag, cl->cls, l) || lg->tag[l] != '/')
                     continue;
-                if (!top || lg->bytes > top->bytes) top = lg;
+                int64_t left = lg->bytes - rpt_group_suppressed(r, lg);
+                bytes += left;
+                if (left > 0 && left > top_bytes) {
+                    top = lg;
+                    top_bytes = left;
+                }
             }
-            if (!top) continue;
-            *worst = cl->bytes;
+            if (!top || bytes <= *worst) continue;
+            *worst = bytes;
             char b1[32], b2[32];
             snprintf(dst, sizeof s->worst_host, "class %s (%s in session %d; largest %s, %s)",
-                     cl->cls, lg_fmt_bytes(b1, sizeof b1, (double)cl->bytes), r->index, top->tag,
-                     lg_fmt_bytes(b2, sizeof b2, (double)top->bytes));
+                     cl->cls, lg_fmt_bytes(b1, sizeof b1, (double)bytes), r->index, top->tag,
+                     lg_fmt_bytes(b2, sizeof b2, (double)top_bytes));
         }
     }
-    if (r->n_refs && !s->worst_ref[0]) {
-        const struct lg_ref_leak *rl = &r->refs[0];
+    for (int i = 0; i < r->n_refs && !s->worst_ref[0]; i++) {
+        const struct lg_ref_leak *rl = &r->refs[i];
+        if (rpt_object_suppressed(r, rl)) continue;
         snprintf(s->worst_ref, sizeof s->worst_ref, "%s %s retained at %s", rl->kind, rl->name,
                  rl->n_retains ? rl->retains[rl->n_retains - 1].site : "?");
     }

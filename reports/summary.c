@@ -32,24 +32,62 @@ bool rpt_channel_measured(const struct rpt_results *r, enum rpt_channel c)
     return false;
 }
 
+int64_t rpt_session_suppressed(const struct rpt_session *s, enum rpt_channel c)
+{
+    if (!rpt_channel_exact(c)) /* the device's channels see device bytes, the others host's */
+        return s->suppressed_since[c == RPT_CH_DEV_DRIVER || c == RPT_CH_DEV_PROCESS];
+    int64_t n = 0;
+    for (int i = 0; i < s->n_suppressed; i++) {
+        const struct rpt_suppressed *x = &s->suppressed[i];
+        if (x->expired) continue;
+        if (c == RPT_CH_REFS)
+            n += x->object;
+        else if (!x->object && !strcmp(x->space, c == RPT_CH_TAGGED_HOST ? "host" : "device"))
+            n += x->bytes;
+    }
+    return n;
+}
+
+int64_t rpt_group_suppressed(const struct rpt_session *s, const struct lg_leak_group *g)
+{
+    int64_t n = 0;
+    for (int i = 0; i < s->n_suppressed; i++) {
+        const struct rpt_suppressed *x = &s->suppressed[i];
+        if (!x->expired && !x->object && !strcmp(x->name, g->tag) && !strcmp(x->space, g->space))
+            n += x->bytes;
+    }
+    return n;
+}
+
+bool rpt_object_suppressed(const struct rpt_session *s, const struct lg_ref_leak *rl)
+{
+    char name[sizeof s->suppressed->name];
+    snprintf(name, sizeof name, "%s/%s", rl->kind, rl->name);
+    for (int i = 0; i < s->n_suppressed; i++)
+        if (!s->suppressed[i].expired && s->suppressed[i].object &&
+            !strcmp(s->suppressed[i].name, name))
+            return true;
+    return false;
+}
+
 bool rpt_session_value(const struct rpt_session *s, enum rpt_channel c, int64_t *out)
 {
     switch (c) {
-    case RPT_CH_TAGGED_HOST: /* what this session itself left behind */
+    case RPT_CH_TAGGED_HOST: /* what this session itself left behind, less what a rule allows */
         if (s->absolute[c] == RPT_NONE) return false;
-        *out = s->leaked_host_bytes;
+        *out = s->leaked_host_bytes - rpt_session_suppressed(s, c);
         return true;
     case RPT_CH_TAGGED_DEVICE:
         if (s->absolute[c] == RPT_NONE) return false;
-        *out = s->leaked_device_bytes;
+        *out = s->leaked_device_bytes - rpt_session_suppressed(s, c);
         return true;
     case RPT_CH_REFS: /* objects, not retains: one object held twice is one leak */
         if (s->absolute[c] == RPT_NONE && !s->n_refs) return false;
-        *out = s->n_refs;
+        *out = s->n_refs - rpt_session_suppressed(s, c);
         return true;
     default:
         if (s->delta[c] == RPT_NONE) return false;
-        *out = s->delta[c];
+        *out = s->delta[c] - rpt_session_suppressed(s, c);
         return true;
     }
 }
@@ -114,6 +152,8 @@ int rpt_tag_totals(const struct rpt_results *r, struct rpt_tag_total **out, int 
         if (s->warmup) continue;
         for (int g = 0; g < s->n_groups; g++) {
             const struct lg_leak_group *lg = &s->groups[g];
+            int64_t left = lg->bytes - rpt_group_suppressed(s, lg); /* listed as suppressed */
+            if (left <= 0) continue;
             int k = 0;
             while (k < nv && (strcmp(v[k].tag, lg->tag) != 0 || strcmp(v[k].space, lg->space) != 0))
                 k++;
@@ -134,7 +174,7 @@ int rpt_tag_totals(const struct rpt_results *r, struct rpt_tag_total **out, int 
                 v[nv].example = lg;
                 nv++;
             }
-            v[k].bytes += lg->bytes;
+            v[k].bytes += left;
             v[k].count += lg->count;
             v[k].sessions++;
         }
@@ -164,7 +204,7 @@ int rpt_retain_sites(const struct rpt_results *r, const char *kind, struct rpt_s
         if (s->warmup) continue;
         for (int o = 0; o < s->n_refs; o++) {
             const struct lg_ref_leak *rl = &s->refs[o];
-            if (kind && strcmp(rl->kind, kind) != 0) continue;
+            if ((kind && strcmp(rl->kind, kind) != 0) || rpt_object_suppressed(s, rl)) continue;
             for (int t = 0; t < rl->n_retains; t++) {
                 const struct lg_retain *re = &rl->retains[t];
                 int k = 0;

@@ -21,7 +21,7 @@ uint32_t trk_session_begin(struct trk_tracker *trk)
 }
 
 struct group_acc {
-    int64_t bytes, count;
+    int64_t bytes, count, usable;
     uint32_t stacks[LG_MAX_GROUP_STACKS];
     int64_t stack_counts[LG_MAX_GROUP_STACKS];
     int n_stacks;
@@ -57,6 +57,8 @@ int trk_leaks_of(struct trk_tracker *trk, uint32_t gen, struct trk_leaks **out)
             struct group_acc *g = &acc[(size_t)r->tag * TRK_NSPACES + r->space];
             g->bytes += (int64_t)r->size;
             g->count++;
+            g->usable +=
+                r->space == TRK_HOST ? (int64_t)trk_usable_size(r->size) : (int64_t)r->size;
             if (r->space == TRK_HOST) {
                 lk->host_bytes += (int64_t)r->size;
                 lk->host_count++;
@@ -94,6 +96,7 @@ int trk_leaks_of(struct trk_tracker *trk, uint32_t gen, struct trk_leaks **out)
         g->generation = gen;
         g->bytes = a->bytes;
         g->count = a->count;
+        g->usable = a->usable;
         if (a->n_stacks) {
             g->stacks = calloc((size_t)a->n_stacks, sizeof *g->stacks);
             if (!g->stacks) {

@@ -50,6 +50,15 @@ static void raw_free(struct trk_tracker *trk, void *p)
 #endif
 }
 
+size_t trk_usable_size(size_t size)
+{
+#ifdef LG_HAVE_JEMALLOC
+    return nallocx(size ? size : 1, MALLOCX_ALIGN(TRK_ALIGN));
+#else
+    return size;
+#endif
+}
+
 /* ---- life cycle ------------------------------------------------------------------------- */
 
 int trk_tracker_new(struct trk_tracker **out, const struct trk_options *opt)

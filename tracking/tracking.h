@@ -149,6 +149,10 @@ struct trk_class_stat {
  * nothing, so it may be read before a snapshot. Returns the count. */
 size_t trk_class_stats(struct trk_tracker *trk, struct trk_class_stat *out, size_t cap);
 
+/* The bytes jemalloc counts (stats.allocated) for a tracked host allocation of size bytes: its
+ * size class at the tracker's alignment; size itself in a build without jemalloc. */
+size_t trk_usable_size(size_t size);
+
 /* ---- session generations ---------------------------------------------------------- */
 
 /* Starts a new generation; allocations and retains made from now on are born in it.

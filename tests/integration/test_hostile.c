@@ -164,6 +164,57 @@ static const struct hcase cases[] = {
      "&& "
      "ln -s ../target rep/summary.md && $L report r/results.jsonl -o rep --no-plots",
      0, "", "grep -qx keep target && grep -q leakgate rep/summary.md", 0},
+    /* ---- the gate across commits: its flags and files ---- */
+    {"a suppression rule without an expiry names file and line",
+     "printf '# known\\ntag varmap/* reason=later\\n' > k.supp; $L run --suppressions k.supp "
+     "--out o",
+     2, "k.supp:2: expires=YYYY-MM-DD missing", NULL, 0},
+    {"a suppression rule of an unknown kind names file and line",
+     "printf 'stack foo expires=2030-01-01 reason=r\\n' > k.supp; $L run --suppressions k.supp "
+     "--out o",
+     2, "k.supp:1: unknown rule kind", NULL, 0},
+    {"a suppressions file that is binary is refused",
+     "head -c 3000 /dev/urandom | tr -d '\\n' > k.supp; $L run --suppressions k.supp --out o", 2,
+     "k.supp:1:", NULL, 0},
+    {"a FIFO as the suppressions file is refused, not blocked on",
+     "mkfifo k.supp && timeout 20 $L run --suppressions k.supp --out o", 2, "FIFO", NULL, 0},
+    {"a missing suppressions file", "$L run --suppressions none.supp --out o", 2,
+     "none.supp: cannot read the suppressions", NULL, 0},
+    {"a peak budget that is not CLASS=SIZE", "$L run --peak-budget act --out o", 2,
+     "not [device:]CLASS=SIZE", NULL, 0},
+    {"a peak budget of an impossible size", "$L run --peak-budget act=9EiB --out o", 2,
+     "unknown size unit", NULL, 0},
+    {"--baseline auto without a history", "$L run --baseline auto --out o", 2,
+     "--baseline auto needs --history", NULL, 0},
+    {"a baseline that is not a results file names file and line",
+     "printf 'garbage\\n' > b.jsonl; $L run --baseline b.jsonl --out o", 2,
+     "--baseline: b.jsonl:1: not JSON", NULL, 0},
+    {"a history line that is not a record names file and line",
+     "printf '{\"schema\":\"leakgate.history/1\"}\\n' > h.jsonl; $L run --history h.jsonl "
+     "--out o",
+     2, "h.jsonl:1: record", NULL, 0},
+    {"a history in a directory that does not exist",
+     "$L run --history /nonexistent/dir/h.jsonl --out o", 2, "cannot create it in", NULL, 0},
+    {"a symlink at the history is not followed, and the passing run exits 2",
+     ": > target && ln -s target h.jsonl && $L run --quiet --no-reports --sessions 4 "
+     "--modes fp32 --history h.jsonl --out o",
+     2, "symbolic link", "test ! -s target", 0},
+    {"history: a garbage file names file and line",
+     "printf 'not json\\n' > h.jsonl; $L history h.jsonl", 2, "h.jsonl:1: not JSON", NULL, 0},
+    {"history: a directory is refused", "mkdir h && $L history h", 2, "not a regular file", NULL,
+     0},
+    {"history: a bad drift budget",
+     "$L run --quiet --no-reports --sessions 4 --modes fp32 --history h.jsonl --out o >/dev/null; "
+     "$L history h.jsonl --drift-budget peak.*=lots",
+     2, "--drift-budget peak.*=lots", NULL, 0},
+    {"history: too few records to judge drift is inconclusive",
+     "$L run --quiet --no-reports --sessions 4 --modes fp32 --history h.jsonl --out o >/dev/null; "
+     "$L history h.jsonl",
+     3, "with fewer than 4 records", NULL, 0},
+    {"history: a torn last line is skipped, not fatal",
+     "$L run --quiet --no-reports --sessions 4 --modes fp32 --history h.jsonl --out o >/dev/null; "
+     "head -c 300 h.jsonl > t && cat t >> h.jsonl && $L history h.jsonl",
+     3, "1 line(s) a crash cut short skipped (the first: line 2)", NULL, 0},
 };
 
 static char *bin_dir_cmd(const struct hcase *c, int k, const char *suffix)

@@ -43,7 +43,9 @@ struct lg_leak_group {
     char space[LG_MAX_SPACE]; /* "host" or "device" */
     uint32_t generation;      /* the session they were born in */
     int64_t bytes, count;
-    int n_stacks;            /* distinct allocation stacks (at most LG_MAX_GROUP_STACKS) */
+    int64_t usable; /* what the allocator counts for them (host: jemalloc's size classes); 0 when
+                       not known (a group read from a results file or sent by exec's agent) */
+    int n_stacks;   /* distinct allocation stacks (at most LG_MAX_GROUP_STACKS) */
     struct lg_stack *stacks; /* NULL when stacks were off */
 };
 
