@@ -338,9 +338,9 @@ int hx_symbolize(const struct hx_maps *m, const uintptr_t *pcs, int n, struct hx
 }
 
 /* Frames of the allocator, dropped from the top of a stack so that it starts where the
- * program asked for memory: jemalloc and the agent; the C functions; C++'s operator new and
- * std::allocator; Rust's alloc crate (alloc::alloc, RawVec, Vec's allocation, their trait
- * impls "<u8 as alloc::vec::...>"). */
+ * program asked for memory: jemalloc (shared or linked in) and the agent; the C functions;
+ * C++'s operator new and std::allocator; Rust's alloc crate (alloc::alloc, RawVec, Vec's
+ * allocation, their trait impls "<u8 as alloc::vec::...>"). */
 static bool allocator_frame(const struct hx_frame *f)
 {
     static const char *const mods[] = {"libjemalloc", "libleakgate-agent", NULL};
@@ -366,6 +366,9 @@ static bool allocator_frame(const struct hx_frame *f)
                                       NULL};
     for (const char *const *fn = fns; *fn; fn++)
         if (strncmp(f->text, *fn, strlen(*fn)) == 0) return true;
+    /* jemalloc linked statically (LG_STATIC_JEMALLOC) lives in the program's own module: its
+     * functions carry the je_ namespace, its static ones the pic archive's objects */
+    if (strncmp(f->text, "je_", 3) == 0 || strstr(f->text, ".pic.o:")) return true;
     if (f->text[0] == '<') { /* "<T as alloc::...>::f": an impl of the alloc crate's traits */
         const char *as = strstr(f->text, " as ");
         if (as && !strncmp(as + 4, "alloc::", 7)) return true;
