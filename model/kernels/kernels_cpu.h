@@ -17,7 +17,7 @@
  * every build otherwise targets (SSE2: 4 floats a vector) — and the best the CPU has is picked
  * when the program loads (target_clones: an ifunc). Numerics: the AVX2 and
  * AVX-512 clones fuse multiply-adds, so results may differ in the last bits between CPUs.
- * GCC only: Clang 14 (the fuzz and sanitizer builds' compiler) names the dispatcher "f.ifunc",
+ * GCC only: Clang 14 (the fuzz build's compiler) names the dispatcher "f.ifunc",
  * so a clone called from another file does not link; there the baseline loop is the kernel. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define KN_SIMD __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
