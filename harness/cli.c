@@ -39,6 +39,7 @@ static void run_usage(FILE *f)
         "  --out DIR           results and reports (default leakgate-out)\n"
         "  --no-reports        results.jsonl only\n"
         "  --quiet             no progress output\n");
+    hx_gate_usage(f);
 }
 
 /* Parses the command line of run/reproduce/soak into o; returns LG_OK, or a usage error. */

@@ -41,6 +41,7 @@ static void exec_usage(FILE *f)
         "  leakgate exec -- ./trainer                       # sessions from leakgate.h\n"
         "  leakgate exec --session-marker '^epoch [0-9]+ done' -- python3 train.py\n",
         HX_EXEC_DEFAULT_LG_SAMPLE);
+    hx_gate_usage(f); /* a class's peak under exec: not measured (the total is) */
 }
 
 /* Options of `run` that say what the built-in trainer does: meaningless for CMD. */

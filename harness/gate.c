@@ -48,6 +48,24 @@ int hx_parse_gate(struct hx_options *o, int argc, char **argv, int i)
     return rc == LG_OK ? 2 : -1;
 }
 
+void hx_gate_usage(FILE *f)
+{
+    fputs(
+        "\nthe gate across commits (docs/ci.md):\n"
+        "  --history FILE      append this run's record (leakgate.history/1) to FILE\n"
+        "  --baseline B        compare with B by compare's rules, in the same verdict: a results\n"
+        "                      file, or auto: the last passing record of this workload in\n"
+        "                      --history (none yet: the first run of a history stands alone)\n"
+        "  --workload NAME     the workload a record belongs to (default: from the run)\n"
+        "  --commit C          the commit (default: $LEAKGATE_COMMIT, $GITHUB_SHA, git)\n"
+        "  --branch B          the branch (default: $LEAKGATE_BRANCH, $GITHUB_HEAD_REF, git)\n"
+        "  --suppressions FILE known leaks by rule (tag or frame glob, allow=, expires=,\n"
+        "                      reason=): suppressed, listed, never hidden\n"
+        "  --peak-budget [device:]CLASS=SIZE  fail a session whose peak tagged bytes of a tag\n"
+        "                      class (act, varmap, ...; total: every tag) exceed SIZE\n",
+        f);
+}
+
 /* Whether a history that does not exist yet can be made: its directory is there. */
 static int check_history(const char *path)
 {

@@ -64,6 +64,8 @@ int hx_check_sessions(const struct hx_options *o, int n, const char *what);
 
 /* ---- the gate across commits (gate.c) -------------------------------------------------------- */
 
+/* The gate's options for a command's --help. */
+void hx_gate_usage(FILE *f);
 /* Parses --history, --baseline, --workload, --commit, --branch, --suppressions and
  * --peak-budget at argv[i], as hx_parse_common does (its last resort). */
 int hx_parse_gate(struct hx_options *o, int argc, char **argv, int i);

@@ -33,6 +33,7 @@ static void soak_usage(FILE *f)
         "  --stacks, --no-reports, --quiet, ...; see leakgate run --help)\n"
         "Details: docs/soak.md.\n",
         RPT_SOAK_MIN_WINDOW, RPT_SOAK_MAX_WINDOW);
+    hx_gate_usage(f);
 }
 
 /* Parses one soak-only option at argv[i]; returns the arguments consumed, 0 when it is not

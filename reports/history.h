@@ -153,9 +153,9 @@ struct rpt_drift {
     char why[320];
 };
 /* Judges every figure of the workload's last `last` records (0: all); budgets apply in order,
- * the first matching glob wins, over the defaults (10%, and 1 MiB for peaks and levels, 4 KiB
- * per session for growth and tags, 1 object for refs). *out (freed with free()) lists each
- * figure, drifting ones first. */
+ * the first matching glob wins, over the defaults (10%, and at least 64 KiB for peaks, 1 MiB
+ * for levels, 4 KiB per session for growth and tags, 1 object for refs). *out (freed with
+ * free()) lists each figure, drifting ones first. */
 int rpt_history_drift(const struct rpt_history *h, const char *workload, int last,
                       const struct rpt_drift_budget *b, int nb, struct rpt_drift **out, int *n);
 

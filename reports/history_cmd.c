@@ -20,7 +20,7 @@ static const char usage[] =
     "  level per channel (growth.rss, level.je_allocated), peaks (peak.total, peak.act),\n"
     "  retained and peak bytes per tag (tag.T, peaktag.T) — whose 95% interval is above zero\n"
     "  and whose rise over the window exceeds its budget (default: 10% of where it starts, and\n"
-    "  at least 1 MiB for peaks and levels, 4 KiB/session for growth and tags).\n"
+    "  at least 64 KiB for peaks, 1 MiB for levels, 4 KiB/session for growth and tags).\n"
     "  -o DIR             the figures (PNG, SVG) and history.html into DIR\n"
     "  --workload W       only that workload (as the table names it)\n"
     "  --last N           judge the last N records of each workload (0: all)\n"

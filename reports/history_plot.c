@@ -87,8 +87,8 @@ static void empty_panel(FILE *gp, const char *title)
 {
     fputs("set title ", gp);
     rpt_put_gp(gp, title);
-    fputs(".': none in any record'\nset yrange [0:1]\nplot 0 with lines lc rgb '#ffffff' "
-          "notitle\nset autoscale y\n",
+    fputs(".': none in any record'\nset yrange [0:1]\nset key off\nplot 0 with lines lc rgb "
+          "'#ffffff' notitle\nset autoscale y\nset key on\n",
           gp);
 }
 
@@ -144,7 +144,7 @@ static int pick(const struct rpt_history_view *v, int fig, char (*out)[RPT_METRI
         bool take = !strncmp(m, prefix, strlen(prefix)) || (fig == 1 && !strcmp(m, "peak.total")) ||
                     (fig == 3 && !strncmp(m, "peaktag.", 8));
         if (fig == 2 && !strcmp(m, "peak.total")) take = true;
-        if (take && (fig < 2 || largest(v, m) > 0)) lg_strlcpy(out[n++], m, RPT_METRIC_MAX);
+        if (take && (fig == 0 || largest(v, m) > 0)) lg_strlcpy(out[n++], m, RPT_METRIC_MAX);
     }
     return n;
 }
@@ -154,6 +154,7 @@ int rpt_history_fig_script(const struct rpt_history_view *v, int fig, const char
     char metrics[MAX_PANELS * MAX_LINES][RPT_METRIC_MAX];
     int n = pick(v, fig, metrics, fig < 2 ? MAX_PANELS : MAX_LINES * 2), id = fig * 1000;
     rpt_gp_preamble(gp);
+    fputs("set ytics font ',8'\nset format y '%.4g'\n", gp);
     x_axis(gp, v);
     int rows = fig < 2 ? LG_MAX(n, 1) : fig == 2 ? 1 : 2;
     fputs("set multiplot layout ", gp);
@@ -199,9 +200,11 @@ int rpt_history_plot(const struct rpt_history_view *v, int k, const char *dir)
 {
     char names[RPT_HIST_NFIGS][64];
     struct rpt_gp_job jobs[RPT_HIST_NFIGS];
+    char metrics[MAX_PANELS][RPT_METRIC_MAX];
     for (int f = 0; f < RPT_HIST_NFIGS; f++) {
         rpt_history_fig_name(k, f, names[f], sizeof names[f]);
-        jobs[f] = (struct rpt_gp_job){names[f], 1000, f < 2 ? 900 : 620};
+        int rows = f < 2 ? LG_MAX(pick(v, f, metrics, MAX_PANELS), 1) : f == 2 ? 3 : 4;
+        jobs[f] = (struct rpt_gp_job){names[f], 1000, 90 + 160 * rows};
     }
     return rpt_gp_render(jobs, RPT_HIST_NFIGS, view_script, v, dir);
 }

@@ -50,6 +50,11 @@ Test(gate_cli, the_history_picks_its_baseline_and_the_verdict_folds_it_in)
     cr_assert_not_null(html);
     cr_expect(strstr(html, "<svg") && strstr(html, "Per-session growth over commits"));
     free(html);
+    cr_expect_eq(
+        lg_shell("python3 %s/tests/data/results/validate_jsonl.py %s/docs/history.schema.json "
+                 "%s >/dev/null",
+                 LG_SOURCE_DIR, LG_SOURCE_DIR, lg_test_tmpfile("h.jsonl")),
+        0, "every record validates against docs/history.schema.json");
     cr_expect(lg_exists(lg_test_tmpfile("hist/history-1-growth.png")));
     cr_expect(lg_exists(lg_test_tmpfile("hist/history-1-peaks.svg")));
     /* a named results file as the baseline: the leaking c2 against the clean run */
