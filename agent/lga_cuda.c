@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lg_addrmap.h"
 #include "lga_impl.h"
 #include "lga_wire.h"
 
@@ -78,48 +79,13 @@ static void *resolve(const char *name, const char *hint)
 
 /* ---- the table of live device allocations --------------------------------------------------- */
 
-struct dev_rec {
-    uintptr_t ptr; /* 0 empty, 1 tombstone */
-    uint64_t size;
-    bool tagged;
-};
-
+/* By address: the size and whether it was tagged (aux 1) */
 static struct {
     pthread_mutex_t mu;
-    struct dev_rec *v;
-    size_t cap, used, tombs;
+    struct lg_addrmap map;
     int64_t live;
     bool runtime, driver, async; /* which APIs the program used */
 } dt = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-static size_t slot_of(uintptr_t p, size_t cap)
-{
-    uint64_t h = (uint64_t)p >> 8;
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    return (size_t)(h ^ (h >> 33)) & (cap - 1);
-}
-
-/* Caller holds dt.mu. */
-static bool grow_locked(void)
-{
-    if ((dt.used + dt.tombs + 1) * 4 <= dt.cap * 3) return true;
-    size_t ncap = dt.cap ? dt.cap : 256;
-    while ((dt.used + 1) * 2 > ncap) ncap *= 2;
-    struct dev_rec *nv = calloc(ncap, sizeof *nv);
-    if (!nv) return false;
-    for (size_t i = 0; i < dt.cap; i++) {
-        if (dt.v[i].ptr <= 1) continue;
-        size_t j = slot_of(dt.v[i].ptr, ncap);
-        while (nv[j].ptr) j = (j + 1) & (ncap - 1);
-        nv[j] = dt.v[i];
-    }
-    free(dt.v);
-    dt.v = nv;
-    dt.cap = ncap;
-    dt.tombs = 0;
-    return true;
-}
 
 TRK_WRAPPER static void record(void *p, size_t size)
 {
@@ -130,18 +96,9 @@ TRK_WRAPPER static void record(void *p, size_t size)
     if (tagged) lga_use(LGA_USED_DEVICE_TAGS);
     lga_use(LGA_USED_DEVICE);
     pthread_mutex_lock(&dt.mu);
-    if (grow_locked()) {
-        size_t i = slot_of((uintptr_t)p, dt.cap);
-        while (dt.v[i].ptr > 1 && dt.v[i].ptr != (uintptr_t)p) i = (i + 1) & (dt.cap - 1);
-        if (dt.v[i].ptr == (uintptr_t)p) {
-            dt.live -= (int64_t)dt.v[i].size; /* an address reused without our free: replaced */
-        } else {
-            if (dt.v[i].ptr == 1) dt.tombs--;
-            dt.used++;
-        }
-        dt.v[i] = (struct dev_rec){(uintptr_t)p, size, tagged};
-        dt.live += (int64_t)size;
-    }
+    struct lg_addr_entry old;
+    if (lg_addrmap_put(&dt.map, (uintptr_t)p, size, tagged, &old))
+        dt.live += (int64_t)size - (int64_t)old.bytes; /* an address reused without our free */
     pthread_mutex_unlock(&dt.mu);
     lga_tl.in_agent--;
 }
@@ -153,16 +110,10 @@ static void forget(void *p)
     lga_tl.in_agent++;
     bool tagged = false;
     pthread_mutex_lock(&dt.mu);
-    if (dt.cap) {
-        for (size_t i = slot_of((uintptr_t)p, dt.cap); dt.v[i].ptr; i = (i + 1) & (dt.cap - 1)) {
-            if (dt.v[i].ptr != (uintptr_t)p) continue;
-            dt.live -= (int64_t)dt.v[i].size;
-            tagged = dt.v[i].tagged;
-            dt.v[i].ptr = 1;
-            dt.used--;
-            dt.tombs++;
-            break;
-        }
+    struct lg_addr_entry e;
+    if (lg_addrmap_del(&dt.map, (uintptr_t)p, &e)) {
+        dt.live -= (int64_t)e.bytes;
+        tagged = e.aux;
     }
     pthread_mutex_unlock(&dt.mu);
     if (tagged) trk_dev_forget(lga.trk, p);

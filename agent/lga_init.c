@@ -79,16 +79,10 @@ static int handshake(void)
     size_t len = sizeof version;
     mallctl("version", &version, &len, NULL, 0);
     lga_put_str(&e, version);
-    int rc = lga_enc_finish(&e) ? lga_send(lga.fd, e.p, e.n) : LG_ENOMEM;
-    lga_enc_fini(&e);
-    if (rc != LG_OK) return rc;
-
     uint32_t type = 0;
     unsigned char *payload = NULL;
     size_t n = 0;
-    do
-        rc = lga_recv(lga.fd, &type, &payload, &n);
-    while (rc == LG_EINTR);
+    int rc = lga_call(lga.fd, &e, &type, &payload, &n);
     if (rc != LG_OK) return rc;
     struct lga_dec d = {.p = payload, .n = n};
     char marker[1024];

@@ -188,14 +188,10 @@ static int report_locked(const struct trk_snapshot *snap, const struct trk_total
     if (lga.has_begin) put_snapshot(&e, &lga.begin_snap);
     lga.has_begin = false;
     put_notes(&e);
-    int rc = lga_enc_finish(&e) ? lga_send(lga.fd, e.p, e.n) : LG_ENOMEM;
-    lga_enc_fini(&e);
-    if (rc != LG_OK) return rc;
     uint32_t type = 0;
     unsigned char *payload = NULL;
     size_t n = 0;
-    do rc = lga_recv(lga.fd, &type, &payload, &n);
-    while (rc == LG_EINTR);
+    int rc = lga_call(lga.fd, &e, &type, &payload, &n);
     if (rc != LG_OK) return rc;
     struct lga_dec d = {.p = payload, .n = n};
     uint32_t flags = lga_get_u32(&d);
@@ -291,25 +287,28 @@ static int api_track(const void *obj, const char *kind, const char *name, const 
     return LEAKGATE_OK;
 }
 
-static int api_retain(const void *obj, const void *holder, const char *file, int line,
-                      const char *func)
+/* A retain or a release (op) by holder at the caller's site. */
+static int ref_op(void (*op)(struct trk_tracker *, const void *, const void *, struct trk_site),
+                  const void *obj, const void *holder, const char *file, int line, const char *func)
 {
     if (!lga_on()) return LEAKGATE_OK;
     lga_tl.in_agent++;
-    trk_ref_retain(lga.trk, obj, holder, site(file, line, func));
+    op(lga.trk, obj, holder, site(file, line, func));
     lga_use(LGA_USED_REFS);
     lga_tl.in_agent--;
     return LEAKGATE_OK;
 }
 
+static int api_retain(const void *obj, const void *holder, const char *file, int line,
+                      const char *func)
+{
+    return ref_op(trk_ref_retain, obj, holder, file, line, func);
+}
+
 static int api_release(const void *obj, const void *holder, const char *file, int line,
                        const char *func)
 {
-    if (!lga_on()) return LEAKGATE_OK;
-    lga_tl.in_agent++;
-    trk_ref_release(lga.trk, obj, holder, site(file, line, func));
-    lga_tl.in_agent--;
-    return LEAKGATE_OK;
+    return ref_op(trk_ref_release, obj, holder, file, line, func);
 }
 
 static int api_untrack(const void *obj, const char *file, int line, const char *func)

@@ -179,3 +179,15 @@ int lga_recv(int fd, uint32_t *type, unsigned char **payload, size_t *n)
     *n = h.length;
     return LG_OK;
 }
+
+int lga_call(int fd, struct lga_enc *e, uint32_t *type, unsigned char **payload, size_t *n)
+{
+    int rc = lga_enc_finish(e) ? lga_send(fd, e->p, e->n) : LG_ENOMEM;
+    lga_enc_fini(e);
+    *payload = NULL;
+    *n = 0;
+    if (rc != LG_OK) return rc;
+    do rc = lga_recv(fd, type, payload, n);
+    while (rc == LG_EINTR);
+    return rc;
+}

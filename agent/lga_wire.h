@@ -89,5 +89,8 @@ char *lga_get_strdup(struct lga_dec *d);
  * LG_EINTR from recv (a signal arrived before any byte) nothing was consumed. */
 int lga_send(int fd, const void *buf, size_t n);
 int lga_recv(int fd, uint32_t *type, unsigned char **payload, size_t *n);
+/* A request and its reply: finishes and sends e's message (freeing e either way), then reads
+ * the reply as lga_recv does, retrying a signal's EINTR. LG_ENOMEM when e had failed. */
+int lga_call(int fd, struct lga_enc *e, uint32_t *type, unsigned char **payload, size_t *n);
 
 #endif

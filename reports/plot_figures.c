@@ -91,6 +91,18 @@ static void layout(FILE *gp, const struct rpt_results *r, int n, const char *wha
     fputs(" font ',12'\n", gp);
 }
 
+/* The script's start for a figure of n channel panels: curve samples, the band's fill. */
+static void panels_begin(FILE *gp, const struct rpt_results *r, int n, int samples, double fill,
+                         const char *what)
+{
+    rpt_gp_preamble(gp);
+    fprintf(gp,
+            "set samples %d\nset style fill transparent solid %.2f noborder\n"
+            "set offsets 0, 0, graph 0.06, graph 0.06\n",
+            samples, fill);
+    layout(gp, r, n, what);
+}
+
 /* ---- (1) per-session deltas --------------------------------------------------------------------
  */
 
@@ -126,12 +138,7 @@ int rpt_fig_deltas(const struct rpt_results *r, const char *tmp, FILE *gp)
     }
     rc = rpt_close_out(df, path);
     if (rc != LG_OK) return rc;
-
-    rpt_gp_preamble(gp);
-    fputs("set samples 2\nset style fill transparent solid 0.22 noborder\nset offsets 0, 0, graph "
-          "0.06, graph 0.06\n",
-          gp);
-    layout(gp, r, n, "Per-session deltas against baseline");
+    panels_begin(gp, r, n, 2, 0.22, "Per-session deltas against baseline");
     for (int k = 0; k < n; k++) {
         enum rpt_channel c = ch[k];
         double band = r->run.budgets[c].band;
@@ -432,12 +439,7 @@ int rpt_fig_trend(const struct rpt_results *r, const char *tmp, FILE *gp)
     }
     rc = rpt_close_out(df, path);
     if (rc != LG_OK) return rc;
-
-    rpt_gp_preamble(gp);
-    fputs("set samples 200\nset style fill transparent solid 0.18 noborder\nset offsets 0, 0, "
-          "graph 0.06, graph 0.06\n",
-          gp);
-    layout(gp, r, n, "Soak trend: per-session delta with its Theil–Sen line");
+    panels_begin(gp, r, n, 200, 0.18, "Soak trend: per-session delta with its Theil–Sen line");
     for (int k = 0; k < n; k++) {
         const struct rpt_channel_verdict *cv = rpt_verdict_for(r, ch[k]);
         double band = r->run.budgets[ch[k]].band, d = u[k].div;

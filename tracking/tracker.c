@@ -328,9 +328,9 @@ TRK_ENTRY static void *track_new(struct trk_tracker *trk, void *p, size_t size, 
     return NULL;
 }
 
-TRK_ENTRY static void *alloc_impl(struct trk_tracker *trk, size_t size, const char *tag)
+/* p (just allocated, or NULL when the allocator failed) entered in the ledger under tag. */
+TRK_ENTRY static void *host_tracked(struct trk_tracker *trk, void *p, size_t size, const char *tag)
 {
-    void *p = raw_alloc(trk, size);
     if (!p) {
         char b[32];
         lg_fail(LG_ENOMEM, "out of host memory allocating %s for %s",
@@ -338,11 +338,16 @@ TRK_ENTRY static void *alloc_impl(struct trk_tracker *trk, size_t size, const ch
         return NULL;
     }
 #ifdef LG_NO_TRACKING
-    (void)tag;
+    (void)trk, (void)tag;
     return p;
 #else
     return track_new(trk, p, size, tag, TRK_HOST);
 #endif
+}
+
+TRK_ENTRY static void *alloc_impl(struct trk_tracker *trk, size_t size, const char *tag)
+{
+    return host_tracked(trk, raw_alloc(trk, size), size, tag);
 }
 
 TRK_ENTRY void *trk_alloc(struct trk_tracker *trk, size_t size, const char *tag)
@@ -361,18 +366,7 @@ TRK_ENTRY void *trk_alloc_aligned(struct trk_tracker *trk, size_t size, size_t a
     void *p = NULL;
     if (posix_memalign(&p, align, size ? size : 1) != 0) p = NULL;
 #endif
-    if (!p) {
-        char b[32];
-        lg_fail(LG_ENOMEM, "out of host memory allocating %s for %s",
-                lg_fmt_bytes(b, sizeof b, (double)size), tag ? tag : "untagged");
-        return NULL;
-    }
-#ifdef LG_NO_TRACKING
-    (void)tag;
-    return p;
-#else
-    return track_new(trk, p, size, tag, TRK_HOST);
-#endif
+    return host_tracked(trk, p, size, tag);
 }
 
 TRK_ENTRY void *trk_calloc(struct trk_tracker *trk, size_t size, const char *tag)

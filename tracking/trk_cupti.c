@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lg_addrmap.h"
 #include "trk_cuda_impl.h"
 
 #ifdef LG_HAVE_CUPTI_H
@@ -37,12 +38,6 @@ typedef CUptiResult (*errstr_fn)(CUptiResult, const char **);
 #define BUF_BYTES   (1u << 20)
 #define MAX_SOURCES 64
 
-struct live {
-    uint64_t address; /* 0: empty; 1: deleted */
-    uint64_t bytes;
-    int source;
-};
-
 static struct {
     pthread_mutex_t mu;
     bool loaded, active;
@@ -51,38 +46,13 @@ static struct {
     flush_fn flush;
     next_fn next;
     errstr_fn errstr;
-    struct live *t; /* open addressing, power-of-two capacity */
-    size_t cap, used, dead;
+    struct lg_addrmap live; /* every live allocation: bytes, aux the source's index or -1 */
     int64_t seen;
     char sources[MAX_SOURCES][128];
     int n_sources;
 } cp = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* ---- the table of live allocations (caller holds cp.mu) ------------------------------------ */
-
-static size_t slot_of(uint64_t a, size_t cap)
-{
-    return (size_t)((a >> 8) * 0x9E3779B97F4A7C15ull) & (cap - 1);
-}
-
-static bool table_grow(void)
-{
-    size_t ncap = cp.cap ? cp.cap * 2 : 1024;
-    if (cp.cap && cp.used * 4 < cp.cap) ncap = cp.cap; /* mostly tombstones: rebuild in place */
-    struct live *n = calloc(ncap, sizeof *n);
-    if (!n) return false;
-    for (size_t i = 0; i < cp.cap; i++) {
-        if (cp.t[i].address <= 1) continue;
-        size_t j = slot_of(cp.t[i].address, ncap);
-        while (n[j].address) j = (j + 1) & (ncap - 1);
-        n[j] = cp.t[i];
-    }
-    free(cp.t);
-    cp.t = n;
-    cp.cap = ncap;
-    cp.dead = 0;
-    return true;
-}
 
 static int intern_source(const char *s)
 {
@@ -96,26 +66,10 @@ static int intern_source(const char *s)
 
 static void table_put(uint64_t a, uint64_t bytes, const char *source)
 {
-    if ((cp.used + cp.dead + 1) * 2 > cp.cap && !table_grow()) return; /* out of memory: drop */
-    size_t j = slot_of(a, cp.cap);
-    while (cp.t[j].address > 1 && cp.t[j].address != a) j = (j + 1) & (cp.cap - 1);
-    if (cp.t[j].address != a) cp.used++;
-    if (cp.t[j].address == 1) cp.dead--;
-    cp.t[j] = (struct live){a, bytes, intern_source(source)};
+    lg_addrmap_put(&cp.live, a, bytes, intern_source(source), NULL); /* out of memory: drop */
 }
 
-static void table_del(uint64_t a)
-{
-    if (!cp.cap) return;
-    size_t j = slot_of(a, cp.cap);
-    for (; cp.t[j].address; j = (j + 1) & (cp.cap - 1))
-        if (cp.t[j].address == a) {
-            cp.t[j].address = 1;
-            cp.used--;
-            cp.dead++;
-            return;
-        }
-}
+static void table_del(uint64_t a) { lg_addrmap_del(&cp.live, a, NULL); }
 
 /* ---- CUPTI's buffer callbacks ---------------------------------------------------------------- */
 
@@ -228,10 +182,10 @@ bool trk_cupti_active(void) { return cp.active; }
 int64_t trk_cupti_each_live(void (*fn)(void *, uint64_t, uint64_t, const char *), void *user)
 {
     pthread_mutex_lock(&cp.mu);
-    for (size_t i = 0; i < cp.cap; i++)
-        if (cp.t[i].address > 1)
-            fn(user, cp.t[i].address, cp.t[i].bytes,
-               cp.t[i].source >= 0 ? cp.sources[cp.t[i].source] : "?");
+    LG_ADDRMAP_FOREACH(&cp.live, e)
+    {
+        fn(user, e->addr, e->bytes, e->aux >= 0 ? cp.sources[e->aux] : "?");
+    }
     int64_t seen = cp.seen;
     pthread_mutex_unlock(&cp.mu);
     return seen;

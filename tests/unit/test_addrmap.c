@@ -1,0 +1,65 @@
+/* test_addrmap.c — the address table behind the agent's and CUPTI's device bookkeeping: puts,
+ * replacements, deletes, tombstones reused, growth past many rebuilds, against a plain array. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "lg_addrmap.h"
+
+Test(addrmap, put_replace_delete)
+{
+    struct lg_addrmap m = {0};
+    struct lg_addr_entry old, out;
+    cr_assert(lg_addrmap_put(&m, 0x1000, 64, 1, &old));
+    cr_assert_eq(old.addr, 0, "a new address replaces nothing");
+    cr_assert(lg_addrmap_put(&m, 0x1000, 128, 0, &old));
+    cr_assert_eq(old.addr, 0x1000);
+    cr_assert_eq(old.bytes, 64);
+    cr_assert_eq(old.aux, 1);
+    cr_assert_eq(m.used, 1);
+    cr_assert(lg_addrmap_del(&m, 0x1000, &out));
+    cr_assert_eq(out.bytes, 128);
+    cr_assert_not(lg_addrmap_del(&m, 0x1000, &out), "deleted once");
+    cr_assert_not(lg_addrmap_put(&m, 1, 8, 0, NULL), "0 and 1 mark empty and deleted slots");
+    cr_assert_eq(m.used, 0);
+    lg_addrmap_fini(&m);
+    cr_assert_null(m.v);
+}
+
+/* Many addresses in and out, in an order that leaves tombstones everywhere: the table agrees
+ * with a plain array of what is live at every step. */
+Test(addrmap, agrees_with_a_plain_array)
+{
+    enum { N = 5000 };
+    static uint64_t live[N]; /* bytes per address index; 0: not live */
+    struct lg_addrmap m = {0};
+    uint64_t seed = 12345;
+    for (int step = 0; step < 200000; step++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        int k = (int)((seed >> 33) % N);
+        uint64_t addr = 0x7f0000000000ull + (uint64_t)k * 256;
+        if (live[k] && (seed & 1)) {
+            struct lg_addr_entry out;
+            cr_assert(lg_addrmap_del(&m, addr, &out));
+            cr_assert_eq(out.bytes, live[k]);
+            live[k] = 0;
+        } else {
+            struct lg_addr_entry old;
+            uint64_t bytes = 1 + (seed >> 40) % 4096;
+            cr_assert(lg_addrmap_put(&m, addr, bytes, k, &old));
+            cr_assert_eq(old.bytes, live[k]);
+            live[k] = bytes;
+        }
+    }
+    size_t n_live = 0;
+    uint64_t total = 0, want = 0;
+    for (int k = 0; k < N; k++) want += live[k], n_live += live[k] != 0;
+    LG_ADDRMAP_FOREACH(&m, e)
+    {
+        total += e->bytes;
+        cr_assert_eq(live[e->aux], e->bytes);
+    }
+    cr_assert_eq(m.used, n_live);
+    cr_assert_eq(total, want);
+    cr_assert_lt(m.cap, (size_t)8 * N, "tombstones are dropped when the table is rebuilt");
+    lg_addrmap_fini(&m);
+}
