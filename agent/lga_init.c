@@ -79,18 +79,15 @@ static int handshake(void)
     size_t len = sizeof version;
     mallctl("version", &version, &len, NULL, 0);
     lga_put_str(&e, version);
-    uint32_t type = 0;
-    unsigned char *payload = NULL;
-    size_t n = 0;
-    int rc = lga_call(lga.fd, &e, &type, &payload, &n);
+    struct lga_dec d;
+    int rc = lga_call(lga.fd, &e, LGA_CONFIG, &d);
     if (rc != LG_OK) return rc;
-    struct lga_dec d = {.p = payload, .n = n};
     char marker[1024];
     lga.cfg_flags = lga_get_u32(&d);
     lga_get_str(&d, marker, sizeof marker);
     lga_get_str(&d, lga.prof_dir, sizeof lga.prof_dir);
-    bool bad = d.bad || type != LGA_CONFIG;
-    free(payload);
+    bool bad = d.bad;
+    free((void *)d.p);
     if (bad) return LG_EFORMAT;
 
     rc = trk_tracker_new(

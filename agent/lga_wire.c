@@ -180,14 +180,22 @@ int lga_recv(int fd, uint32_t *type, unsigned char **payload, size_t *n)
     return LG_OK;
 }
 
-int lga_call(int fd, struct lga_enc *e, uint32_t *type, unsigned char **payload, size_t *n)
+int lga_call(int fd, struct lga_enc *e, uint32_t want, struct lga_dec *reply)
 {
     int rc = lga_enc_finish(e) ? lga_send(fd, e->p, e->n) : LG_ENOMEM;
     lga_enc_fini(e);
-    *payload = NULL;
-    *n = 0;
+    uint32_t type = 0;
+    unsigned char *payload = NULL;
+    size_t n = 0;
+    *reply = (struct lga_dec){0};
     if (rc != LG_OK) return rc;
-    do rc = lga_recv(fd, type, payload, n);
+    do rc = lga_recv(fd, &type, &payload, &n);
     while (rc == LG_EINTR);
-    return rc;
+    if (rc == LG_OK && type != want) rc = LG_EFORMAT;
+    if (rc != LG_OK) {
+        free(payload);
+        return rc;
+    }
+    *reply = (struct lga_dec){.p = payload, .n = n};
+    return LG_OK;
 }

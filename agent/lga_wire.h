@@ -90,7 +90,9 @@ char *lga_get_strdup(struct lga_dec *d);
 int lga_send(int fd, const void *buf, size_t n);
 int lga_recv(int fd, uint32_t *type, unsigned char **payload, size_t *n);
 /* A request and its reply: finishes and sends e's message (freeing e either way), then reads
- * the reply as lga_recv does, retrying a signal's EINTR. LG_ENOMEM when e had failed. */
-int lga_call(int fd, struct lga_enc *e, uint32_t *type, unsigned char **payload, size_t *n);
+ * the reply as lga_recv does, retrying a signal's EINTR, into *reply (its payload is the
+ * caller's to free: free((void *)reply->p)). LG_ENOMEM when e had failed; LG_EFORMAT when the
+ * reply is not of type `want`. */
+int lga_call(int fd, struct lga_enc *e, uint32_t want, struct lga_dec *reply);
 
 #endif

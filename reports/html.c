@@ -256,42 +256,9 @@ static void sessions(const struct rpt_results *r, FILE *f)
 
 static void config(const struct rpt_results *r, FILE *f)
 {
-    const struct rpt_run *run = &r->run;
-    char a[48], b[48], c[48];
-    fputs("<section id=\"config\">\n<h2>Run configuration</h2>\n<table>\n", f);
-    const char *kv[][2] = {{"schema", run->schema},   {"version", run->version},
-                           {"command", run->command}, {"started", run->started},
-                           {"host", run->hostname},   {"device", run->device},
-                           {"preset", run->preset},   {"modes", run->modes},
-                           {"inject", run->inject},   {"shard", run->shard}};
-    for (size_t k = 0; k < LG_ARRAY_LEN(kv); k++) {
-        fprintf(f, "<tr><th>%s</th><td>", kv[k][0]);
-        put_text(f, kv[k][1][0] ? kv[k][1] : "—");
-        fputs("</td></tr>\n", f);
-    }
-    fprintf(f, "<tr><th>sessions</th><td>%d measured + %d warm-up, %d steps each</td></tr>\n",
-            run->sessions, run->warmup, run->steps);
-    fprintf(f,
-            "<tr><th>seed</th><td>%llu</td></tr>\n<tr><th>stacks</th><td>%s</td></tr>\n"
-            "<tr><th>cpus</th><td>%d</td></tr>\n<tr><th>memory</th><td>%s</td></tr>\n",
-            (unsigned long long)run->seed, run->stacks ? "on" : "off", run->cpus,
-            run->mem_bytes == RPT_NONE ? "n/a" : lg_fmt_bytes(a, sizeof a, (double)run->mem_bytes));
-    fputs("</table>\n<h3>Budgets</h3>\n<table>\n<tr><th>channel</th><th>band</th><th>slope</"
-          "th><th>floor</th>"
-          "<th>source</th></tr>\n",
-          f);
-    for (int ch = 0; ch < RPT_NCHANNELS; ch++) {
-        const struct rpt_budget *bg = &run->budgets[ch];
-        fprintf(f,
-                "<tr><td><code>%s</code></td><td class=\"num\">%s</td><td class=\"num\">%s</td>"
-                "<td class=\"num\">%s</td><td>",
-                rpt_channel_name(ch), rpt_fmt_figure(a, sizeof a, ch, bg->band, false),
-                rpt_fmt_figure(b, sizeof b, ch, bg->slope, false),
-                rpt_fmt_figure(c, sizeof c, ch, bg->floor, false));
-        put_text(f, bg->source);
-        fputs("</td></tr>\n", f);
-    }
-    fputs("</table>\n</section>\n", f);
+    fputs("<section id=\"config\">\n<h2>Run configuration</h2>\n", f);
+    rpt_config_tables(r, &rpt_html, f, "<h3>Budgets</h3>\n");
+    fputs("</section>\n", f);
 }
 
 int rpt_write_html(const struct rpt_results *r, const char *svg_dir, FILE *f)

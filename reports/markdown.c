@@ -75,37 +75,9 @@ static int leak_table(const struct rpt_results *r, FILE *f)
 
 static void config_table(const struct rpt_results *r, FILE *f)
 {
-    const struct rpt_run *run = &r->run;
-    char a[48], b[48], c[48];
-    fputs("<details><summary>Run configuration and budgets</summary>\n\n| setting | value "
-          "|\n|---|---|\n",
-          f);
-    const char *kv[][2] = {{"schema", run->schema},   {"version", run->version},
-                           {"command", run->command}, {"started", run->started},
-                           {"host", run->hostname},   {"device", run->device},
-                           {"preset", run->preset},   {"modes", run->modes},
-                           {"inject", run->inject},   {"shard", run->shard}};
-    for (size_t k = 0; k < LG_ARRAY_LEN(kv); k++) {
-        fprintf(f, "| %s | ", kv[k][0]);
-        rpt_put_md(f, kv[k][1][0] ? kv[k][1] : "—");
-        fputs(" |\n", f);
-    }
-    fprintf(f, "| sessions | %d measured + %d warm-up, %d steps each |\n", run->sessions,
-            run->warmup, run->steps);
-    fprintf(f, "| seed | %llu |\n| stacks | %s |\n| cpus | %d |\n| memory | %s |\n",
-            (unsigned long long)run->seed, run->stacks ? "on" : "off", run->cpus,
-            run->mem_bytes == RPT_NONE ? "n/a" : lg_fmt_bytes(a, sizeof a, (double)run->mem_bytes));
-    fputs("\n| channel | band | slope | floor | source |\n|---|---|---|---|---|\n", f);
-    for (int ch = 0; ch < RPT_NCHANNELS; ch++) {
-        const struct rpt_budget *bg = &run->budgets[ch];
-        fprintf(f, "| `%s` | %s | %s | %s | ", rpt_channel_name(ch),
-                rpt_fmt_figure(a, sizeof a, ch, bg->band, false),
-                rpt_fmt_figure(b, sizeof b, ch, bg->slope, false),
-                rpt_fmt_figure(c, sizeof c, ch, bg->floor, false));
-        rpt_put_md(f, bg->source);
-        fputs(" |\n", f);
-    }
-    fputs("\n</details>\n", f);
+    fputs("<details><summary>Run configuration and budgets</summary>\n\n", f);
+    rpt_config_tables(r, &rpt_markdown, f, "");
+    fputs("</details>\n", f);
 }
 
 int rpt_write_markdown(const struct rpt_results *r, FILE *f)

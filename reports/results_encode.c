@@ -62,8 +62,7 @@ static json_t *jint(int64_t v) { return v == RPT_NONE ? json_null() : json_integ
 
 static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
-/* A new JSON array of the lines of s: "a\nb\n" -> ["a", "b"]; NULL -> null. */
-static json_t *jframes(const char *s)
+json_t *rpt_json_frames(const char *s)
 {
     if (!s) return json_null();
     json_t *a = json_array();
@@ -150,7 +149,7 @@ static json_t *value_of(const struct rpt_field *f, const void *base)
     case RPT_F_U32: return json_integer(*(const uint32_t *)p);
     case RPT_F_NUM: return jnum(*(const double *)p);
     case RPT_F_BOOL: return json_boolean(*(const bool *)p);
-    case RPT_F_FRAMES: return jframes(*(const char *const *)p);
+    case RPT_F_FRAMES: return rpt_json_frames(*(const char *const *)p);
     case RPT_F_STATUS: return json_string(rpt_status_name(*(const enum rpt_status *)p));
     case RPT_F_CHANNEL: return json_string(rpt_channel_name(*(const enum rpt_channel *)p));
     case RPT_F_MASK: return channel_list(*(const unsigned *)p);

@@ -14,6 +14,9 @@
 json_t *rpt_run_to_json(const struct rpt_run *run);
 json_t *rpt_session_to_json(const struct rpt_session *s);
 json_t *rpt_verdict_to_json(const struct rpt_verdict *v);
+/* A stack's lines as a JSON array of strings ("a\nb\n" -> ["a", "b"]; bytes that are not UTF-8
+ * written as '?'); NULL -> null; NULL on ENOMEM. */
+json_t *rpt_json_frames(const char *s);
 /* A JSON string, bytes that are not UTF-8 written as '?' (the file's rule); NULL on ENOMEM. */
 json_t *rpt_json_str(const char *s);
 /* A mask of channels as an array of their names (RPT_BIT(c)); NULL on ENOMEM. */
@@ -142,6 +145,9 @@ int rpt_leak_table(const struct rpt_results *r, const struct rpt_dialect *d, FIL
 /* The channel table: with a verdict, each judged channel's status, figure, budget, slope and
  * why; without one (a run cut short), each measured channel against its budget. */
 void rpt_channel_table(const struct rpt_results *r, const struct rpt_dialect *d, FILE *f);
+/* The run's settings, then its budgets after budgets_heading. */
+void rpt_config_tables(const struct rpt_results *r, const struct rpt_dialect *d, FILE *f,
+                       const char *budgets_heading);
 /* "run · preset tiny · modes fp32,int8 · cpu · inject varmap-dup-ref": what was run. */
 void rpt_run_meta(const struct rpt_dialect *d, FILE *f, const struct rpt_run *run);
 /* Unbalanced references by retain site, after `heading`; nothing at all when there are none. */

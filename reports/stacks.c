@@ -54,35 +54,6 @@ void rpt_frame_function(const char *frame, size_t len, char *buf, size_t size)
 
 /* ---- JSON ---------------------------------------------------------------------------------- */
 
-/* A JSON string of s[0..len); bytes of a name that is not UTF-8 become '?'. */
-static json_t *str_n(const char *s, size_t len)
-{
-    json_t *j = json_stringn(s, len);
-    if (j) return j;
-    char *copy = malloc(len + 1);
-    if (!copy) return NULL;
-    for (size_t i = 0; i < len; i++) copy[i] = (unsigned char)s[i] < 0x80 && s[i] ? s[i] : '?';
-    j = json_stringn(copy, len);
-    free(copy);
-    return j;
-}
-
-/* A new JSON array of the lines of s. */
-static json_t *lines_arr(const char *s)
-{
-    json_t *a = json_array();
-    while (a && s && *s) {
-        const char *nl = strchr(s, '\n');
-        size_t len = nl ? (size_t)(nl - s) : strlen(s);
-        if (json_array_append_new(a, str_n(s, len)) != 0) {
-            json_decref(a);
-            return NULL;
-        }
-        s += len + (nl ? 1 : 0);
-    }
-    return a;
-}
-
 json_t *rpt_alloc_stacks_to_json(const struct rpt_session *s)
 {
     if (s->alloc_sessions <= 0) return json_null();
@@ -94,7 +65,7 @@ json_t *rpt_alloc_stacks_to_json(const struct rpt_session *s)
         bad = !e || json_object_set_new(e, "bytes", json_integer(st->bytes)) ||
               json_object_set_new(e, "objects", json_integer(st->objects)) ||
               json_object_set_new(e, "samples", json_integer(st->samples)) ||
-              json_object_set_new(e, "frames", lines_arr(st->frames)) ||
+              json_object_set_new(e, "frames", rpt_json_frames(st->frames)) ||
               json_array_append_new(a, e);
     }
     if (!bad)

@@ -274,3 +274,54 @@ void rpt_run_meta(const struct rpt_dialect *d, FILE *f, const struct rpt_run *ru
         d->code(f, run->inject);
     }
 }
+
+static void setting_row(const struct rpt_dialect *d, FILE *f, const char *name, const char *value)
+{
+    fputs(d->row_open, f);
+    cell(d, f, false, name);
+    cell(d, f, false, value[0] ? value : "—");
+    fputs(d->row_close, f);
+}
+
+void rpt_config_tables(const struct rpt_results *r, const struct rpt_dialect *d, FILE *f,
+                       const char *budgets_heading)
+{
+    static const char *const settings[] = {"setting", "value"};
+    static const char *const budgets[] = {"channel", "band", "slope", "floor", "source"};
+    const struct rpt_run *run = &r->run;
+    const char *kv[][2] = {{"schema", run->schema},   {"version", run->version},
+                           {"command", run->command}, {"started", run->started},
+                           {"host", run->hostname},   {"device", run->device},
+                           {"preset", run->preset},   {"modes", run->modes},
+                           {"inject", run->inject},   {"shard", run->shard}};
+    char a[96];
+    rpt_table_head(d, f, settings, LG_ARRAY_LEN(settings));
+    for (size_t k = 0; k < LG_ARRAY_LEN(kv); k++) setting_row(d, f, kv[k][0], kv[k][1]);
+    snprintf(a, sizeof a, "%d measured + %d warm-up, %d steps each", run->sessions, run->warmup,
+             run->steps);
+    setting_row(d, f, "sessions", a);
+    snprintf(a, sizeof a, "%llu", (unsigned long long)run->seed);
+    setting_row(d, f, "seed", a);
+    setting_row(d, f, "stacks", run->stacks ? "on" : "off");
+    snprintf(a, sizeof a, "%d", run->cpus);
+    setting_row(d, f, "cpus", a);
+    setting_row(d, f, "memory",
+                run->mem_bytes == RPT_NONE ? "n/a"
+                                           : lg_fmt_bytes(a, sizeof a, (double)run->mem_bytes));
+    rpt_table_end(d, f);
+    fputs(budgets_heading, f);
+    rpt_table_head(d, f, budgets, LG_ARRAY_LEN(budgets));
+    for (int ch = 0; ch < RPT_NCHANNELS; ch++) {
+        const struct rpt_budget *bg = &run->budgets[ch];
+        fputs(d->row_open, f);
+        fputs(d->cell_open, f);
+        d->code(f, rpt_channel_name(ch));
+        fputs(d->cell_close, f);
+        cell(d, f, true, rpt_fmt_figure(a, sizeof a, ch, bg->band, false));
+        cell(d, f, true, rpt_fmt_figure(a, sizeof a, ch, bg->slope, false));
+        cell(d, f, true, rpt_fmt_figure(a, sizeof a, ch, bg->floor, false));
+        cell(d, f, false, bg->source);
+        fputs(d->row_close, f);
+    }
+    rpt_table_end(d, f);
+}
