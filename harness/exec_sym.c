@@ -192,15 +192,8 @@ cleanup:
 
 static struct hx_frame *frame_add(struct hx_frames *l)
 {
-    if (l->n == l->cap) {
-        int cap = l->cap ? l->cap * 2 : 32;
-        struct hx_frame *nv = realloc(l->v, (size_t)cap * sizeof *nv);
-        if (!nv) return NULL;
-        l->v = nv;
-        l->cap = cap;
-    }
+    if (!LG_RESERVE(l->v, l->cap, l->n, 32)) return NULL;
     struct hx_frame *f = &l->v[l->n++];
-    memset(f, 0, sizeof *f);
     return f;
 }
 

@@ -73,13 +73,7 @@ static int child_of(struct tree *t, int parent, const char *name)
 {
     for (int c = t->v[parent].first_child; c >= 0; c = t->v[c].next)
         if (!strcmp(t->v[c].name, name)) return c;
-    if (t->n == t->cap) {
-        int cap = t->cap * 2;
-        struct node *nv = realloc(t->v, (size_t)cap * sizeof *nv);
-        if (!nv) return -1;
-        t->v = nv;
-        t->cap = cap;
-    }
+    if (!LG_RESERVE(t->v, t->cap, t->n, 64)) return -1;
     int c = t->n++;
     struct node *nd = &t->v[c];
     lg_strlcpy(nd->name, name, sizeof nd->name);

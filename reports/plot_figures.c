@@ -215,17 +215,11 @@ int rpt_fig_leaks(const struct rpt_results *r, const char *tmp, FILE *gp)
             int k = 0;
             while (k < na && strcmp(all[k].cls, cb->cls) != 0) k++;
             if (k == na) {
-                if (na == cap) {
-                    cap = cap ? 2 * cap : 16;
-                    struct cls_total *nv = realloc(all, sizeof *all * (size_t)cap);
-                    if (!nv) {
-                        free(all);
-                        return lg_fail(LG_ENOMEM, "out of memory plotting leaked classes");
-                    }
-                    all = nv;
+                if (!LG_RESERVE(all, cap, na, 16)) {
+                    free(all);
+                    return lg_fail(LG_ENOMEM, "out of memory plotting leaked classes");
                 }
-                lg_strlcpy(all[na].cls, cb->cls, sizeof all[na].cls);
-                all[na++].bytes = 0;
+                lg_strlcpy(all[na++].cls, cb->cls, sizeof all[0].cls);
             }
             all[k].bytes += cb->bytes;
         }

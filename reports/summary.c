@@ -158,16 +158,10 @@ int rpt_tag_totals(const struct rpt_results *r, struct rpt_tag_total **out, int 
             while (k < nv && (strcmp(v[k].tag, lg->tag) != 0 || strcmp(v[k].space, lg->space) != 0))
                 k++;
             if (k == nv) {
-                if (nv == cap) {
-                    cap = cap ? cap * 2 : 16;
-                    struct rpt_tag_total *nvv = realloc(v, sizeof *v * (size_t)cap);
-                    if (!nvv) {
-                        free(v);
-                        return lg_fail(LG_ENOMEM, "out of memory summing leaked tags");
-                    }
-                    v = nvv;
+                if (!LG_RESERVE(v, cap, nv, 16)) {
+                    free(v);
+                    return lg_fail(LG_ENOMEM, "out of memory summing leaked tags");
                 }
-                memset(&v[nv], 0, sizeof v[nv]);
                 lg_strlcpy(v[nv].tag, lg->tag, sizeof v[nv].tag);
                 lg_strlcpy(v[nv].space, lg->space, sizeof v[nv].space);
                 v[nv].first_session = s->index;
@@ -212,16 +206,10 @@ int rpt_retain_sites(const struct rpt_results *r, const char *kind, struct rpt_s
                        (strcmp(v[k].site, re->site) != 0 || strcmp(v[k].kind, rl->kind) != 0))
                     k++;
                 if (k == nv) {
-                    if (nv == cap) {
-                        cap = cap ? cap * 2 : 8;
-                        struct rpt_site_count *nvv = realloc(v, sizeof *v * (size_t)cap);
-                        if (!nvv) {
-                            free(v);
-                            return lg_fail(LG_ENOMEM, "out of memory listing retain sites");
-                        }
-                        v = nvv;
+                    if (!LG_RESERVE(v, cap, nv, 8)) {
+                        free(v);
+                        return lg_fail(LG_ENOMEM, "out of memory listing retain sites");
                     }
-                    memset(&v[nv], 0, sizeof v[nv]);
                     lg_strlcpy(v[nv].site, re->site, sizeof v[nv].site);
                     lg_strlcpy(v[nv].kind, rl->kind, sizeof v[nv].kind);
                     nv++;

@@ -331,3 +331,17 @@ int lg_open_read(FILE **out, const char *path, const char *what)
     }
     return LG_OK;
 }
+
+bool lg_reserve(void **arr, int *cap, int n, size_t elem, int first)
+{
+    if (n >= *cap) {
+        int ncap = *cap ? *cap * 2 : first;
+        while (ncap <= n) ncap *= 2;
+        void *nv = realloc(*arr, elem * (size_t)ncap);
+        if (!nv) return false;
+        *arr = nv;
+        *cap = ncap;
+    }
+    memset((char *)*arr + elem * (size_t)n, 0, elem);
+    return true;
+}

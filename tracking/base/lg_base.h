@@ -88,6 +88,13 @@ _Noreturn void lg_assert_fail(const char *file, int line, const char *what);
 
 /* Copies a string into a fixed buffer, always NUL-terminated; returns 1 when truncated. */
 int lg_strlcpy(char *dst, const char *src, size_t size);
+
+/* Room for element n of a growing array *arr of *cap elements (capacity doubled from `first`);
+ * element n is zeroed. False when out of memory: *arr and *cap are as they were.
+ *   if (!LG_RESERVE(v, cap, nv, 16)) ...;  v[nv++] = x; */
+bool lg_reserve(void **arr, int *cap, int n, size_t elem, int first);
+#define LG_RESERVE(arr, cap, n, first)                                                             \
+    lg_reserve((void **)&(arr), &(cap), (n), sizeof *(arr), (first))
 /* Joins n strings into a fixed buffer (truncating, always NUL-terminated); returns 1 when
  * truncated. For names built on hot paths, where snprintf's format parsing shows up. */
 int lg_join(char *dst, size_t size, int n, ...);

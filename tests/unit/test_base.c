@@ -1,9 +1,30 @@
-/* test_addrmap.c — the address table behind the agent's and CUPTI's device bookkeeping: puts,
- * replacements, deletes, tombstones reused, growth past many rebuilds, against a plain array. */
+/* test_base.c — lg_base's containers: the address table behind the agent's and CUPTI's device
+ * bookkeeping (puts, replacements, deletes, tombstones reused, growth past many rebuilds,
+ * against a plain array) and the growing array of lg_reserve. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
 #include "lg_addrmap.h"
+#include "lg_base.h"
+
+Test(base, reserve_grows_by_doubling_and_zeroes_the_new_element)
+{
+    struct item {
+        int64_t a;
+        char name[24];
+    } *v = NULL;
+    int cap = 0, n = 0;
+    for (; n < 1000; n++) {
+        cr_assert(LG_RESERVE(v, cap, n, 4));
+        cr_assert_eq(v[n].a, 0);
+        cr_assert_eq(v[n].name[0], '\0');
+        v[n].a = n;
+        memset(v[n].name, 'x', sizeof v[n].name);
+    }
+    cr_assert_eq(cap, 1024, "4 doubled eight times");
+    for (int k = 0; k < n; k++) cr_assert_eq(v[k].a, k, "earlier elements are kept");
+    free(v);
+}
 
 Test(addrmap, put_replace_delete)
 {
