@@ -16,10 +16,7 @@ static inline const struct lga_ops *ops(void)
     return o->version == LEAKGATE_API_VERSION ? o : NULL;
 }
 
-int leakgate_api_version(void)
-{
-    return LEAKGATE_API_VERSION;
-}
+int leakgate_api_version(void) { return LEAKGATE_API_VERSION; }
 
 int leakgate_active(void)
 {

@@ -117,13 +117,11 @@ static void deltas(struct exec_run *r, struct rpt_session *s, const struct hx_ex
 static void keep_notes(struct exec_run *r, const struct rpt_session *s)
 {
     size_t len = 0;
-    for (int i = 0; i < s->n_notes; i++)
-        len += strlen(s->notes[i]) + 1;
+    for (int i = 0; i < s->n_notes; i++) len += strlen(s->notes[i]) + 1;
     char *t = s->n_notes ? malloc(len + 1) : NULL;
     if (!t) return;
     t[0] = '\0';
-    for (int i = 0; i < s->n_notes; i++)
-        strcat(strcat(t, s->notes[i]), "\n");
+    for (int i = 0; i < s->n_notes; i++) strcat(strcat(t, s->notes[i]), "\n");
     free(r->notes);
     r->notes = t;
     r->notes_index = s->index;
@@ -363,8 +361,7 @@ int hx_exec_run(struct hx_exec_options *eo, struct rpt_verdict *v, bool *cmd_fai
     int status = 0;
     memset(v, 0, sizeof *v);
     *cmd_failed = false;
-    for (int c = 0; c < RPT_NCHANNELS; c++)
-        r.baseline[c] = RPT_NONE;
+    for (int c = 0; c < RPT_NCHANNELS; c++) r.baseline[c] = RPT_NONE;
     int rc = hx_exec_check(eo, &r.ch);
     if (rc != LG_OK) return rc; /* nothing ran: a usage error */
     rc = lg_mkdirs(r.o->out_dir);
@@ -387,8 +384,7 @@ int hx_exec_run(struct hx_exec_options *eo, struct rpt_verdict *v, bool *cmd_fai
         uint32_t t;
         unsigned char *p;
         size_t n;
-        while (next_msg(&r, &t, &p, &n) == LG_OK)
-            free(p); /* until it is gone */
+        while (next_msg(&r, &t, &p, &n) == LG_OK) free(p); /* until it is gone */
     }
     while (waitpid(r.ch.pid, &status, 0) < 0 && errno == EINTR) {
     }

@@ -114,8 +114,7 @@ static int check_program(const char *path, const char *shown, int depth)
         rc = check_elf(path, fd, shown);
     } else if (k >= 2 && head[0] == '#' && head[1] == '!') {
         char *interp = head + 2, *end;
-        while (*interp == ' ' || *interp == '\t')
-            interp++;
+        while (*interp == ' ' || *interp == '\t') interp++;
         end = interp + strcspn(interp, " \t\r\n");
         char *arg = end + strspn(end, " \t");
         *end = '\0';
@@ -264,8 +263,7 @@ int hx_exec_spawn(const struct hx_exec_options *eo, struct hx_child *ch)
     close(ep[1]);
     int e = 0;
     ssize_t k;
-    do
-        k = read(ep[0], &e, sizeof e);
+    do k = read(ep[0], &e, sizeof e);
     while (k < 0 && errno == EINTR);
     close(ep[0]);
     if (k == (ssize_t)sizeof e) { /* the exec failed: the child is gone */

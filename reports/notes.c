@@ -42,8 +42,7 @@ int rpt_notes_from_json(const struct rpt_dec *d, json_t *o, struct rpt_session *
 
 void rpt_notes_free(struct rpt_session *s)
 {
-    for (int i = 0; i < s->n_notes; i++)
-        free(s->notes[i]);
+    for (int i = 0; i < s->n_notes; i++) free(s->notes[i]);
     free(s->notes);
     s->notes = NULL;
     s->n_notes = 0;
