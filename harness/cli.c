@@ -83,10 +83,7 @@ int hx_cmd_run(int argc, char **argv)
     struct hx_options o;
     bool help;
     int rc = hx_parse_run(&o, argc, argv, &help);
-    if (rc != LG_OK) {
-        fprintf(stderr, "leakgate run: %s\n", lg_errmsg());
-        return 2;
-    }
+    if (rc != LG_OK) return hx_usage_failed("run");
     if (help) return 0;
     hx_install_signal_handlers();
     struct rpt_verdict v;

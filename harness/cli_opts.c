@@ -117,6 +117,24 @@ static int parse_budget(struct hx_options *o, const char *s)
     return LG_OK;
 }
 
+int hx_option_with_value(const char *a, const char *v, const char *const *known)
+{
+    bool is_known = false;
+    for (const char *const *k = known; *k; k++) is_known |= !strcmp(a, *k);
+    if (!is_known) return 0;
+    if (!v) {
+        lg_fail(LG_EINVAL, "%s needs a value", a);
+        return -1;
+    }
+    return 1;
+}
+
+int hx_usage_failed(const char *cmd)
+{
+    fprintf(stderr, "leakgate %s: %s\n", cmd, lg_errmsg());
+    return 2;
+}
+
 int hx_copy_path(const char *flag, char *dst, size_t size, const char *v)
 {
     if (!v[0]) return lg_fail(LG_EINVAL, "%s: the path is empty", flag);

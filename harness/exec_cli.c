@@ -66,13 +66,9 @@ static int parse_own(struct hx_exec_options *eo, int argc, char **argv, int i)
         eo->tcache = true;
         return 1;
     }
-    bool takes =
-        !strcmp(a, "--session-marker") || !strcmp(a, "--prof-sample") || !strcmp(a, "--agent");
-    if (!takes) return 0;
-    if (!v) {
-        lg_fail(LG_EINVAL, "%s needs a value", a);
-        return -1;
-    }
+    static const char *const takes[] = {"--session-marker", "--prof-sample", "--agent", NULL};
+    int known = hx_option_with_value(a, v, takes);
+    if (known <= 0) return known;
     int rc = LG_OK;
     if (!strcmp(a, "--session-marker")) {
         regex_t re; /* checked here: a bad one is a usage error, not an agent that cannot start */
@@ -150,10 +146,7 @@ int hx_cmd_exec(int argc, char **argv)
     struct hx_exec_options eo;
     bool help;
     int rc = parse(&eo, argc, argv, &help);
-    if (rc != LG_OK) {
-        fprintf(stderr, "leakgate exec: %s\n", lg_errmsg());
-        return 2;
-    }
+    if (rc != LG_OK) return hx_usage_failed("exec");
     if (help) return 0;
     hx_install_signal_handlers();
     struct rpt_verdict v;

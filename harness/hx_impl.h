@@ -50,6 +50,12 @@ int hx_close_results(const struct hx_options *o, struct rpt_writer *w, const cha
  * arguments consumed (1 or 2), 0 when argv[i] is not a common option, -1 on a usage error
  * (message in lg_errmsg()). */
 int hx_parse_common(struct hx_options *o, int argc, char **argv, int i);
+/* Whether option a (with v, the next argument or NULL) is one of `known`, the options of a
+ * command that take a value: 1 when it is and v is there, 0 when it is not one of them, -1 (a
+ * usage error naming a) when its value is missing. */
+int hx_option_with_value(const char *a, const char *v, const char *const *known);
+/* A command's usage error: "leakgate CMD: <lg_errmsg()>" on stderr; returns exit status 2. */
+int hx_usage_failed(const char *cmd);
 /* Copies an option's value (a path, a name) into dst; LG_EINVAL naming the flag when it is
  * empty or does not fit. */
 int hx_copy_path(const char *flag, char *dst, size_t size, const char *v);

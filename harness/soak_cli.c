@@ -44,13 +44,8 @@ static int parse_soak_option(struct hx_soak_options *so, int argc, char **argv, 
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     static const char *const known[] = {"--duration", "--presets", "--window",
                                         "--shard",    "--metrics", NULL};
-    bool is_known = false;
-    for (const char *const *k = known; *k; k++) is_known |= !strcmp(a, *k);
-    if (!is_known) return 0;
-    if (!v) {
-        lg_fail(LG_EINVAL, "%s needs a value", a);
-        return -1;
-    }
+    int is_known = hx_option_with_value(a, v, known);
+    if (is_known <= 0) return is_known;
     int rc = LG_OK;
     if (!strcmp(a, "--duration")) {
         rc = hx_parse_duration(v, &so->plan.duration_s);
