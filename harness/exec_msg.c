@@ -51,21 +51,30 @@ static char *stack_text(const struct hx_maps *maps, const char *raw)
     return strdup(raw);
 }
 
+/* A count, then room for that many elements in *out (zeroed; NULL for none): LG_EFORMAT past
+ * MAX_ITEMS. out is the address of the array's pointer. */
+static int get_array(struct lga_dec *d, void *out, size_t elem, uint32_t *n)
+{
+    *n = lga_get_u32(d);
+    if (d->bad || *n > MAX_ITEMS) return LG_EFORMAT;
+    void *v = *n ? calloc(*n, elem) : NULL;
+    memcpy(out, &v, sizeof v);
+    return v || !*n ? LG_OK : LG_ENOMEM;
+}
+
 static int get_groups(struct lga_dec *d, const struct hx_maps *maps, struct rpt_session *s)
 {
-    uint32_t n = lga_get_u32(d);
-    if (d->bad || n > MAX_ITEMS) return LG_EFORMAT;
-    s->groups = calloc(n ? n : 1, sizeof *s->groups);
-    if (!s->groups) return LG_ENOMEM;
+    uint32_t n;
+    int rc = get_array(d, &s->groups, sizeof *s->groups, &n);
+    if (rc != LG_OK) return rc;
     for (uint32_t i = 0; i < n && !d->bad; i++) {
         struct lg_leak_group *g = &s->groups[s->n_groups++];
         lga_get_str(d, g->tag, sizeof g->tag);
         lg_strlcpy(g->space, lga_get_u32(d) == TRK_DEVICE ? "device" : "host", sizeof g->space);
         g->bytes = lga_get_i64(d);
         g->count = lga_get_i64(d);
-        uint32_t ns = lga_get_u32(d);
-        if (d->bad || ns > MAX_ITEMS) return LG_EFORMAT;
-        if (ns && !(g->stacks = calloc(ns, sizeof *g->stacks))) return LG_ENOMEM;
+        uint32_t ns;
+        if ((rc = get_array(d, &g->stacks, sizeof *g->stacks, &ns)) != LG_OK) return rc;
         for (uint32_t k = 0; k < ns && !d->bad; k++) {
             struct lg_stack *st = &g->stacks[g->n_stacks++];
             st->count = lga_get_i64(d);
@@ -81,18 +90,16 @@ static int get_groups(struct lga_dec *d, const struct hx_maps *maps, struct rpt_
 
 static int get_refs(struct lga_dec *d, const struct hx_maps *maps, struct rpt_session *s)
 {
-    uint32_t n = lga_get_u32(d);
-    if (d->bad || n > MAX_ITEMS) return LG_EFORMAT;
-    s->refs = calloc(n ? n : 1, sizeof *s->refs);
-    if (!s->refs) return LG_ENOMEM;
+    uint32_t n;
+    int rc = get_array(d, &s->refs, sizeof *s->refs, &n);
+    if (rc != LG_OK) return rc;
     for (uint32_t i = 0; i < n && !d->bad; i++) {
         struct lg_ref_leak *r = &s->refs[s->n_refs++];
         lga_get_str(d, r->kind, sizeof r->kind);
         lga_get_str(d, r->name, sizeof r->name);
         r->refs = (int)lga_get_u32(d);
-        uint32_t nr = lga_get_u32(d);
-        if (d->bad || nr > MAX_ITEMS) return LG_EFORMAT;
-        if (nr && !(r->retains = calloc(nr, sizeof *r->retains))) return LG_ENOMEM;
+        uint32_t nr;
+        if ((rc = get_array(d, &r->retains, sizeof *r->retains, &nr)) != LG_OK) return rc;
         for (uint32_t k = 0; k < nr && !d->bad; k++) {
             struct lg_retain *rt = &r->retains[r->n_retains++];
             lga_get_str(d, rt->site, sizeof rt->site);

@@ -205,13 +205,8 @@ static void budget_for(const char *metric, const struct rpt_drift_budget *b, int
 /* "+1.50 MiB" (sign) or "1.50 MiB", or a count for the refs figures. */
 static char *fmt(char *buf, size_t size, const char *metric, double v, bool sign)
 {
-    if (strstr(metric, "refs"))
-        snprintf(buf, size, sign ? "%+.3g" : "%.3g", v);
-    else if (sign)
-        rpt_fmt_sbytes(buf, size, v);
-    else
-        lg_fmt_bytes(buf, size, v);
-    return buf;
+    return rpt_fmt_figure(buf, size, strstr(metric, "refs") ? RPT_CH_REFS : RPT_CH_TAGGED_HOST, v,
+                          sign);
 }
 
 static void judge(struct rpt_drift *d, const double *y, int n, const struct rpt_drift_budget *b,

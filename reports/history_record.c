@@ -3,6 +3,7 @@
  * with. */
 #include <math.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "history.h"
@@ -162,6 +163,28 @@ static int retained(struct rpt_history_record *h, const struct rpt_results *r)
     return h->tags ? LG_OK : LG_ENOMEM;
 }
 
+/* The run line's members a record keeps, copied both ways (to a record, back to results). */
+#define RUN_STR(m)                                                                                 \
+    {                                                                                              \
+        offsetof(struct rpt_run, m), sizeof(((struct rpt_run *)0)->m),                             \
+            offsetof(struct rpt_history_record, m), sizeof(((struct rpt_history_record *)0)->m)    \
+    }
+static const struct {
+    size_t run_off, run_size, rec_off, rec_size;
+} run_strings[] = {RUN_STR(command), RUN_STR(version), RUN_STR(hostname), RUN_STR(device),
+                   RUN_STR(preset),  RUN_STR(modes),   RUN_STR(cmd)};
+
+/* Copies run_strings from src (a run when to_record, else a record) into dst. */
+static void copy_run_strings(void *dst, const void *src, bool to_record)
+{
+    for (size_t k = 0; k < LG_ARRAY_LEN(run_strings); k++) {
+        size_t d = to_record ? run_strings[k].rec_off : run_strings[k].run_off;
+        size_t s = to_record ? run_strings[k].run_off : run_strings[k].rec_off;
+        size_t n = to_record ? run_strings[k].rec_size : run_strings[k].run_size;
+        lg_strlcpy((char *)dst + d, (const char *)src + s, n);
+    }
+}
+
 static void identity(struct rpt_history_record *h, const struct rpt_results *r,
                      const struct rpt_history_meta *m)
 {
@@ -170,15 +193,9 @@ static void identity(struct rpt_history_record *h, const struct rpt_results *r,
     lg_strlcpy(h->branch, m && m->branch ? m->branch : "", sizeof h->branch);
     lg_strlcpy(h->date, run->started, sizeof h->date);
     rpt_workload_key(run, m ? m->workload : NULL, h->workload, sizeof h->workload);
-    lg_strlcpy(h->command, run->command, sizeof h->command);
-    lg_strlcpy(h->version, run->version, sizeof h->version);
-    lg_strlcpy(h->hostname, run->hostname, sizeof h->hostname);
-    lg_strlcpy(h->device, run->device, sizeof h->device);
+    copy_run_strings(h, run, true);
     h->cpus = run->cpus;
     h->mem_bytes = run->mem_bytes;
-    lg_strlcpy(h->preset, run->preset, sizeof h->preset);
-    lg_strlcpy(h->modes, run->modes, sizeof h->modes);
-    lg_strlcpy(h->cmd, run->cmd, sizeof h->cmd);
     h->steps = run->steps;
     h->required = r->has_verdict ? r->verdict.required : run->required;
     h->status = r->has_verdict ? r->verdict.status : RPT_INCONCLUSIVE;
@@ -283,11 +300,9 @@ int rpt_history_to_results(const struct rpt_history_record *h, struct rpt_result
     if (!r || !r->sessions) goto nomem;
     struct rpt_run *run = &r->run;
     lg_strlcpy(run->schema, RPT_SCHEMA, sizeof run->schema);
-    lg_strlcpy(run->command, h->command, sizeof run->command);
-    lg_strlcpy(run->preset, h->preset, sizeof run->preset);
-    lg_strlcpy(run->modes, h->modes, sizeof run->modes);
-    lg_strlcpy(run->device, h->device, sizeof run->device);
-    lg_strlcpy(run->cmd, h->cmd, sizeof run->cmd);
+    copy_run_strings(run, h, false);
+    run->cpus = h->cpus;
+    run->mem_bytes = h->mem_bytes;
     run->steps = h->steps;
     run->required = h->required;
     for (int c = 0; c < RPT_NCHANNELS; c++)

@@ -91,6 +91,16 @@ static void layout(FILE *gp, const struct rpt_results *r, int n, const char *wha
     fputs(" font ',12'\n", gp);
 }
 
+/* The script's start for a one-panel figure: its title (with the run's), its axes' labels. */
+static void titled(FILE *gp, const struct rpt_results *r, const char *title, const char *xlabel,
+                   const char *ylabel, const char *unit)
+{
+    rpt_gp_preamble(gp);
+    fputs("set title ", gp);
+    rpt_gp_run_title(gp, r, title);
+    fprintf(gp, " font ',12'\nset xlabel '%s'\nset ylabel '%s (%s)'\n", xlabel, ylabel, unit);
+}
+
 /* The script's start for a figure of n channel panels: curve samples, the band's fill. */
 static void panels_begin(FILE *gp, const struct rpt_results *r, int n, int samples, double fill,
                          const char *what)
@@ -254,13 +264,8 @@ int rpt_fig_leaks(const struct rpt_results *r, const char *tmp, FILE *gp)
     rc = rpt_close_out(df, path);
     if (rc != LG_OK) goto cleanup;
 
-    rpt_gp_preamble(gp);
-    fputs("set title ", gp);
-    rpt_gp_run_title(gp, r, "Leaked bytes per tag class per session");
-    fprintf(gp,
-            " font ',12'\nset xlabel 'session'\nset ylabel 'leaked, born in the session and still "
-            "live (%s)'\n",
-            u.name);
+    titled(gp, r, "Leaked bytes per tag class per session", "session",
+           "leaked, born in the session and still live", u.name);
     x_range(gp, r);
     rpt_gp_warmup(gp, r, 1, 0.96);
     fputs("set key bmargin center horizontal\nset bmargin 5.5\nset style fill solid 0.9 "
@@ -357,13 +362,8 @@ int rpt_fig_timeline(const struct rpt_results *r, const char *tmp, FILE *gp)
     rc = rpt_close_out(df, path);
     if (rc != LG_OK) return rc;
 
-    rpt_gp_preamble(gp);
-    fputs("set title ", gp);
-    rpt_gp_run_title(gp, r, "Memory within sessions, sampled at every training step");
-    fprintf(
-        gp,
-        " font ',12'\nset xlabel 'session (time within each session)'\nset ylabel 'bytes (%s)'\n",
-        u.name);
+    titled(gp, r, "Memory within sessions, sampled at every training step",
+           "session (time within each session)", "bytes", u.name);
     x_range(gp, r);
     fprintf(gp, "set yrange [0:%.9g]\nset key bmargin center horizontal\nset bmargin 5.5\n",
             top > 0 ? 1.1 * top / u.div : 1.0);
