@@ -315,26 +315,22 @@ static void merge_verdict(const struct merge *m, struct rpt_verdict *v)
     for (int c = 0; c < RPT_NCHANNELS; c++)
         v->channels[c].required = (v->required & RPT_BIT(c)) != 0;
     if (n_leak) {
-        v->status = RPT_LEAK;
-        snprintf(v->summary, sizeof v->summary,
-                 "LEAK: shard%s %s leaked (%s); %d shard(s), %d measured session(s)",
-                 n_leak > 1 ? "s" : "", leaking, chans, n, v->sessions_measured);
+        rpt_verdict_say(v, RPT_LEAK,
+                        "LEAK: shard%s %s leaked (%s); %d shard(s), %d measured session(s)",
+                        n_leak > 1 ? "s" : "", leaking, chans, n, v->sessions_measured);
     } else if (n_undecided) {
-        v->status = RPT_INCONCLUSIVE;
-        snprintf(
-            v->summary, sizeof v->summary,
+        rpt_verdict_say(
+            v, RPT_INCONCLUSIVE,
             "INCONCLUSIVE: shard%s %s could not decide (or failed); %d shard(s), %d measured session(s)",
             n_undecided > 1 ? "s" : "", undecided, n, v->sessions_measured);
     } else if (v->sessions_measured == 0) {
-        v->status = RPT_INCONCLUSIVE;
-        snprintf(v->summary, sizeof v->summary,
-                 "INCONCLUSIVE: no shard measured a session; %d shard(s)", n);
+        rpt_verdict_say(v, RPT_INCONCLUSIVE,
+                        "INCONCLUSIVE: no shard measured a session; %d shard(s)", n);
     } else {
-        v->status = RPT_PASS;
-        snprintf(v->summary, sizeof v->summary,
-                 "PASS: every shard returned to baseline; %d shard(s), %d measured "
-                 "session(s)",
-                 n, v->sessions_measured);
+        rpt_verdict_say(v, RPT_PASS,
+                        "PASS: every shard returned to baseline; %d shard(s), %d measured "
+                        "session(s)",
+                        n, v->sessions_measured);
     }
     if (v->partial && v->status == RPT_PASS)
         v->status = RPT_INCONCLUSIVE; /* a cut-short shard is not a pass */

@@ -2,6 +2,7 @@
  * sized once per run; which channels a run requires; and the run's conclusion from its
  * channels, where the evidence rules live (a PASS is earned). */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,6 +183,15 @@ void rpt_required_string(unsigned mask, char *buf, size_t size)
 
 /* ---- the run's conclusion ------------------------------------------------------------------- */
 
+void rpt_verdict_say(struct rpt_verdict *v, enum rpt_status s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    v->status = s;
+    vsnprintf(v->summary, sizeof v->summary, fmt, ap);
+    va_end(ap);
+}
+
 int rpt_exit_code(enum rpt_status s)
 {
     switch (s) {
@@ -248,30 +258,26 @@ void rpt_conclude(struct rpt_verdict *v, const struct rpt_budget *budgets)
     rpt_required_string(v->required, req, sizeof req);
     const char *stopped = v->stopped[0] ? v->stopped : v->partial ? "cut short" : NULL;
     if (leaking[0]) {
-        v->status = RPT_LEAK;
-        snprintf(v->summary, sizeof v->summary, "LEAK: %s over %d measured session(s)", leaking,
-                 v->sessions_measured);
+        rpt_verdict_say(v, RPT_LEAK, "LEAK: %s over %d measured session(s)", leaking,
+                        v->sessions_measured);
     } else if (v->sessions_measured == 0) {
-        v->status = RPT_INCONCLUSIVE;
-        snprintf(v->summary, sizeof v->summary,
-                 "INCONCLUSIVE: %s%s%sno measured session, so no evidence",
-                 stopped ? "partial, stopped (" : "", stopped ? stopped : "",
-                 stopped ? ") with " : "");
+        rpt_verdict_say(
+            v, RPT_INCONCLUSIVE, "INCONCLUSIVE: %s%s%sno measured session, so no evidence",
+            stopped ? "partial, stopped (" : "", stopped ? stopped : "", stopped ? ") with " : "");
     } else if (stopped) {
-        v->status = RPT_INCONCLUSIVE;
-        snprintf(v->summary, sizeof v->summary,
-                 "INCONCLUSIVE: partial, stopped (%s) after %s measured session(s): no leak "
-                 "proven, too little to pass",
-                 stopped, of_planned(plan, sizeof plan, v));
+        rpt_verdict_say(v, RPT_INCONCLUSIVE,
+                        "INCONCLUSIVE: partial, stopped (%s) after %s measured session(s): no leak "
+                        "proven, too little to pass",
+                        stopped, of_planned(plan, sizeof plan, v));
     } else if (lacking[0]) {
-        v->status = RPT_INCONCLUSIVE;
-        snprintf(v->summary, sizeof v->summary,
-                 "INCONCLUSIVE: required channel(s) without the evidence to pass: %s", lacking);
+        rpt_verdict_say(v, RPT_INCONCLUSIVE,
+                        "INCONCLUSIVE: required channel(s) without the evidence to pass: %s",
+                        lacking);
     } else {
-        v->status = RPT_PASS;
-        snprintf(v->summary, sizeof v->summary,
-                 "PASS: every required channel returned to baseline over %d measured session(s)",
-                 v->sessions_measured);
+        rpt_verdict_say(
+            v, RPT_PASS,
+            "PASS: every required channel returned to baseline over %d measured session(s)",
+            v->sessions_measured);
     }
     if (leaking[0] && stopped) {
         size_t l = strlen(v->summary);

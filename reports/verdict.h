@@ -108,6 +108,9 @@ void rpt_required_string(unsigned mask, char *buf, size_t size);
 /* The exit status of a verdict: 0 pass (or saturating), 1 leak, 3 inconclusive or unavailable,
  * 4 error. The one place a status becomes an exit code. */
 int rpt_exit_code(enum rpt_status s);
+/* Sets the run's status and its summary ("LEAK: ...", printf-style). */
+void rpt_verdict_say(struct rpt_verdict *v, enum rpt_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Combines the channel verdicts (whose `required` flags it sets from v->required) into the
  * run's: any channel that leaks → leak (exit 1); else no measured session, a stopped run, or a
