@@ -60,28 +60,37 @@ void hx_maps_fini(struct hx_maps *m)
     memset(m, 0, sizeof *m);
 }
 
+/* Everything fd holds until its end, as a NUL-terminated heap string; NULL when out of memory. */
+static char *read_all(int fd)
+{
+    size_t cap = 1 << 14, len = 0;
+    char *out = malloc(cap);
+    for (ssize_t k; out;) {
+        if (len + 1 >= cap) {
+            char *no = realloc(out, cap *= 2);
+            if (!no) {
+                free(out);
+                return NULL;
+            }
+            out = no;
+        }
+        k = read(fd, out + len, cap - len - 1);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        len += (size_t)k;
+    }
+    if (out) out[len] = '\0';
+    return out;
+}
+
 char *hx_read_maps(pid_t pid)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
-    FILE *f = fopen(path, "re");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0, k;
-    char *s = malloc(cap);
-    while (s && (k = fread(s + n, 1, cap - n - 1, f)) > 0) {
-        n += k;
-        if (n + 1 == cap) {
-            char *ns = realloc(s, cap *= 2);
-            if (!ns) {
-                free(s);
-                s = NULL;
-                break;
-            }
-            s = ns;
-        }
-    }
-    fclose(f);
-    if (s) s[n] = '\0';
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    char *s = read_all(fd);
+    close(fd);
     return s;
 }
 
@@ -157,24 +166,7 @@ static char *run_addr2line(const char *file, const uintptr_t *addrs, int n)
     }
     close(pfd[1]);
     pfd[1] = -1;
-    size_t cap = 4096, len = 0;
-    out = malloc(cap);
-    for (ssize_t k; out;) {
-        if (len + 1 >= cap) {
-            char *no = realloc(out, cap *= 2);
-            if (!no) {
-                free(out);
-                out = NULL;
-                break;
-            }
-            out = no;
-        }
-        k = read(pfd[0], out + len, cap - len - 1);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) break;
-        len += (size_t)k;
-    }
-    if (out) out[len] = '\0';
+    out = read_all(pfd[0]);
     int st;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }

@@ -60,12 +60,9 @@ static void banner(const struct rpt_results *r, FILE *f)
         fputs(
             "<header id=\"verdict\" class=\"verdict na\">\n<div class=\"word\">NO VERDICT</div>\n",
             f);
-        fprintf(f,
-                "<p class=\"summary\">The run was cut short: the results end after %d session%s "
-                "without a verdict "
-                "line%s.</p>\n<p class=\"meta\">",
-                r->n_sessions, r->n_sessions == 1 ? "" : "s",
-                r->truncated_lines ? "; the last line was cut mid-write and skipped" : "");
+        char why[200];
+        fprintf(f, "<p class=\"summary\">The run was cut short: %s.</p>\n<p class=\"meta\">",
+                rpt_cut_short(r, why, sizeof why));
     }
     rpt_run_meta(&rpt_html, f, run);
     fputs("</p>\n</header>\n", f);

@@ -27,12 +27,11 @@ static void verdict_heading(const struct rpt_results *r, FILE *f)
         if (v->partial) fputs(" · **partial run**", f);
     } else {
         fputs("## leakgate: ⏸️ NO VERDICT (run cut short)\n\n", f);
+        char why[200];
         fprintf(f,
-                "> The results end after %d session%s without a verdict line%s. The table below "
-                "compares each "
-                "channel with its budget; the verdict engine decides.\n\n",
-                r->n_sessions, r->n_sessions == 1 ? "" : "s",
-                r->truncated_lines ? "; the last line was cut mid-write and skipped" : "");
+                "> The %s. The table below compares each channel with its budget; the verdict "
+                "engine decides.\n\n",
+                rpt_cut_short(r, why, sizeof why));
         fprintf(f, "%d measured session%s", rpt_measured_count(r),
                 rpt_measured_count(r) == 1 ? "" : "s");
     }

@@ -145,6 +145,9 @@ int rpt_leak_table(const struct rpt_results *r, const struct rpt_dialect *d, FIL
 /* The channel table: with a verdict, each judged channel's status, figure, budget, slope and
  * why; without one (a run cut short), each measured channel against its budget. */
 void rpt_channel_table(const struct rpt_results *r, const struct rpt_dialect *d, FILE *f);
+/* "results end after 5 sessions without a verdict line[; the last line was cut mid-write and
+ * skipped]" into buf: what a results file without a verdict line holds. */
+char *rpt_cut_short(const struct rpt_results *r, char *buf, size_t size);
 /* The run's settings, then its budgets after budgets_heading. */
 void rpt_config_tables(const struct rpt_results *r, const struct rpt_dialect *d, FILE *f,
                        const char *budgets_heading);

@@ -325,3 +325,11 @@ void rpt_config_tables(const struct rpt_results *r, const struct rpt_dialect *d,
     }
     rpt_table_end(d, f);
 }
+
+char *rpt_cut_short(const struct rpt_results *r, char *buf, size_t size)
+{
+    snprintf(buf, size, "results end after %d session%s without a verdict line%s", r->n_sessions,
+             r->n_sessions == 1 ? "" : "s",
+             r->truncated_lines ? "; the last line was cut mid-write and skipped" : "");
+    return buf;
+}
