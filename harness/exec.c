@@ -107,10 +107,7 @@ static void deltas(struct exec_run *r, struct rpt_session *s, const struct hx_ex
     if (warm == 0 && r->n == 0)
         memcpy(r->baseline, m->has_begin ? m->begin : s->absolute, sizeof r->baseline);
     if (warm > 0 && r->n == warm - 1) memcpy(r->baseline, s->absolute, sizeof r->baseline);
-    for (int c = 0; c < RPT_NCHANNELS && !s->warmup; c++)
-        s->delta[c] = s->absolute[c] == RPT_NONE || r->baseline[c] == RPT_NONE
-                          ? RPT_NONE
-                          : s->absolute[c] - r->baseline[c];
+    hx_session_deltas(s, r->baseline);
 }
 
 /* Keeps s's notes for the print after the verdict (the latest session that has any). */

@@ -35,6 +35,9 @@ int hx_mode_at(int modes, int index);
 /* The baseline of a run without warm-up: every channel of the process as it is now, quiesced
  * (before its first session). The quiesce's status: a device fault fails the run. */
 int hx_baseline_now(struct hx_env *env, int64_t *baseline);
+/* A measured session's deltas: each channel's reading minus the baseline's (RPT_NONE where
+ * either was not measured). A warm-up session keeps its deltas unset. */
+void hx_session_deltas(struct rpt_session *s, const int64_t *baseline);
 /* Makes v the error verdict of a failed run (status error, exit code from rc, the message). */
 void hx_verdict_error(struct rpt_verdict *v, int rc);
 /* Ends a run: closes the results file (w may be NULL: never opened), turns a failure that came

@@ -162,6 +162,14 @@ int hx_baseline_now(struct hx_env *env, int64_t *baseline)
     return rc;
 }
 
+void hx_session_deltas(struct rpt_session *s, const int64_t *baseline)
+{
+    for (int c = 0; c < RPT_NCHANNELS && !s->warmup; c++)
+        s->delta[c] = s->absolute[c] == RPT_NONE || baseline[c] == RPT_NONE
+                          ? RPT_NONE
+                          : s->absolute[c] - baseline[c];
+}
+
 int hx_run(const struct hx_options *o, struct rpt_verdict *v)
 {
     struct hx_env env = {0};
@@ -199,10 +207,7 @@ int hx_run(const struct hx_options *o, struct rpt_verdict *v)
         struct rpt_session s;
         int src = hx_session_run(&env, idx, mode, warm, &s);
         if (warm && idx == warm_total - 1) memcpy(baseline, s.absolute, sizeof baseline);
-        for (int c = 0; c < RPT_NCHANNELS && !warm; c++)
-            s.delta[c] = s.absolute[c] == RPT_NONE || baseline[c] == RPT_NONE
-                             ? RPT_NONE
-                             : s.absolute[c] - baseline[c];
+        hx_session_deltas(&s, baseline);
         hx_gate_session(o, suppressed, &s);
         rpt_series_add(&ser, &s);
         if (hx_prof_after_session(&prof, &ser, o->budgets, &s) != LG_OK && !o->quiet)

@@ -175,9 +175,7 @@ static int one_session(struct soak_state *st, const struct hx_soak_options *so,
         memcpy(base, s.absolute, sizeof s.absolute);
         st->have_baseline[pi] = true;
     }
-    for (int c = 0; c < RPT_NCHANNELS && !warm; c++)
-        s.delta[c] =
-            s.absolute[c] == RPT_NONE || base[c] == RPT_NONE ? RPT_NONE : s.absolute[c] - base[c];
+    hx_session_deltas(&s, base);
     hx_gate_session(&so->o, st->suppressed, &s);
     unsigned fired = rpt_soak_trend_add(&st->trend, &s);
     bool leaked = s.leaked_host_bytes || s.leaked_device_bytes || s.n_refs;

@@ -93,6 +93,53 @@ __device__ inline float kn_warp_max(float v)
     return v;
 }
 
+/* ---- rows, one warp each (softmax, layer norm, the fused blocks) ---------------------------- */
+
+/* Warps per block and blocks for one warp per row. */
+#define KN_ROW_WARPS (KN_THREADS / 32)
+static inline unsigned kn_row_grid(int64_t rows)
+{
+    int64_t b = (rows + KN_ROW_WARPS - 1) / KN_ROW_WARPS;
+    return (unsigned)(b < 65535 ? b : 65535);
+}
+
+/* The warp's row loop: r runs over this warp's rows. */
+#define KN_WARP_ROWS(r, rows)                                                                      \
+    for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; r < (rows);            \
+         r += ((int64_t)gridDim.x * blockDim.x) / 32)
+
+/* The layer norm of row x [n] by one warp (lane: this thread's lane), given each lane's part of
+ * its sum: y = (x − m)·rs·w + b; lane 0 writes m and rs = 1/√(var + eps) to *mean, *rstd. */
+__device__ inline void kn_warp_ln_row(float *y, float *mean, float *rstd, const float *x,
+                                      const float *w, const float *b, float sum, int64_t n,
+                                      float eps, int lane)
+{
+    float m = kn_warp_sum(sum) / (float)n, v = 0.0f;
+    for (int64_t j = lane; j < n; j += 32) v += (x[j] - m) * (x[j] - m);
+    float rs = 1.0f / sqrtf(kn_warp_sum(v) / (float)n + eps);
+    for (int64_t j = lane; j < n; j += 32) y[j] = (x[j] - m) * rs * w[j] + b[j];
+    if (lane == 0) {
+        *mean = m;
+        *rstd = rs;
+    }
+}
+
+/* The layer norm's backward sums of a row by one warp: mean(w·dy) and mean(w·dy·x̂),
+ * x̂ = (x − m)·rs, in every lane. */
+__device__ inline void kn_warp_ln_dmeans(float *dn_mean, float *dn_norm_mean, const float *w,
+                                         const float *dy, const float *x, float m, float rs,
+                                         int64_t n, int lane)
+{
+    float a = 0.0f, b = 0.0f;
+    for (int64_t j = lane; j < n; j += 32) {
+        float dn = w[j] * dy[j];
+        a += dn;
+        b += dn * (x[j] - m) * rs;
+    }
+    *dn_mean = kn_warp_sum(a) / (float)n;
+    *dn_norm_mean = kn_warp_sum(b) / (float)n;
+}
+
 /* ---- math: the CPU kernels' formulas (kn_math.h), compiled for the device ---------------- */
 
 #define kn_dexp     kn_exp

@@ -6,17 +6,6 @@
 
 #include "cuda_impl.h"
 
-#define ROW_WARPS (KN_THREADS / 32)
-static unsigned row_grid(int64_t rows)
-{
-    int64_t b = (rows + ROW_WARPS - 1) / ROW_WARPS;
-    return (unsigned)(b < 65535 ? b : 65535);
-}
-
-#define KN_WARP_ROWS(r, rows)                                                                      \
-    for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; r < (rows);            \
-         r += ((int64_t)gridDim.x * blockDim.x) / 32)
-
 /* ---- GateAddNorm: LN(skip + a ⊙ σ(g)) -------------------------------------------------------- */
 
 __global__ void k_gate_add_norm(float *y /* [rows, d] */, float *s /* [rows, d] */,
@@ -36,14 +25,7 @@ __global__ void k_gate_add_norm(float *y /* [rows, d] */, float *s /* [rows, d] 
             sr[j] = v;
             sum += v;
         }
-        float m = kn_warp_sum(sum) / (float)d, var = 0.0f;
-        for (int64_t j = lane; j < d; j += 32) var += (sr[j] - m) * (sr[j] - m);
-        float rs = 1.0f / sqrtf(kn_warp_sum(var) / (float)d + eps);
-        for (int64_t j = lane; j < d; j += 32) yr[j] = (sr[j] - m) * rs * w[j] + b[j];
-        if (lane == 0) {
-            mean[r] = m;
-            rstd[r] = rs;
-        }
+        kn_warp_ln_row(yr, &mean[r], &rstd[r], sr, w, b, sum, d, eps, lane);
     }
 }
 
@@ -52,7 +34,8 @@ void kn_cuda_gate_add_norm(float *y, float *s, float *mean, float *rstd, const f
                            int64_t d, float eps)
 {
     if (rows <= 0 || d <= 0) return;
-    k_gate_add_norm<<<row_grid(rows), KN_THREADS>>>(y, s, mean, rstd, z, skip, w, b, rows, d, eps);
+    k_gate_add_norm<<<kn_row_grid(rows), KN_THREADS>>>(y, s, mean, rstd, z, skip, w, b, rows, d,
+                                                       eps);
     KN_CHECK_LAUNCH("k_gate_add_norm");
 }
 
@@ -67,14 +50,8 @@ __global__ void k_dgate_add_norm(float *dz /* [rows, 2d] or NULL */,
     KN_WARP_ROWS(r, rows)
     {
         const float *dyr = dy + r * d, *sr = s + r * d, *za = z + r * 2 * d, *zg = za + d;
-        float m = mean[r], rs = rstd[r], dn_mean = 0.0f, dn_norm_mean = 0.0f;
-        for (int64_t j = lane; j < d; j += 32) {
-            float dn = w[j] * dyr[j];
-            dn_mean += dn;
-            dn_norm_mean += dn * (sr[j] - m) * rs;
-        }
-        dn_mean = kn_warp_sum(dn_mean) / (float)d;
-        dn_norm_mean = kn_warp_sum(dn_norm_mean) / (float)d;
+        float m = mean[r], rs = rstd[r], dn_mean, dn_norm_mean;
+        kn_warp_ln_dmeans(&dn_mean, &dn_norm_mean, w, dyr, sr, m, rs, d, lane);
         for (int64_t j = lane; j < d; j += 32) {
             float ds = (w[j] * dyr[j] - dn_mean - (sr[j] - m) * rs * dn_norm_mean) * rs;
             if (dskip) dskip[r * d + j] += ds;
@@ -95,8 +72,8 @@ void kn_cuda_dgate_add_norm(float *dz, float *dskip, float *dw, float *db, const
     if (rows <= 0 || d <= 0) return;
     if (dw || db) kn_cuda_dlayernorm(NULL, dw, db, dy, s, mean, rstd, w, rows, d);
     if (!dz && !dskip) return;
-    k_dgate_add_norm<<<row_grid(rows), KN_THREADS>>>(dz, dskip, dy, z, s, mean, rstd, w, rows, d,
-                                                     dz_acc);
+    k_dgate_add_norm<<<kn_row_grid(rows), KN_THREADS>>>(dz, dskip, dy, z, s, mean, rstd, w, rows, d,
+                                                        dz_acc);
     KN_CHECK_LAUNCH("k_dgate_add_norm");
 }
 
@@ -145,6 +122,6 @@ void kn_cuda_dweighted_add(float *dx, float *dv, const float *dy, const float *x
                            int64_t j, int64_t ldv, int64_t rows, int64_t h)
 {
     if (rows <= 0 || h <= 0 || (!dx && !dv)) return;
-    k_dweighted_add<<<row_grid(rows), KN_THREADS>>>(dx, dv, dy, x, v, j, ldv, rows, h);
+    k_dweighted_add<<<kn_row_grid(rows), KN_THREADS>>>(dx, dv, dy, x, v, j, ldv, rows, h);
     KN_CHECK_LAUNCH("k_dweighted_add");
 }

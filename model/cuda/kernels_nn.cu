@@ -7,19 +7,6 @@
 
 #include "cuda_impl.h"
 
-/* Warps per block and blocks for one warp per row. */
-#define ROW_WARPS (KN_THREADS / 32)
-static unsigned row_grid(int64_t rows)
-{
-    int64_t b = (rows + ROW_WARPS - 1) / ROW_WARPS;
-    return (unsigned)(b < 65535 ? b : 65535);
-}
-
-/* The warp's row loop: r runs over this warp's rows; lane is the thread's lane. */
-#define KN_WARP_ROWS(r, rows)                                                                      \
-    for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; r < (rows);            \
-         r += ((int64_t)gridDim.x * blockDim.x) / 32)
-
 /* ---- softmax --------------------------------------------------------------------------------- */
 
 __global__ void k_softmax(float *y /* [rows, n] */, const float *x /* [rows, n] */, int64_t rows,
@@ -47,7 +34,7 @@ __global__ void k_softmax(float *y /* [rows, n] */, const float *x /* [rows, n] 
 void kn_cuda_softmax(float *y, const float *x, int64_t rows, int64_t n)
 {
     if (rows <= 0 || n <= 0) return;
-    k_softmax<<<row_grid(rows), KN_THREADS>>>(y, x, rows, n);
+    k_softmax<<<kn_row_grid(rows), KN_THREADS>>>(y, x, rows, n);
     KN_CHECK_LAUNCH("k_softmax");
 }
 
@@ -69,7 +56,7 @@ __global__ void k_dsoftmax(float *dx /* [rows, n] */, const float *y /* [rows, n
 void kn_cuda_dsoftmax(float *dx, const float *y, const float *dy, int64_t rows, int64_t n)
 {
     if (rows <= 0 || n <= 0) return;
-    k_dsoftmax<<<row_grid(rows), KN_THREADS>>>(dx, y, dy, rows, n);
+    k_dsoftmax<<<kn_row_grid(rows), KN_THREADS>>>(dx, y, dy, rows, n);
     KN_CHECK_LAUNCH("k_dsoftmax");
 }
 
@@ -87,14 +74,7 @@ __global__ void k_layernorm(float *y /* [rows, n] */, float *mean /* [rows] */,
         float *yr = y + r * n;
         float s = 0.0f;
         for (int64_t j = lane; j < n; j += 32) s += xr[j];
-        float m = kn_warp_sum(s) / (float)n, v = 0.0f;
-        for (int64_t j = lane; j < n; j += 32) v += (xr[j] - m) * (xr[j] - m);
-        float rs = 1.0f / sqrtf(kn_warp_sum(v) / (float)n + eps);
-        for (int64_t j = lane; j < n; j += 32) yr[j] = (xr[j] - m) * rs * w[j] + b[j];
-        if (lane == 0) {
-            mean[r] = m;
-            rstd[r] = rs;
-        }
+        kn_warp_ln_row(yr, &mean[r], &rstd[r], xr, w, b, s, n, eps, lane);
     }
 }
 
@@ -102,7 +82,7 @@ void kn_cuda_layernorm(float *y, float *mean, float *rstd, const float *x, const
                        const float *b, int64_t rows, int64_t n, float eps)
 {
     if (rows <= 0 || n <= 0) return;
-    k_layernorm<<<row_grid(rows), KN_THREADS>>>(y, mean, rstd, x, w, b, rows, n, eps);
+    k_layernorm<<<kn_row_grid(rows), KN_THREADS>>>(y, mean, rstd, x, w, b, rows, n, eps);
     KN_CHECK_LAUNCH("k_layernorm");
 }
 
@@ -117,14 +97,8 @@ __global__ void k_dlayernorm_dx(float *dx /* [rows, n] */, const float *dy /* [r
     {
         const float *xr = x + r * n, *dyr = dy + r * n;
         float *dxr = dx + r * n;
-        float m = mean[r], rs = rstd[r], dn_mean = 0.0f, dn_norm_mean = 0.0f;
-        for (int64_t j = lane; j < n; j += 32) {
-            float dn = w[j] * dyr[j];
-            dn_mean += dn;
-            dn_norm_mean += dn * (xr[j] - m) * rs;
-        }
-        dn_mean = kn_warp_sum(dn_mean) / (float)n;
-        dn_norm_mean = kn_warp_sum(dn_norm_mean) / (float)n;
+        float m = mean[r], rs = rstd[r], dn_mean, dn_norm_mean;
+        kn_warp_ln_dmeans(&dn_mean, &dn_norm_mean, w, dyr, xr, m, rs, n, lane);
         for (int64_t j = lane; j < n; j += 32) {
             float norm = (xr[j] - m) * rs;
             dxr[j] += (w[j] * dyr[j] - dn_mean - norm * dn_norm_mean) * rs;
@@ -227,7 +201,7 @@ void kn_cuda_dlayernorm(float *dx, float *dw, float *db, const float *dy, const 
         }
     }
     if (dx) {
-        k_dlayernorm_dx<<<row_grid(rows), KN_THREADS>>>(dx, dy, x, mean, rstd, w, rows, n);
+        k_dlayernorm_dx<<<kn_row_grid(rows), KN_THREADS>>>(dx, dy, x, mean, rstd, w, rows, n);
         KN_CHECK_LAUNCH("k_dlayernorm_dx");
     }
 }

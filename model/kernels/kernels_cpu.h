@@ -10,6 +10,8 @@
 #ifndef LG_KERNELS_CPU_H
 #define LG_KERNELS_CPU_H
 
+#include <math.h>
+
 #include "kernels.h"
 #include "kn_pool.h"
 
@@ -35,6 +37,55 @@
 
 /* Rows of a kernel whose rows are n floats long, at least KN_GRAIN floats a chunk. */
 static inline int64_t kn_row_grain(int64_t n) { return n > 0 && n < KN_GRAIN ? KN_GRAIN / n : 1; }
+
+/* Rows [*r0, *r1) of block c of the KN_RED_CHUNKS fixed blocks over `rows` (empty past the
+ * end). */
+static inline void kn_red_block(int64_t c, int64_t rows, int64_t *r0, int64_t *r1)
+{
+    int64_t per = (rows + KN_RED_CHUNKS - 1) / KN_RED_CHUNKS;
+    *r0 = c * per;
+    *r1 = *r0 + per < rows ? *r0 + per : rows;
+}
+
+/* Widest rows whose weight and bias partial sums kn_cpu_wb_sums splits over the threads (their
+ * blocks' sums live on the stack). */
+#define KN_WB_MAX 1024
+
+/* Rows [r0, r1) of a row kernel's weight and bias gradients: adds their terms into dw, db [n]
+ * (either NULL when not wanted). */
+typedef void (*kn_wb_rows_fn)(const void *arg, float *dw, float *db, int64_t r0, int64_t r1);
+
+/* The layer norm of one row x [n] whose sum is `sum` (its callers take the sum on the way):
+ * y = (x − m)·rs·w + b with m the mean and rs = 1/√(var + eps), which *mean, *rstd get. */
+static inline __attribute__((always_inline)) void
+kn_ln_row(float *restrict y, float *mean, float *rstd, const float *restrict x,
+          const float *restrict w, const float *restrict b, float sum, int64_t n, float eps)
+{
+    float m = sum / (float)n, v = 0.0f;
+#pragma omp simd reduction(+ : v)
+    for (int64_t j = 0; j < n; j++) v += (x[j] - m) * (x[j] - m);
+    float rs = 1.0f / sqrtf(v / (float)n + eps);
+    for (int64_t j = 0; j < n; j++) y[j] = (x[j] - m) * rs * w[j] + b[j];
+    *mean = m;
+    *rstd = rs;
+}
+
+/* The layer norm's backward sums of a row: mean(w·dy) and mean(w·dy·x̂), x̂ = (x − m)·rs; the
+ * layer norm's and GateAddNorm's backward share them. */
+static inline __attribute__((always_inline)) void
+kn_ln_dmeans(float *dn_mean, float *dn_norm_mean, const float *restrict w, const float *restrict dy,
+             const float *restrict x, float m, float rs, int64_t n)
+{
+    float a = 0.0f, b = 0.0f;
+#pragma omp simd reduction(+ : a, b)
+    for (int64_t j = 0; j < n; j++) {
+        float dn = w[j] * dy[j];
+        a += dn;
+        b += dn * (x[j] - m) * rs;
+    }
+    *dn_mean = a / (float)n;
+    *dn_norm_mean = b / (float)n;
+}
 
 /* The outer three dims of a geometry as one row index r: rows r ∈ [rb, re) in order, with
  * oa_/ob_ the operands' offsets of row r (row_ is r, po the output row when out is not NULL). */
@@ -117,6 +168,11 @@ void kn_cpu_adamw(float *p, float *m, float *v, const float *g, int64_t n, float
 /* Σ over rows of dy [rows, n] (row stride ld) into acc[n] (+=), in KN_RED_CHUNKS fixed row
  * blocks merged in order; also used by the fused kernels of kernels_cpu_nn.c */
 void kn_cpu_colsum(float *acc, const float *dy, int64_t rows, int64_t n, int64_t ld);
+/* dw, db [n] (+=; either may be NULL) of a row kernel whose rows' terms fn adds: on one thread
+ * when the rows are few or longer than KN_WB_MAX, else in KN_RED_CHUNKS fixed row blocks, each
+ * into partial sums of its own, merged in block order (the same bits on any thread count). */
+void kn_cpu_wb_sums(float *dw, float *db, int64_t rows, int64_t n, kn_wb_rows_fn fn,
+                    const void *arg);
 
 /* kernels_cpu_nn.c */
 void kn_cpu_gate_add_norm(float *y, float *s, float *mean, float *rstd, const float *z,

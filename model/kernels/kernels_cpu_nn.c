@@ -2,7 +2,6 @@
  * back, the pinball loss, symmetric int8 fake quantisation (kernels.h has the contracts).
  * Rows are spread over the pool (kn_pool.h). */
 #include <math.h>
-#include <string.h>
 
 #include "kernels_cpu.h"
 #include "kn_math.h"
@@ -35,11 +34,17 @@ static inline void cell_row(float *restrict gi, float *restrict gf, float *restr
     }
 }
 
-/* The arguments of one cell call, for its chunks of rows. */
-struct cell {
-    float *gates, *c, *h, *dg, *dc;
-    const float *c_prev, *dout, *dh_rec, *gates_in, *c_in;
+/* The sizes of a cell call, forward and back: H and the row strides of gates (and dg), c, h
+ * (and dout) and c_prev. */
+struct cell_dims {
     int64_t H, ldg, ldc, ldh, ldcp;
+};
+
+/* The arguments of one cell call, for its chunks of rows, in the kernel's order. */
+struct cell {
+    float *gates, *c, *h;
+    const float *c_prev;
+    struct cell_dims n;
 };
 
 /* Rows per chunk of a cell: a row is 4H transcendental-heavy elements. */
@@ -48,26 +53,19 @@ static int64_t cell_grain(int64_t H) { return H < 1024 ? 1024 / H + 1 : 1; }
 KN_SIMD static void cell_chunk(void *p, int64_t b0, int64_t b1)
 {
     const struct cell *a = p;
-    int64_t H = a->H;
+    struct cell_dims n = a->n;
+    int64_t H = n.H;
     for (int64_t b = b0; b < b1; b++) {
-        float *g = a->gates + b * a->ldg;
-        cell_row(g, g + H, g + 2 * H, g + 3 * H, a->c + b * a->ldc, a->h + b * a->ldh,
-                 a->c_prev ? a->c_prev + b * a->ldcp : NULL, H);
+        float *g = a->gates + b * n.ldg;
+        cell_row(g, g + H, g + 2 * H, g + 3 * H, a->c + b * n.ldc, a->h + b * n.ldh,
+                 a->c_prev ? a->c_prev + b * n.ldcp : NULL, H);
     }
 }
 
 void kn_cpu_lstm_cell(float *gates, float *c, float *h, const float *c_prev, int64_t B, int64_t H,
                       int64_t ldg, int64_t ldc, int64_t ldh, int64_t ldcp)
 {
-    struct cell a = {.gates = gates,
-                     .c = c,
-                     .h = h,
-                     .c_prev = c_prev,
-                     .H = H,
-                     .ldg = ldg,
-                     .ldc = ldc,
-                     .ldh = ldh,
-                     .ldcp = ldcp};
+    struct cell a = {gates, c, h, c_prev, {H, ldg, ldc, ldh, ldcp}};
     kn_parallel_for(B, cell_grain(H), cell_chunk, &a);
 }
 
@@ -92,20 +90,27 @@ static inline void dcell_row(float *restrict di, float *restrict df, float *rest
     }
 }
 
+struct dcell {
+    float *dg, *dc;
+    const float *dout, *dh_rec, *gates, *c, *c_prev;
+    struct cell_dims n;
+};
+
 /* h = o·tanh(c), c = f·c_prev + i·g:
  *   dh = dout + dh_rec;  dc += dh·o·(1 − tanh²c)
  *   d(pre-i) = dc·g·i(1−i), d(pre-f) = dc·c_prev·f(1−f), d(pre-g) = dc·i·(1−g²),
  *   d(pre-o) = dh·tanh(c)·o(1−o);  dc_prev = dc·f */
 KN_SIMD static void dcell_chunk(void *p, int64_t b0, int64_t b1)
 {
-    const struct cell *a = p;
-    int64_t H = a->H;
+    const struct dcell *a = p;
+    struct cell_dims n = a->n;
+    int64_t H = n.H;
     for (int64_t b = b0; b < b1; b++) {
-        const float *g = a->gates_in + b * a->ldg;
-        float *d = a->dg + b * a->ldg;
-        dcell_row(d, d + H, d + 2 * H, d + 3 * H, a->dc + b * H, a->dout + b * a->ldh,
-                  a->dh_rec + b * H, g, g + H, g + 2 * H, g + 3 * H, a->c_in + b * a->ldc,
-                  a->c_prev + b * a->ldcp, H);
+        const float *g = a->gates + b * n.ldg;
+        float *d = a->dg + b * n.ldg;
+        dcell_row(d, d + H, d + 2 * H, d + 3 * H, a->dc + b * H, a->dout + b * n.ldh,
+                  a->dh_rec + b * H, g, g + H, g + 2 * H, g + 3 * H, a->c + b * n.ldc,
+                  a->c_prev + b * n.ldcp, H);
     }
 }
 
@@ -113,29 +118,18 @@ void kn_cpu_dlstm_cell(float *dg, float *dc, const float *dout, const float *dh_
                        const float *gates, const float *c, const float *c_prev, int64_t B,
                        int64_t H, int64_t ldg, int64_t ldc, int64_t ldh, int64_t ldcp)
 {
-    struct cell a = {.dg = dg,
-                     .dc = dc,
-                     .dout = dout,
-                     .dh_rec = dh_rec,
-                     .gates_in = gates,
-                     .c_in = c,
-                     .c_prev = c_prev,
-                     .H = H,
-                     .ldg = ldg,
-                     .ldc = ldc,
-                     .ldh = ldh,
-                     .ldcp = ldcp};
+    struct dcell a = {dg, dc, dout, dh_rec, gates, c, c_prev, {H, ldg, ldc, ldh, ldcp}};
     kn_parallel_for(B, cell_grain(H), dcell_chunk, &a);
 }
 
 /* ---- GateAddNorm: LN(skip + a ⊙ σ(g)) -------------------------------------------------------- */
 
+/* The arguments of one call, for its chunks of rows, in the kernel's order. */
 struct gan {
-    float *y, *s, *mean, *rstd, *dz, *dskip;
-    const float *z, *skip, *w, *b, *dy, *s_in, *mean_in, *rstd_in;
+    float *y, *s, *mean, *rstd;
+    const float *z, *skip, *w, *b;
     int64_t d;
     float eps;
-    bool dz_acc;
 };
 
 /* The sum, then the layer norm of each row: the operations of ag_mul, ag_add and ag_layernorm
@@ -156,13 +150,7 @@ KN_SIMD static void gan_chunk(void *p, int64_t r0, int64_t r1)
             sr[j] = v;
             sum += v;
         }
-        float m = sum / (float)d, var = 0.0f;
-#pragma omp simd reduction(+ : var)
-        for (int64_t j = 0; j < d; j++) var += (sr[j] - m) * (sr[j] - m);
-        float rs = 1.0f / sqrtf(var / (float)d + a->eps);
-        for (int64_t j = 0; j < d; j++) yr[j] = (sr[j] - m) * rs * w[j] + bs[j];
-        a->mean[r] = m;
-        a->rstd[r] = rs;
+        kn_ln_row(yr, &a->mean[r], &a->rstd[r], sr, w, bs, sum, d, a->eps);
     }
 }
 
@@ -170,18 +158,16 @@ void kn_cpu_gate_add_norm(float *y, float *s, float *mean, float *rstd, const fl
                           const float *skip, const float *w, const float *b, int64_t rows,
                           int64_t d, float eps)
 {
-    struct gan a = {.y = y,
-                    .s = s,
-                    .mean = mean,
-                    .rstd = rstd,
-                    .z = z,
-                    .skip = skip,
-                    .w = w,
-                    .b = b,
-                    .d = d,
-                    .eps = eps};
+    struct gan a = {y, s, mean, rstd, z, skip, w, b, d, eps};
     kn_parallel_for(rows, kn_row_grain(3 * d), gan_chunk, &a);
 }
+
+struct dgan {
+    float *dz, *dskip;
+    const float *dy, *z, *s, *mean, *rstd, *w;
+    int64_t d;
+    bool dz_acc;
+};
 
 /* Columns per tile of dgan_rows' row buffer. */
 #define KN_DGAN_TILE 256
@@ -191,26 +177,19 @@ void kn_cpu_gate_add_norm(float *y, float *s, float *mean, float *rstd, const fl
  * collect Σ ŝ·dy and Σ dy. Simple loops over restrict-qualified tiles, so that each
  * vectorises (one loop doing all of it did not: GCC versioned it for aliasing and ran it
  * scalar, 5 ns an element). */
-static inline __attribute__((always_inline)) void dgan_rows(const struct gan *a, float *restrict dw,
-                                                            float *restrict db, int64_t r0,
-                                                            int64_t r1, bool has_dskip, bool has_dz,
-                                                            bool acc)
+static inline __attribute__((always_inline)) void dgan_rows(const struct dgan *a,
+                                                            float *restrict dw, float *restrict db,
+                                                            int64_t r0, int64_t r1, bool has_dskip,
+                                                            bool has_dz, bool acc)
 {
     int64_t d = a->d;
     const float *restrict w = a->w;
     float ds[KN_DGAN_TILE], nrm[KN_DGAN_TILE];
     for (int64_t r = r0; r < r1; r++) {
-        const float *restrict dyr = a->dy + r * d, *restrict sr = a->s_in + r * d;
+        const float *restrict dyr = a->dy + r * d, *restrict sr = a->s + r * d;
         const float *restrict za = a->z + r * 2 * d, *restrict zg = za + d;
-        float m = a->mean_in[r], rs = a->rstd_in[r], dn_mean = 0.0f, dn_norm_mean = 0.0f;
-#pragma omp simd reduction(+ : dn_mean, dn_norm_mean)
-        for (int64_t j = 0; j < d; j++) {
-            float dn = w[j] * dyr[j];
-            dn_mean += dn;
-            dn_norm_mean += dn * (sr[j] - m) * rs;
-        }
-        dn_mean /= (float)d;
-        dn_norm_mean /= (float)d;
+        float m = a->mean[r], rs = a->rstd[r], dn_mean, dn_norm_mean;
+        kn_ln_dmeans(&dn_mean, &dn_norm_mean, w, dyr, sr, m, rs, d);
         for (int64_t t0 = 0; t0 < d; t0 += KN_DGAN_TILE) {
             int64_t n = d - t0 < KN_DGAN_TILE ? d - t0 : KN_DGAN_TILE;
             const float *restrict dyt = dyr + t0, *restrict st = sr + t0, *restrict wt = w + t0;
@@ -245,8 +224,10 @@ static inline __attribute__((always_inline)) void dgan_rows(const struct gan *a,
     }
 }
 
-static void dgan_any(const struct gan *a, float *dw, float *db, int64_t r0, int64_t r1)
+/* Rows [r0, r1) through dgan_rows with the flags of the call (a kn_wb_rows_fn). */
+static void dgan_any(const void *p, float *dw, float *db, int64_t r0, int64_t r1)
 {
+    const struct dgan *a = p;
     bool sk = a->dskip != NULL, dz = a->dz != NULL, acc = a->dz_acc;
     if (sk && dz && !acc)
         dgan_rows(a, dw, db, r0, r1, true, true, false);
@@ -260,65 +241,24 @@ static void dgan_any(const struct gan *a, float *dw, float *db, int64_t r0, int6
         dgan_rows(a, dw, db, r0, r1, sk, false, false);
 }
 
-/* Block c of KN_RED_CHUNKS row blocks, its dw, db partial sums into part[c] ([2, d]). */
-struct dgan_job {
-    const struct gan *a;
-    float *part;
-    int64_t rows;
-    bool w, b;
-};
-
-static void dgan_chunk(void *p, int64_t c)
-{
-    const struct dgan_job *j = p;
-    int64_t d = j->a->d, per = (j->rows + KN_RED_CHUNKS - 1) / KN_RED_CHUNKS, r0 = c * per;
-    int64_t r1 = r0 + per < j->rows ? r0 + per : j->rows;
-    float *dw = j->part + c * 2 * d, *db = dw + d;
-    memset(dw, 0, 2 * (size_t)d * sizeof *dw);
-    if (r0 < r1) dgan_any(j->a, j->w ? dw : NULL, j->b ? db : NULL, r0, r1);
-}
-
 static void dgan_range(void *p, int64_t r0, int64_t r1) { dgan_any(p, NULL, NULL, r0, r1); }
-
-/* Widest rows whose weight and bias partial sums go on the stack (else a second pass). */
-#define KN_DGAN_MAX_D 1024
 
 void kn_cpu_dgate_add_norm(float *dz, float *dskip, float *dw, float *db, const float *dy,
                            const float *z, const float *s, const float *mean, const float *rstd,
                            const float *w, int64_t rows, int64_t d, bool dz_acc)
 {
     if (rows <= 0 || d <= 0) return;
-    struct gan a = {.dz = dz,
-                    .dskip = dskip,
-                    .z = z,
-                    .w = w,
-                    .dy = dy,
-                    .s_in = s,
-                    .mean_in = mean,
-                    .rstd_in = rstd,
-                    .d = d,
-                    .dz_acc = dz_acc};
+    struct dgan a = {dz, dskip, dy, z, s, mean, rstd, w, d, dz_acc};
     if (!dw && !db) {
         if (dz || dskip) kn_parallel_for(rows, kn_row_grain(4 * d), dgan_range, &a);
         return;
     }
-    if (d > KN_DGAN_MAX_D || rows * d < 2 * KN_GRAIN) {
-        if (d > KN_DGAN_MAX_D) { /* two passes: the norm's column sums, then the rows */
-            kn_cpu_dlayernorm(NULL, dw, db, dy, s, mean, rstd, w, rows, d);
-            if (dz || dskip) kn_parallel_for(rows, kn_row_grain(4 * d), dgan_range, &a);
-        } else {
-            dgan_any(&a, dw, db, 0, rows);
-        }
+    if (d > KN_WB_MAX) { /* two passes: the norm's column sums, then the rows */
+        kn_cpu_dlayernorm(NULL, dw, db, dy, s, mean, rstd, w, rows, d);
+        if (dz || dskip) kn_parallel_for(rows, kn_row_grain(4 * d), dgan_range, &a);
         return;
     }
-    float part[KN_RED_CHUNKS * 2 * KN_DGAN_MAX_D];
-    struct dgan_job j = {&a, part, rows, dw != NULL, db != NULL};
-    kn_parallel_chunks(KN_RED_CHUNKS, dgan_chunk, &j);
-    for (int c = 0; c < KN_RED_CHUNKS; c++)
-        for (int64_t x = 0; x < d; x++) {
-            if (dw) dw[x] += part[(2 * c) * d + x];
-            if (db) db[x] += part[(2 * c + 1) * d + x];
-        }
+    kn_cpu_wb_sums(dw, db, rows, d, dgan_any, &a); /* the rows' gradients with the sums */
 }
 
 /* ---- a weighted sum of rows, one term at a time ---------------------------------------------- */

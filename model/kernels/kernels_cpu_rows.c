@@ -43,8 +43,8 @@ struct colsum {
 static void colsum_chunk(void *p, int64_t c)
 {
     const struct colsum *s = p;
-    int64_t per = (s->rows + KN_RED_CHUNKS - 1) / KN_RED_CHUNKS, r0 = c * per;
-    int64_t r1 = r0 + per < s->rows ? r0 + per : s->rows;
+    int64_t r0, r1;
+    kn_red_block(c, s->rows, &r0, &r1);
     float *acc = s->part + c * s->n;
     memset(acc, 0, (size_t)s->n * sizeof *acc);
     if (r0 < r1) colsum_rows(acc, s->dy, r0, r1, s->n, s->ld);
@@ -69,6 +69,43 @@ void kn_cpu_colsum(float *acc, const float *dy, int64_t rows, int64_t n, int64_t
 void kn_cpu_dbias(float *db, const float *dy, int64_t rows, int64_t n)
 {
     kn_cpu_colsum(db, dy, rows, n, n);
+}
+
+/* ---- weight and bias sums over fixed row blocks ---------------------------------------------- */
+
+struct wb_job {
+    kn_wb_rows_fn fn;
+    const void *arg;
+    float *part; /* [KN_RED_CHUNKS, 2, n] */
+    int64_t rows, n;
+    bool w, b;
+};
+
+static void wb_chunk(void *p, int64_t c)
+{
+    const struct wb_job *j = p;
+    int64_t r0, r1;
+    kn_red_block(c, j->rows, &r0, &r1);
+    float *dw = j->part + c * 2 * j->n, *db = dw + j->n;
+    memset(dw, 0, 2 * (size_t)j->n * sizeof *dw);
+    if (r0 < r1) j->fn(j->arg, j->w ? dw : NULL, j->b ? db : NULL, r0, r1);
+}
+
+void kn_cpu_wb_sums(float *dw, float *db, int64_t rows, int64_t n, kn_wb_rows_fn fn,
+                    const void *arg)
+{
+    if (n > KN_WB_MAX || rows * n < 2 * KN_GRAIN) {
+        fn(arg, dw, db, 0, rows);
+        return;
+    }
+    float part[KN_RED_CHUNKS * 2 * KN_WB_MAX];
+    struct wb_job j = {fn, arg, part, rows, n, dw != NULL, db != NULL};
+    kn_parallel_chunks(KN_RED_CHUNKS, wb_chunk, &j);
+    for (int c = 0; c < KN_RED_CHUNKS; c++)
+        for (int64_t x = 0; x < n; x++) {
+            if (dw) dw[x] += part[(2 * c) * n + x];
+            if (db) db[x] += part[(2 * c + 1) * n + x];
+        }
 }
 
 /* ---- softmax --------------------------------------------------------------------------------- */
@@ -131,13 +168,7 @@ ROWS_CHUNK(layernorm_chunk)
         float s = 0.0f;
 #pragma omp simd reduction(+ : s)
         for (int64_t j = 0; j < n; j++) s += xr[j];
-        float m = s / (float)n, v = 0.0f;
-#pragma omp simd reduction(+ : v)
-        for (int64_t j = 0; j < n; j++) v += (xr[j] - m) * (xr[j] - m);
-        float rs = 1.0f / sqrtf(v / (float)n + w->f0);
-        for (int64_t j = 0; j < n; j++) yr[j] = (xr[j] - m) * rs * wt[j] + bs[j];
-        w->o2[r] = m;
-        w->o3[r] = rs;
+        kn_ln_row(yr, &w->o2[r], &w->o3[r], xr, wt, bs, s, n, w->f0);
     }
 }
 
@@ -158,16 +189,8 @@ ROWS_CHUNK(dlayernorm_dx_chunk)
     for (int64_t r = b_; r < e_; r++) {
         const float *restrict xr = s->b + r * n, *restrict dyr = s->a + r * n;
         float *restrict dxr = s->o + r * n;
-        float m = s->c[r], rs = s->d[r];
-        float dn_mean = 0.0f, dn_norm_mean = 0.0f;
-#pragma omp simd reduction(+ : dn_mean, dn_norm_mean)
-        for (int64_t j = 0; j < n; j++) {
-            float dn = w[j] * dyr[j];
-            dn_mean += dn;
-            dn_norm_mean += dn * (xr[j] - m) * rs;
-        }
-        dn_mean /= (float)n;
-        dn_norm_mean /= (float)n;
+        float m = s->c[r], rs = s->d[r], dn_mean, dn_norm_mean;
+        kn_ln_dmeans(&dn_mean, &dn_norm_mean, w, dyr, xr, m, rs, n);
         for (int64_t j = 0; j < n; j++) {
             float norm = (xr[j] - m) * rs;
             dxr[j] += (w[j] * dyr[j] - dn_mean - norm * dn_norm_mean) * rs;
@@ -190,21 +213,9 @@ KN_SIMD static void dlayernorm_wb_rows(float *restrict dw, float *restrict db, c
     }
 }
 
-struct dln_part {
-    const struct rows *s;
-    float *part; /* [KN_RED_CHUNKS, 2, n] */
-    int64_t rows;
-    bool w, b;
-};
-
-static void dlayernorm_wb_chunk(void *p, int64_t c)
+static void dlayernorm_wb(const void *s, float *dw, float *db, int64_t r0, int64_t r1)
 {
-    const struct dln_part *d = p;
-    int64_t n = d->s->n, per = (d->rows + KN_RED_CHUNKS - 1) / KN_RED_CHUNKS, r0 = c * per;
-    int64_t r1 = r0 + per < d->rows ? r0 + per : d->rows;
-    float *dw = d->part + c * 2 * n, *db = dw + n;
-    memset(dw, 0, 2 * (size_t)n * sizeof *dw);
-    if (r0 < r1) dlayernorm_wb_rows(d->w ? dw : NULL, d->b ? db : NULL, d->s, r0, r1);
+    dlayernorm_wb_rows(dw, db, s, r0, r1);
 }
 
 void kn_cpu_dlayernorm(float *dx, float *dw, float *db, const float *dy, const float *x,
@@ -213,20 +224,7 @@ void kn_cpu_dlayernorm(float *dx, float *dw, float *db, const float *dy, const f
 {
     if (rows <= 0 || n <= 0) return;
     struct rows s = {.o = dx, .a = dy, .b = x, .c = mean, .d = rstd, .e = w, .n = n};
-    if (dw || db) {
-        if (n > KN_COLSUM_MAX / 2 || rows * n < 2 * KN_GRAIN) {
-            dlayernorm_wb_rows(dw, db, &s, 0, rows);
-        } else {
-            float part[KN_RED_CHUNKS * KN_COLSUM_MAX];
-            struct dln_part d = {&s, part, rows, dw != NULL, db != NULL};
-            kn_parallel_chunks(KN_RED_CHUNKS, dlayernorm_wb_chunk, &d);
-            for (int c = 0; c < KN_RED_CHUNKS; c++)
-                for (int64_t j = 0; j < n; j++) {
-                    if (dw) dw[j] += part[(2 * c) * n + j];
-                    if (db) db[j] += part[(2 * c + 1) * n + j];
-                }
-        }
-    }
+    if (dw || db) kn_cpu_wb_sums(dw, db, rows, n, dlayernorm_wb, &s);
     if (dx) kn_parallel_for(rows, kn_row_grain(n), dlayernorm_dx_chunk, &s);
 }
 
