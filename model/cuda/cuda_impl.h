@@ -7,6 +7,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <type_traits>
 
 /* lg_base.h is C11: its _Noreturn reads as C++'s [[noreturn]] here */
 #ifndef _Noreturn
@@ -146,48 +147,14 @@ __device__ inline void kn_warp_ln_dmeans(float *dn_mean, float *dn_norm_mean, co
 #define kn_dsigmoid kn_sigmoid
 #define kn_dtanh    kn_tanh
 
-/* ---- the kernel files' members of kn_cuda (kernels.h has the contracts) ------------------- */
+/* ---- the table's kernels ------------------------------------------------------------------ */
 
-/* blas.cu */
-void kn_cuda_gemm(float *c, const float *a, const float *b, bool ta, bool tb, int m, int n, int k,
-                  float alpha, int lda, int ldb, float beta, int ldc);
-void kn_cuda_gemm_batched(float *c, const float *a, const float *b, bool ta, bool tb, int m, int n,
-                          int k, float alpha, int lda, int ldb, float beta, int ldc, int batch,
-                          int64_t stride_a, int64_t stride_b, int64_t stride_c);
-
-/* kernels_nn.cu */
-void kn_cuda_softmax(float *y, const float *x, int64_t rows, int64_t n);
-void kn_cuda_dsoftmax(float *dx, const float *y, const float *dy, int64_t rows, int64_t n);
-void kn_cuda_layernorm(float *y, float *mean, float *rstd, const float *x, const float *w,
-                       const float *b, int64_t rows, int64_t n, float eps);
-void kn_cuda_dlayernorm(float *dx, float *dw, float *db, const float *dy, const float *x,
-                        const float *mean, const float *rstd, const float *w, int64_t rows,
-                        int64_t n);
-void kn_cuda_lstm_cell(float *gates, float *c, float *h, const float *c_prev, int64_t B, int64_t H,
-                       int64_t ldg, int64_t ldc, int64_t ldh, int64_t ldcp);
-void kn_cuda_dlstm_cell(float *dg, float *dc, const float *dout, const float *dh_rec,
-                        const float *gates, const float *c, const float *c_prev, int64_t B,
-                        int64_t H, int64_t ldg, int64_t ldc, int64_t ldh, int64_t ldcp);
-void kn_cuda_pinball(float *loss, const float *yhat, const float *y, const float *q, int64_t rows,
-                     int64_t nq);
-void kn_cuda_dpinball(float *dyhat, float *dy, const float *dloss, const float *yhat,
-                      const float *y, const float *q, int64_t rows, int64_t nq);
-void kn_cuda_fake_quant(float *y, float *scale, const float *x, int64_t rows, int64_t n);
-void kn_cuda_dfake_quant(float *dx, const float *dy, const float *x, const float *scale,
-                         int64_t rows, int64_t n);
-void kn_cuda_adamw(float *p, float *m, float *v, const float *g, int64_t n, float lr, float beta1,
-                   float beta2, float eps, float wd, float bc1, float bc2);
-
-/* kernels_fused.cu */
-void kn_cuda_gate_add_norm(float *y, float *s, float *mean, float *rstd, const float *z,
-                           const float *skip, const float *w, const float *b, int64_t rows,
-                           int64_t d, float eps);
-void kn_cuda_dgate_add_norm(float *dz, float *dskip, float *dw, float *db, const float *dy,
-                            const float *z, const float *s, const float *mean, const float *rstd,
-                            const float *w, int64_t rows, int64_t d, bool dz_acc);
-void kn_cuda_weighted_add(float *y, const float *x, const float *v, int64_t j, int64_t ldv,
-                          int64_t rows, int64_t h, bool acc);
-void kn_cuda_dweighted_add(float *dx, float *dv, const float *dy, const float *x, const float *v,
-                           int64_t j, int64_t ldv, int64_t rows, int64_t h);
+/* kn_cuda_<kernel> for every entry of KN_KERNELS (kernels.h, which has the contracts), each
+ * declared with its member's signature: memory, elementwise, reductions and the embedding in
+ * kernels.cu, the matrix products in blas.cu, rows, the LSTM cell, losses, quantisation and
+ * AdamW in kernels_nn.cu, the fused blocks in kernels_fused.cu. */
+#define KN_CUDA_DECLARE(k) std::remove_pointer_t<decltype(kn_backend::k)> kn_cuda_##k;
+KN_KERNELS(KN_CUDA_DECLARE)
+#undef KN_CUDA_DECLARE
 
 #endif

@@ -12,7 +12,7 @@
 
 /* ---- memory ---------------------------------------------------------------------------------- */
 
-static void cu_zero(float *x, int64_t n)
+void kn_cuda_zero(float *x, int64_t n)
 {
     if (n <= 0) return;
     kn_cuda_record(cudaMemsetAsync(x, 0, (size_t)n * sizeof *x, 0), "cudaMemsetAsync (zero)");
@@ -23,7 +23,7 @@ __global__ void k_add_scalar(float *x /* [n] in-place */, float v, int64_t n)
     KN_LOOP(i, n) x[i] += v;
 }
 
-static void cu_add_scalar(float *x, float v, int64_t n)
+void kn_cuda_add_scalar(float *x, float v, int64_t n)
 {
     if (n <= 0) return;
     k_add_scalar<<<kn_grid(n), KN_THREADS>>>(x, v, n);
@@ -39,7 +39,7 @@ __global__ void k_axpy(float *dst /* [n] */, const float *src /* [n] */, float a
     }
 }
 
-static void cu_axpy(float *dst, const float *src, float alpha, int64_t n)
+void kn_cuda_axpy(float *dst, const float *src, float alpha, int64_t n)
 {
     if (n <= 0) return;
     k_axpy<<<kn_grid(n), KN_THREADS>>>(dst, src, alpha, n);
@@ -51,7 +51,7 @@ __global__ void k_scale(float *y /* [n] */, const float *x /* [n] (may be y) */,
     KN_LOOP(i, n) y[i] = s * x[i];
 }
 
-static void cu_scale(float *y, const float *x, float s, int64_t n)
+void kn_cuda_scale(float *y, const float *x, float s, int64_t n)
 {
     if (n <= 0) return;
     k_scale<<<kn_grid(n), KN_THREADS>>>(y, x, s, n);
@@ -68,8 +68,8 @@ __global__ void k_copy2d(float *dst /* [rows, ld_dst] */, const float *src /* [r
     }
 }
 
-static void cu_copy2d(float *dst, const float *src, int64_t rows, int64_t cols, int64_t ld_dst,
-                      int64_t ld_src)
+void kn_cuda_copy2d(float *dst, const float *src, int64_t rows, int64_t cols, int64_t ld_dst,
+                    int64_t ld_src)
 {
     if (rows <= 0 || cols <= 0) return;
     if (rows == 1 || (ld_dst == cols && ld_src == cols)) {
@@ -99,8 +99,8 @@ __global__ void k_dcopy2d(float *dsrc /* [rows, ld_src] */, const float *ddst /*
     }
 }
 
-static void cu_dcopy2d(float *dsrc, const float *ddst, int64_t rows, int64_t cols, int64_t ld_src,
-                       int64_t ld_dst)
+void kn_cuda_dcopy2d(float *dsrc, const float *ddst, int64_t rows, int64_t cols, int64_t ld_src,
+                     int64_t ld_dst)
 {
     if (rows <= 0 || cols <= 0) return;
     k_dcopy2d<<<kn_grid(rows * cols), KN_THREADS>>>(dsrc, ddst, rows, cols, ld_src, ld_dst);
@@ -132,7 +132,7 @@ __global__ void k_gather(float *out /* [g.ne] (n) */, const float *x /* read thr
     KN_LOOP(t, n) out[t] = x[kn_offset(t, g.ne, g.sa)];
 }
 
-static void cu_gather(float *out, const float *x, const struct kn_geom *g)
+void kn_cuda_gather(float *out, const float *x, const struct kn_geom *g)
 {
     int64_t n = geom_numel(g);
     if (n <= 0) return;
@@ -151,8 +151,8 @@ __global__ void k_binary(float *out /* [g.ne] (n) */, const float *a /* through 
     }
 }
 
-static void cu_binary(float *out, const float *a, const float *b, enum kn_binop op,
-                      const struct kn_geom *g)
+void kn_cuda_binary(float *out, const float *a, const float *b, enum kn_binop op,
+                    const struct kn_geom *g)
 {
     int64_t n = geom_numel(g);
     if (n <= 0) return;
@@ -322,17 +322,17 @@ static void reduce_into(float *dst, const float *dy, const float *other, float a
     KN_CHECK_LAUNCH(name);
 }
 
-static void cu_dgather(float *dx, const float *dy, float alpha, const struct kn_geom *g)
+void kn_cuda_dgather(float *dx, const float *dy, float alpha, const struct kn_geom *g)
 {
     reduce_into(dx, dy, NULL, alpha, g, "dgather");
 }
 
-static void cu_dmul(float *dx, const float *dy, const float *other, const struct kn_geom *g)
+void kn_cuda_dmul(float *dx, const float *dy, const float *other, const struct kn_geom *g)
 {
     reduce_into(dx, dy, other, 1.0f, g, "dmul");
 }
 
-static void cu_dbias(float *db, const float *dy, int64_t rows, int64_t n)
+void kn_cuda_dbias(float *db, const float *dy, int64_t rows, int64_t n)
 {
     /* dy [rows, n] summed over rows into db [n]: the output shape, db's strides (0 on rows) */
     struct kn_geom g = {{1, 1, rows, n}, {0, 0, 0, 1}, {0, 0, 0, 0}};
@@ -349,7 +349,7 @@ __global__ void k_bias_fill(float *y /* [rows, n] */, const float *b1 /* [n] or 
     }
 }
 
-static void cu_bias_fill(float *y, const float *b1, const float *b2, int64_t rows, int64_t n)
+void kn_cuda_bias_fill(float *y, const float *b1, const float *b2, int64_t rows, int64_t n)
 {
     if (rows <= 0 || n <= 0) return;
     k_bias_fill<<<kn_grid(rows * n), KN_THREADS>>>(y, b1, b2, rows, n);
@@ -397,25 +397,25 @@ __global__ void k_delu(float *dx /* [n] */, const float *y /* [n] */, const floa
 }
 
 #define KN_MAP(fn, kernel)                                                                         \
-    static void fn(float *y, const float *x, int64_t n)                                            \
+    void fn(float *y, const float *x, int64_t n)                                                   \
     {                                                                                              \
         if (n <= 0) return;                                                                        \
         kernel<<<kn_grid(n), KN_THREADS>>>(y, x, n);                                               \
         KN_CHECK_LAUNCH(#kernel);                                                                  \
     }
 #define KN_DMAP(fn, kernel)                                                                        \
-    static void fn(float *dx, const float *y, const float *dy, int64_t n)                          \
+    void fn(float *dx, const float *y, const float *dy, int64_t n)                                 \
     {                                                                                              \
         if (n <= 0) return;                                                                        \
         kernel<<<kn_grid(n), KN_THREADS>>>(dx, y, dy, n);                                          \
         KN_CHECK_LAUNCH(#kernel);                                                                  \
     }
-KN_MAP(cu_sigmoid, k_sigmoid)
-KN_MAP(cu_tanh, k_tanh)
-KN_MAP(cu_elu, k_elu)
-KN_DMAP(cu_dsigmoid, k_dsigmoid)
-KN_DMAP(cu_dtanh, k_dtanh)
-KN_DMAP(cu_delu, k_delu)
+KN_MAP(kn_cuda_sigmoid, k_sigmoid)
+KN_MAP(kn_cuda_tanh, k_tanh)
+KN_MAP(kn_cuda_elu, k_elu)
+KN_DMAP(kn_cuda_dsigmoid, k_dsigmoid)
+KN_DMAP(kn_cuda_dtanh, k_dtanh)
+KN_DMAP(kn_cuda_delu, k_delu)
 
 /* ---- dropout: the CPU's counter-based hash, so a seed drops the same elements on both ------- */
 
@@ -430,8 +430,8 @@ __global__ void k_dropout(float *y /* [n] */, int8_t *mask /* [n] */, const floa
     }
 }
 
-static void cu_dropout(float *y, int8_t *mask, const float *x, float p, float scale, uint64_t seed,
-                       int64_t n)
+void kn_cuda_dropout(float *y, int8_t *mask, const float *x, float p, float scale, uint64_t seed,
+                     int64_t n)
 {
     if (n <= 0) return;
     k_dropout<<<kn_grid(n), KN_THREADS>>>(y, mask, x, p, scale, (uint32_t)seed,
@@ -445,7 +445,7 @@ __global__ void k_ddropout(float *dx /* [n] */, const float *dy /* [n] */,
     KN_LOOP(i, n) dx[i] += mask[i] ? dy[i] * scale : 0.0f;
 }
 
-static void cu_ddropout(float *dx, const float *dy, const int8_t *mask, float scale, int64_t n)
+void kn_cuda_ddropout(float *dx, const float *dy, const int8_t *mask, float scale, int64_t n)
 {
     if (n <= 0) return;
     k_ddropout<<<kn_grid(n), KN_THREADS>>>(dx, dy, mask, scale, n);
@@ -481,12 +481,12 @@ __global__ void k_sum_rows(float *y /* [outer] */, const float *x /* [outer, n] 
     }
 }
 
-static void cu_sum_axis(float *y, const float *x, int64_t outer, int64_t n, int64_t inner,
-                        float alpha)
+void kn_cuda_sum_axis(float *y, const float *x, int64_t outer, int64_t n, int64_t inner,
+                      float alpha)
 {
     if (outer <= 0 || inner <= 0) return;
     if (n <= 0) { /* an empty sum */
-        cu_zero(y, outer * inner);
+        kn_cuda_zero(y, outer * inner);
         return;
     }
     if (inner == 1) {
@@ -509,8 +509,8 @@ __global__ void k_dsum_axis(float *dx /* [outer, n, inner] */, const float *dy /
     }
 }
 
-static void cu_dsum_axis(float *dx, const float *dy, int64_t outer, int64_t n, int64_t inner,
-                         float alpha)
+void kn_cuda_dsum_axis(float *dx, const float *dy, int64_t outer, int64_t n, int64_t inner,
+                       float alpha)
 {
     if (outer <= 0 || n <= 0 || inner <= 0) return;
     k_dsum_axis<<<kn_grid(outer * n * inner), KN_THREADS>>>(dx, dy, outer, n, inner, alpha);
@@ -622,7 +622,7 @@ extern "C" double kn_cuda_sumsq_many(const float *const *x, const int64_t *n, in
     return total;
 }
 
-static double cu_sumsq(const float *x, int64_t n)
+double kn_cuda_sumsq(const float *x, int64_t n)
 {
     return n > 0 ? kn_cuda_sumsq_many(&x, &n, 1) : 0.0;
 }
@@ -637,7 +637,7 @@ __global__ void k_embedding(float *y /* [n_idx, h] */, const float *w /* [card, 
     KN_LOOP(t, n_idx * h) y[t] = w[(int64_t)idx[t / h] * h + t % h];
 }
 
-static void cu_embedding(float *y, const float *w, const int32_t *idx, int64_t n_idx, int64_t h)
+void kn_cuda_embedding(float *y, const float *w, const int32_t *idx, int64_t n_idx, int64_t h)
 {
     if (n_idx <= 0 || h <= 0) return;
     k_embedding<<<kn_grid(n_idx * h), KN_THREADS>>>(y, w, idx, n_idx, h);
@@ -651,7 +651,7 @@ __global__ void k_dembedding(float *dw /* [card, h] */, const float *dy /* [n_id
     KN_LOOP(t, n_idx * h) atomicAdd(dw + (int64_t)idx[t / h] * h + t % h, dy[t]);
 }
 
-static void cu_dembedding(float *dw, const float *dy, const int32_t *idx, int64_t n_idx, int64_t h)
+void kn_cuda_dembedding(float *dw, const float *dy, const int32_t *idx, int64_t n_idx, int64_t h)
 {
     if (n_idx <= 0 || h <= 0) return;
     k_dembedding<<<kn_grid(n_idx * h), KN_THREADS>>>(dw, dy, idx, n_idx, h);
@@ -660,49 +660,6 @@ static void cu_dembedding(float *dw, const float *dy, const int32_t *idx, int64_
 
 /* ---- the table ------------------------------------------------------------------------------- */
 
-extern "C" const struct kn_backend kn_cuda = {
-    .name = "cuda",
-    .zero = cu_zero,
-    .add_scalar = cu_add_scalar,
-    .axpy = cu_axpy,
-    .scale = cu_scale,
-    .copy2d = cu_copy2d,
-    .dcopy2d = cu_dcopy2d,
-    .gather = cu_gather,
-    .dgather = cu_dgather,
-    .gemm = kn_cuda_gemm,
-    .gemm_batched = kn_cuda_gemm_batched,
-    .bias_fill = cu_bias_fill,
-    .dbias = cu_dbias,
-    .binary = cu_binary,
-    .dmul = cu_dmul,
-    .sigmoid = cu_sigmoid,
-    .dsigmoid = cu_dsigmoid,
-    .tanh = cu_tanh,
-    .dtanh = cu_dtanh,
-    .elu = cu_elu,
-    .delu = cu_delu,
-    .dropout = cu_dropout,
-    .ddropout = cu_ddropout,
-    .softmax = kn_cuda_softmax,
-    .dsoftmax = kn_cuda_dsoftmax,
-    .layernorm = kn_cuda_layernorm,
-    .dlayernorm = kn_cuda_dlayernorm,
-    .sum_axis = cu_sum_axis,
-    .dsum_axis = cu_dsum_axis,
-    .sumsq = cu_sumsq,
-    .sumsq_many = kn_cuda_sumsq_many,
-    .embedding = cu_embedding,
-    .dembedding = cu_dembedding,
-    .gate_add_norm = kn_cuda_gate_add_norm,
-    .dgate_add_norm = kn_cuda_dgate_add_norm,
-    .weighted_add = kn_cuda_weighted_add,
-    .dweighted_add = kn_cuda_dweighted_add,
-    .lstm_cell = kn_cuda_lstm_cell,
-    .dlstm_cell = kn_cuda_dlstm_cell,
-    .pinball = kn_cuda_pinball,
-    .dpinball = kn_cuda_dpinball,
-    .fake_quant = kn_cuda_fake_quant,
-    .dfake_quant = kn_cuda_dfake_quant,
-    .adamw = kn_cuda_adamw,
-};
+#define KN_CUDA_ENTRY(k) .k = kn_cuda_##k,
+extern "C" const struct kn_backend kn_cuda = {.name = "cuda", KN_KERNELS(KN_CUDA_ENTRY)};
+#undef KN_CUDA_ENTRY

@@ -194,6 +194,27 @@ struct kn_backend {
                   float eps, float wd, float bc1, float bc2);
 };
 
+/* The kernels of struct kn_backend, in its order: each device's table is written from this list
+ * and its kernels are declared from it with their members' signatures (kernels_cpu.h,
+ * cuda/cuda_impl.h), so a kernel's signature is written once, above, and a table cannot miss
+ * one. X(kernel) names a member; a device defines <prefix>_<kernel> for each. */
+// clang-format off
+#define KN_KERNELS(X)                                                                              \
+    /* memory */                                                                                   \
+    X(zero) X(add_scalar) X(axpy) X(scale) X(copy2d) X(dcopy2d) X(gather) X(dgather)               \
+    /* matrix products */                                                                          \
+    X(gemm) X(gemm_batched) X(bias_fill) X(dbias)                                                  \
+    /* elementwise */                                                                              \
+    X(binary) X(dmul) X(sigmoid) X(dsigmoid) X(tanh) X(dtanh) X(elu) X(delu) X(dropout)            \
+    X(ddropout)                                                                                    \
+    /* rows, reductions, embedding */                                                              \
+    X(softmax) X(dsoftmax) X(layernorm) X(dlayernorm) X(sum_axis) X(dsum_axis) X(sumsq)            \
+    X(sumsq_many) X(embedding) X(dembedding)                                                       \
+    /* fused blocks, the LSTM cell, losses, quantisation, the optimizer */                         \
+    X(gate_add_norm) X(dgate_add_norm) X(weighted_add) X(dweighted_add) X(lstm_cell)               \
+    X(dlstm_cell) X(pinball) X(dpinball) X(fake_quant) X(dfake_quant) X(adamw)
+// clang-format on
+
 extern const struct kn_backend kn_cpu;
 #ifdef LG_HAVE_CUDA
 extern const struct kn_backend kn_cuda; /* model/cuda/kernels.cu; kn_cuda.h for its handle */

@@ -29,12 +29,12 @@ static void zero_chunk(void *p, int64_t b, int64_t e)
     memset(m->dst + b, 0, (size_t)(e - b) * sizeof *m->dst);
 }
 
-static void cpu_zero(float *x, int64_t n)
+void kn_cpu_zero(float *x, int64_t n)
 {
     kn_parallel_for(n, 4 * KN_GRAIN, zero_chunk, &(struct mem){.dst = x});
 }
 
-static void cpu_add_scalar(float *restrict x, float v, int64_t n)
+void kn_cpu_add_scalar(float *restrict x, float v, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) x[i] += v;
 }
@@ -47,7 +47,7 @@ KN_SIMD static void scale_chunk(void *p, int64_t b, int64_t e)
     for (int64_t i = b; i < e; i++) y[i] = s * x[i]; /* in place allowed: no restrict */
 }
 
-static void cpu_scale(float *y, const float *x, float s, int64_t n)
+void kn_cpu_scale(float *y, const float *x, float s, int64_t n)
 {
     kn_parallel_for(n, KN_GRAIN, scale_chunk, &(struct mem){.dst = y, .src = x, .v = s});
 }
@@ -59,8 +59,8 @@ static void copy2d_chunk(void *p, int64_t b, int64_t e)
         memcpy(m->dst + r * m->ld_dst, m->src + r * m->ld_src, (size_t)m->cols * sizeof *m->dst);
 }
 
-static void cpu_copy2d(float *dst, const float *src, int64_t rows, int64_t cols, int64_t ld_dst,
-                       int64_t ld_src)
+void kn_cpu_copy2d(float *dst, const float *src, int64_t rows, int64_t cols, int64_t ld_dst,
+                   int64_t ld_src)
 {
     kn_parallel_for(rows, kn_row_grain(cols), copy2d_chunk,
                     &(struct mem){dst, src, cols, ld_dst, ld_src, 0.0f});
@@ -76,8 +76,8 @@ KN_SIMD static void dcopy2d_chunk(void *p, int64_t b, int64_t e)
     }
 }
 
-static void cpu_dcopy2d(float *dsrc, const float *ddst, int64_t rows, int64_t cols, int64_t ld_src,
-                        int64_t ld_dst)
+void kn_cpu_dcopy2d(float *dsrc, const float *ddst, int64_t rows, int64_t cols, int64_t ld_src,
+                    int64_t ld_dst)
 {
     kn_parallel_for(rows, kn_row_grain(cols), dcopy2d_chunk,
                     &(struct mem){dsrc, ddst, cols, ld_src, ld_dst, 0.0f});
@@ -200,8 +200,8 @@ double kn_cpu_gemm_flops(void)
     return (double)atomic_load_explicit(&gemm_flops, memory_order_relaxed);
 }
 
-static void cpu_gemm(float *c, const float *a, const float *b, bool ta, bool tb, int m, int n,
-                     int k, float alpha, int lda, int ldb, float beta, int ldc)
+void kn_cpu_gemm(float *c, const float *a, const float *b, bool ta, bool tb, int m, int n, int k,
+                 float alpha, int lda, int ldb, float beta, int ldc)
 {
     int threads = kn_threads();
     double flops = 2.0 * m * n * k;
@@ -236,9 +236,9 @@ static void gemm_batch_entry(void *p, int64_t i)
           j->alpha, j->lda, j->ldb, j->beta, j->ldc);
 }
 
-static void cpu_gemm_batched(float *c, const float *a, const float *b, bool ta, bool tb, int m,
-                             int n, int k, float alpha, int lda, int ldb, float beta, int ldc,
-                             int batch, int64_t stride_a, int64_t stride_b, int64_t stride_c)
+void kn_cpu_gemm_batched(float *c, const float *a, const float *b, bool ta, bool tb, int m, int n,
+                         int k, float alpha, int lda, int ldb, float beta, int ldc, int batch,
+                         int64_t stride_a, int64_t stride_b, int64_t stride_c)
 {
     double flops = 2.0 * m * n * k;
     if (stride_c == 0 || flops >= KN_GEMM_SPLIT_FLOPS || batch < 2 ||
@@ -246,8 +246,8 @@ static void cpu_gemm_batched(float *c, const float *a, const float *b, bool ta, 
         /* entries that add into one C run in order; large ones split themselves; a small batch
          * stays on this thread */
         for (int i = 0; i < batch; i++)
-            cpu_gemm(c + i * stride_c, a + i * stride_a, b + i * stride_b, ta, tb, m, n, k, alpha,
-                     lda, ldb, beta, ldc);
+            kn_cpu_gemm(c + i * stride_c, a + i * stride_a, b + i * stride_b, ta, tb, m, n, k,
+                        alpha, lda, ldb, beta, ldc);
         return;
     }
     struct gemm_batch_job j = {c,   a,   b,   ta,    tb,   m,        n,        k,
@@ -258,52 +258,16 @@ static void cpu_gemm_batched(float *c, const float *a, const float *b, bool ta, 
 
 /* ---- the table ------------------------------------------------------------------------------- */
 
-const struct kn_backend kn_cpu = {
-    .name = "cpu",
-    .zero = cpu_zero,
-    .add_scalar = cpu_add_scalar,
-    .axpy = kn_cpu_axpy,
-    .scale = cpu_scale,
-    .copy2d = cpu_copy2d,
-    .dcopy2d = cpu_dcopy2d,
-    .gather = kn_cpu_gather,
-    .dgather = kn_cpu_dgather,
-    .gemm = cpu_gemm,
-    .gemm_batched = cpu_gemm_batched,
-    .bias_fill = kn_cpu_bias_fill,
-    .dbias = kn_cpu_dbias,
-    .binary = kn_cpu_binary,
-    .dmul = kn_cpu_dmul,
-    .sigmoid = kn_cpu_sigmoid,
-    .dsigmoid = kn_cpu_dsigmoid,
-    .tanh = kn_cpu_tanh,
-    .dtanh = kn_cpu_dtanh,
-    .elu = kn_cpu_elu,
-    .delu = kn_cpu_delu,
-    .dropout = kn_cpu_dropout,
-    .ddropout = kn_cpu_ddropout,
-    .softmax = kn_cpu_softmax,
-    .dsoftmax = kn_cpu_dsoftmax,
-    .layernorm = kn_cpu_layernorm,
-    .dlayernorm = kn_cpu_dlayernorm,
-    .sum_axis = kn_cpu_sum_axis,
-    .dsum_axis = kn_cpu_dsum_axis,
-    .sumsq = kn_cpu_sumsq,
-    .sumsq_many = kn_cpu_sumsq_many,
-    .embedding = kn_cpu_embedding,
-    .dembedding = kn_cpu_dembedding,
-    .gate_add_norm = kn_cpu_gate_add_norm,
-    .dgate_add_norm = kn_cpu_dgate_add_norm,
-    .weighted_add = kn_cpu_weighted_add,
-    .dweighted_add = kn_cpu_dweighted_add,
-    .lstm_cell = kn_cpu_lstm_cell,
-    .dlstm_cell = kn_cpu_dlstm_cell,
-    .pinball = kn_cpu_pinball,
-    .dpinball = kn_cpu_dpinball,
-    .fake_quant = kn_cpu_fake_quant,
-    .dfake_quant = kn_cpu_dfake_quant,
-    .adamw = kn_cpu_adamw,
-};
+#define KN_CPU_ENTRY(k) .k = kn_cpu_##k,
+const struct kn_backend kn_cpu = {.name = "cpu", KN_KERNELS(KN_CPU_ENTRY)};
+#undef KN_CPU_ENTRY
+
+/* KN_KERNELS lists every member of the table (a member it missed would be NULL) */
+#define KN_ONE(k) +1
+_Static_assert(sizeof(struct kn_backend) ==
+                   sizeof(const char *) + (0 KN_KERNELS(KN_ONE)) * sizeof(void (*)(void)),
+               "KN_KERNELS must name every kernel of struct kn_backend");
+#undef KN_ONE
 
 const struct kn_backend *kn_backend_for(enum tn_device dev)
 {

@@ -1,6 +1,7 @@
-/* kernels_cpu.h — private to the CPU kernels: the members of kn_cpu defined outside
- * kernels_cpu.c (signatures and buffer shapes as in struct kn_backend, kernels.h), and what
- * their files share: the grain of a parallel loop and the walk over a geometry's rows.
+/* kernels_cpu.h — private to the CPU kernels: the table's kernels kn_cpu_<kernel>, declared
+ * from kernels.h's list with the signatures of struct kn_backend, and what their files share:
+ * the grain of a parallel loop, the walk over a geometry's rows, fixed row blocks and the
+ * layer norm's row arithmetic.
  *
  *   kernels_cpu.c       memory, GEMM (split over the pool's threads), the table
  *   kernels_cpu_ew.c    elementwise: strided gathers, broadcast binaries, activations, dropout
@@ -128,74 +129,21 @@ static inline int64_t kn_scatter_unit(const struct kn_geom *g, const int64_t *s)
     return 0; /* one row */
 }
 
-/* kernels_cpu_ew.c */
-void kn_cpu_axpy(float *dst, const float *src, float alpha, int64_t n);
-void kn_cpu_gather(float *out, const float *x, const struct kn_geom *g);
-void kn_cpu_dgather(float *dx, const float *dy, float alpha, const struct kn_geom *g);
-void kn_cpu_bias_fill(float *y, const float *b1, const float *b2, int64_t rows, int64_t n);
-void kn_cpu_binary(float *out, const float *a, const float *b, enum kn_binop op,
-                   const struct kn_geom *g);
-void kn_cpu_dmul(float *dx, const float *dy, const float *other, const struct kn_geom *g);
-void kn_cpu_sigmoid(float *y, const float *x, int64_t n);
-void kn_cpu_dsigmoid(float *dx, const float *y, const float *dy, int64_t n);
-void kn_cpu_tanh(float *y, const float *x, int64_t n);
-void kn_cpu_dtanh(float *dx, const float *y, const float *dy, int64_t n);
-void kn_cpu_elu(float *y, const float *x, int64_t n);
-void kn_cpu_delu(float *dx, const float *y, const float *dy, int64_t n);
-void kn_cpu_dropout(float *y, int8_t *mask, const float *x, float p, float scale, uint64_t seed,
-                    int64_t n);
-void kn_cpu_ddropout(float *dx, const float *dy, const int8_t *mask, float scale, int64_t n);
+/* The table's kernels, kn_cpu_<kernel> for every entry of KN_KERNELS, each declared with its
+ * member's signature (kernels.h has the contracts); each is defined in the file of its kind
+ * (the list above). */
+#define KN_CPU_DECLARE(k) extern __typeof__(*kn_cpu.k) kn_cpu_##k;
+KN_KERNELS(KN_CPU_DECLARE)
+#undef KN_CPU_DECLARE
 
-/* kernels_cpu_rows.c */
-void kn_cpu_dbias(float *db, const float *dy, int64_t rows, int64_t n);
-void kn_cpu_softmax(float *y, const float *x, int64_t rows, int64_t n);
-void kn_cpu_dsoftmax(float *dx, const float *y, const float *dy, int64_t rows, int64_t n);
-void kn_cpu_layernorm(float *y, float *mean, float *rstd, const float *x, const float *w,
-                      const float *b, int64_t rows, int64_t n, float eps);
-void kn_cpu_dlayernorm(float *dx, float *dw, float *db, const float *dy, const float *x,
-                       const float *mean, const float *rstd, const float *w, int64_t rows,
-                       int64_t n);
-void kn_cpu_sum_axis(float *y, const float *x, int64_t outer, int64_t n, int64_t inner,
-                     float alpha);
-void kn_cpu_dsum_axis(float *dx, const float *dy, int64_t outer, int64_t n, int64_t inner,
-                      float alpha);
-double kn_cpu_sumsq(const float *x, int64_t n);
-double kn_cpu_sumsq_many(const float *const *x, const int64_t *n, int count);
-void kn_cpu_embedding(float *y, const float *w, const int32_t *idx, int64_t n_idx, int64_t h);
-void kn_cpu_dembedding(float *dw, const float *dy, const int32_t *idx, int64_t n_idx, int64_t h);
-void kn_cpu_adamw(float *p, float *m, float *v, const float *g, int64_t n, float lr, float beta1,
-                  float beta2, float eps, float wd, float bc1, float bc2);
+/* kernels_cpu_rows.c, for the row kernels' weight and bias gradients */
 /* Σ over rows of dy [rows, n] (row stride ld) into acc[n] (+=), in KN_RED_CHUNKS fixed row
- * blocks merged in order; also used by the fused kernels of kernels_cpu_nn.c */
+ * blocks merged in order */
 void kn_cpu_colsum(float *acc, const float *dy, int64_t rows, int64_t n, int64_t ld);
 /* dw, db [n] (+=; either may be NULL) of a row kernel whose rows' terms fn adds: on one thread
  * when the rows are few or longer than KN_WB_MAX, else in KN_RED_CHUNKS fixed row blocks, each
  * into partial sums of its own, merged in block order (the same bits on any thread count). */
 void kn_cpu_wb_sums(float *dw, float *db, int64_t rows, int64_t n, kn_wb_rows_fn fn,
                     const void *arg);
-
-/* kernels_cpu_nn.c */
-void kn_cpu_gate_add_norm(float *y, float *s, float *mean, float *rstd, const float *z,
-                          const float *skip, const float *w, const float *b, int64_t rows,
-                          int64_t d, float eps);
-void kn_cpu_dgate_add_norm(float *dz, float *dskip, float *dw, float *db, const float *dy,
-                           const float *z, const float *s, const float *mean, const float *rstd,
-                           const float *w, int64_t rows, int64_t d, bool dz_acc);
-void kn_cpu_weighted_add(float *y, const float *x, const float *v, int64_t j, int64_t ldv,
-                         int64_t rows, int64_t h, bool acc);
-void kn_cpu_dweighted_add(float *dx, float *dv, const float *dy, const float *x, const float *v,
-                          int64_t j, int64_t ldv, int64_t rows, int64_t h);
-void kn_cpu_lstm_cell(float *gates, float *c, float *h, const float *c_prev, int64_t B, int64_t H,
-                      int64_t ldg, int64_t ldc, int64_t ldh, int64_t ldcp);
-void kn_cpu_dlstm_cell(float *dg, float *dc, const float *dout, const float *dh_rec,
-                       const float *gates, const float *c, const float *c_prev, int64_t B,
-                       int64_t H, int64_t ldg, int64_t ldc, int64_t ldh, int64_t ldcp);
-void kn_cpu_pinball(float *loss, const float *yhat, const float *y, const float *q, int64_t rows,
-                    int64_t nq);
-void kn_cpu_dpinball(float *dyhat, float *dy, const float *dloss, const float *yhat, const float *y,
-                     const float *q, int64_t rows, int64_t nq);
-void kn_cpu_fake_quant(float *y, float *scale, const float *x, int64_t rows, int64_t n);
-void kn_cpu_dfake_quant(float *dx, const float *dy, const float *x, const float *scale,
-                        int64_t rows, int64_t n);
 
 #endif
