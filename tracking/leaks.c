@@ -52,7 +52,7 @@ int trk_leaks_of(struct trk_tracker *trk, uint32_t gen, struct trk_leaks **out)
         trk_spin_lock(&sh->lock);
         for (size_t i = 0; i < sh->cap; i++) {
             struct trk_rec *r = &sh->recs[i];
-            if (r->ptr == TRK_EMPTY || r->ptr == TRK_TOMB || r->gen != gen) continue;
+            if (r->ptr == TRK_EMPTY || r->gen != gen) continue;
             if (r->tag >= ntags) continue; /* a tag interned after we counted; next report */
             struct group_acc *g = &acc[(size_t)r->tag * TRK_NSPACES + r->space];
             g->bytes += (int64_t)r->size;

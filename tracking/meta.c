@@ -4,6 +4,7 @@
  * leak of the workload's. */
 #include <malloc.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "trk_impl.h"
 
@@ -11,8 +12,12 @@ static size_t usable(void *p) { return p ? malloc_usable_size(p) : 0; }
 
 void *trk_meta_calloc(struct trk_tracker *trk, size_t n, size_t size)
 {
-    void *p = calloc(n, size);
-    if (p) atomic_fetch_add(&trk->overhead, (int64_t)usable(p));
+    if (size && n > (SIZE_MAX - TRK_LINE) / size) return NULL;
+    size_t bytes = (n * size + TRK_LINE - 1) / TRK_LINE * TRK_LINE;
+    void *p = aligned_alloc(TRK_LINE, bytes ? bytes : TRK_LINE);
+    if (!p) return NULL;
+    memset(p, 0, bytes);
+    atomic_fetch_add(&trk->overhead, (int64_t)usable(p));
     return p;
 }
 

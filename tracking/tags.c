@@ -1,28 +1,32 @@
 /* tags.c — interned allocation tags and their per-space counters.
  *
  * Tags live in fixed chunks that never move, so a reader holding a tag id needs no lock.
- * Interning is on every allocation's path, so it is made cheap: a per-thread direct-mapped
- * cache answers most calls (one hash and one string compare), then a lock-free probe of the
- * shared index; only a new tag takes the writers' lock.
+ * Interning is on every allocation's path, so it is made cheap: one hash of the name and a
+ * lock-free probe of the shared index, whose slots carry bits of each tag's hash, so a name is
+ * compared (by length, then bytes) only with the tag it almost surely is; only a new tag takes
+ * the writers' lock.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "trk_impl.h"
 
-/* A hash of the string, 8 bytes at a time; *len receives its length. */
-static uint64_t hash_str(const char *s, size_t *len)
+/* A hash of the string, 8 bytes at a time, the last word overlapping the one before it (no
+ * partial copy); *len receives its length. */
+static inline __attribute__((always_inline)) uint64_t hash_str(const char *s, size_t *len)
 {
-    size_t n = strlen(s), i = 0;
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, s + i, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
+    size_t n = strlen(s);
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ n, w = 0;
+    if (n >= 8) {
+        for (size_t i = 0; i + 8 < n; i += 8) {
+            memcpy(&w, s + i, 8);
+            h = (h ^ w) * 0xff51afd7ed558ccdull;
+            h ^= h >> 32;
+        }
+        memcpy(&w, s + n - 8, 8);
+    } else {
+        for (size_t i = 0; i < n; i++) w |= (uint64_t)(unsigned char)s[i] << (8 * i);
     }
-    uint64_t w = 0;
-    memcpy(&w, s + i, n - i);
     h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
     h ^= h >> 29;
     *len = n;
@@ -58,17 +62,27 @@ void trk_tags_fini(struct trk_tracker *trk)
     pthread_mutex_destroy(&t->lock);
 }
 
-/* Probes an index for name; UINT32_MAX when absent. Safe without a lock: a slot is either
- * 0 or the id + 1 of a tag whose name and hash were written before the slot was published. */
-static uint32_t probe(struct trk_tracker *trk, const struct trk_tag_index *x, const char *name,
-                      uint64_t h)
+static uint32_t slot_value(uint64_t h, uint32_t id)
 {
+    return (uint32_t)(h >> (64 - (32 - TRK_TAG_ID_BITS))) << TRK_TAG_ID_BITS | (id + 1);
+}
+
+/* Probes an index for name (len bytes, hash h); UINT32_MAX when absent. Safe without a lock: a
+ * slot is either 0 or names a tag whose name, length and hash were written before the slot was
+ * published. */
+static inline __attribute__((always_inline)) uint32_t probe(struct trk_tracker *trk,
+                                                            const struct trk_tag_index *x,
+                                                            const char *name, size_t len,
+                                                            uint64_t h)
+{
+    const uint32_t id_mask = (1u << TRK_TAG_ID_BITS) - 1, check = slot_value(h, 0) & ~id_mask;
     size_t mask = x->cap - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
         uint32_t e = atomic_load_explicit(&x->slot[i], memory_order_acquire);
         if (e == 0) return UINT32_MAX;
-        const struct trk_tag *tg = trk_tag_get(trk, e - 1);
-        if (tg->hash == h && strcmp(tg->name, name) == 0) return e - 1;
+        if ((e & ~id_mask) != check) continue;
+        const struct trk_tag *tg = trk_tag_get(trk, (e & id_mask) - 1);
+        if (tg->len == len && memcmp(tg->name, name, len) == 0) return (e & id_mask) - 1;
     }
 }
 
@@ -76,7 +90,7 @@ static void place(struct trk_tag_index *x, uint64_t h, uint32_t id)
 {
     size_t mask = x->cap - 1, i = h & mask;
     while (atomic_load_explicit(&x->slot[i], memory_order_relaxed)) i = (i + 1) & mask;
-    atomic_store_explicit(&x->slot[i], id + 1, memory_order_release);
+    atomic_store_explicit(&x->slot[i], slot_value(h, id), memory_order_release);
 }
 
 /* The class slot of a new tag's name; caller holds the writers' lock. A name is written before
@@ -96,7 +110,7 @@ static uint32_t class_of(struct trk_tags *t, const char *name)
 }
 
 /* Adds name (absent from the index) as a new tag; caller holds the writers' lock. */
-static uint32_t add_locked(struct trk_tracker *trk, const char *name, uint64_t h)
+static uint32_t add_locked(struct trk_tracker *trk, const char *name, size_t len, uint64_t h)
 {
     struct trk_tags *t = &trk->tags;
     uint32_t n = atomic_load(&t->count);
@@ -116,7 +130,8 @@ static uint32_t add_locked(struct trk_tracker *trk, const char *name, uint64_t h
         x = bigger;
     }
     struct trk_tag *tg = trk_tag_get(trk, n);
-    lg_strlcpy(tg->name, name, LG_MAX_NAME);
+    memcpy(tg->name, name, len + 1);
+    tg->len = (uint32_t)len;
     tg->hash = h;
     tg->cls = class_of(t, name);
     atomic_store_explicit(&t->count, n + 1, memory_order_release);
@@ -124,18 +139,11 @@ static uint32_t add_locked(struct trk_tracker *trk, const char *name, uint64_t h
     return n;
 }
 
-/* The per-thread cache: direct-mapped by hash, keyed by the tracker's serial (not its
- * address: a new tracker may reuse an old address). */
-#define TL_SLOTS 1024
-static _Thread_local struct {
-    uint64_t serial, hash;
-    uint32_t id;
-} tl_cache[TL_SLOTS];
-
-uint32_t trk_tag_intern(struct trk_tracker *trk, const char *name)
+/* A name the index did not hold: added under the writers' lock, unless another thread added it
+ * first. Out of the way of the common path (its frame holds a name buffer). */
+static __attribute__((noinline)) uint32_t intern_slow(struct trk_tracker *trk, const char *name)
 {
     char buf[LG_MAX_NAME];
-    if (!name || !*name) name = "untagged";
     size_t len;
     uint64_t h = hash_str(name, &len);
     if (len >= LG_MAX_NAME) { /* truncate long tags */
@@ -143,24 +151,26 @@ uint32_t trk_tag_intern(struct trk_tracker *trk, const char *name)
         name = buf;
         h = hash_str(name, &len);
     }
-    unsigned slot = (unsigned)(h >> 54) & (TL_SLOTS - 1);
-    if (tl_cache[slot].serial == trk->serial && tl_cache[slot].hash == h &&
-        strcmp(trk_tag_get(trk, tl_cache[slot].id)->name, name) == 0)
-        return tl_cache[slot].id;
-
     struct trk_tags *t = &trk->tags;
-    uint32_t id = probe(trk, atomic_load_explicit(&t->index, memory_order_acquire), name, h);
-    if (id == UINT32_MAX) {
-        pthread_mutex_lock(&t->lock);
-        id = probe(trk, atomic_load(&t->index), name, h); /* another thread may have added it */
-        if (id == UINT32_MAX) id = add_locked(trk, name, h);
-        pthread_mutex_unlock(&t->lock);
-        if (id == UINT32_MAX) return UINT32_MAX;
-    }
-    tl_cache[slot].serial = trk->serial;
-    tl_cache[slot].hash = h;
-    tl_cache[slot].id = id;
+    uint32_t id = probe(trk, atomic_load_explicit(&t->index, memory_order_acquire), name, len, h);
+    if (id != UINT32_MAX) return id; /* a long name, truncated to a known tag */
+    pthread_mutex_lock(&t->lock);
+    id = probe(trk, atomic_load(&t->index), name, len, h); /* another thread may have added it */
+    if (id == UINT32_MAX) id = add_locked(trk, name, len, h);
+    pthread_mutex_unlock(&t->lock);
     return id;
+}
+
+uint32_t trk_tag_intern(struct trk_tracker *trk, const char *name)
+{
+    if (!name || !*name) name = "untagged";
+    size_t len;
+    uint64_t h = hash_str(name, &len);
+    uint32_t id =
+        len < LG_MAX_NAME
+            ? probe(trk, atomic_load_explicit(&trk->tags.index, memory_order_acquire), name, len, h)
+            : UINT32_MAX;
+    return id != UINT32_MAX ? id : intern_slow(trk, name);
 }
 
 size_t trk_tag_stats(struct trk_tracker *trk, struct trk_tag_stat **out)
@@ -174,15 +184,16 @@ size_t trk_tag_stats(struct trk_tracker *trk, struct trk_tag_stat **out)
     for (uint32_t id = 0; id < n; id++) {
         struct trk_tag *t = trk_tag_get(trk, id);
         for (int s = 0; s < TRK_NSPACES; s++) {
-            if (t->total_count[s] == 0) continue;
+            const struct trk_count *c = trk_tag_count(t, (uint32_t)s);
+            if (c->total_count == 0) continue;
             struct trk_tag_stat *o = &v[k++];
             lg_strlcpy(o->tag, t->name, sizeof o->tag);
             o->space = (enum trk_space)s;
-            o->live_bytes = t->live_bytes[s];
-            o->live_count = t->live_count[s];
-            o->peak_bytes = t->peak_bytes[s];
-            o->total_bytes = t->total_bytes[s];
-            o->total_count = t->total_count[s];
+            o->live_bytes = c->live_bytes;
+            o->live_count = c->live_count;
+            o->peak_bytes = c->peak_bytes;
+            o->total_bytes = c->total_bytes;
+            o->total_count = c->total_count;
         }
     }
     trk_spin_unlock(&trk->led.lock);
@@ -195,7 +206,10 @@ void trk_reset_peaks(struct trk_tracker *trk)
     trk_spin_lock(&trk->led.lock);
     for (uint32_t id = 0; id < n; id++) {
         struct trk_tag *t = trk_tag_get(trk, id);
-        for (int s = 0; s < TRK_NSPACES; s++) t->peak_bytes[s] = t->live_bytes[s];
+        for (int s = 0; s < TRK_NSPACES; s++) {
+            struct trk_count *c = trk_tag_count(t, (uint32_t)s);
+            c->peak_bytes = c->live_bytes;
+        }
     }
     for (int s = 0; s < TRK_NSPACES; s++) trk->led.peak[s] = trk->led.live[s];
     uint32_t nc = atomic_load_explicit(&trk->tags.n_classes, memory_order_acquire);
@@ -229,10 +243,10 @@ void trk_totals(struct trk_tracker *trk, enum trk_space space, struct trk_totals
     uint32_t n = atomic_load(&trk->tags.count);
     trk_spin_lock(&trk->led.lock);
     for (uint32_t id = 0; id < n; id++) {
-        struct trk_tag *t = trk_tag_get(trk, id);
-        out->live_count += t->live_count[space];
-        out->total_bytes += t->total_bytes[space];
-        out->total_count += t->total_count[space];
+        const struct trk_count *c = trk_tag_count(trk_tag_get(trk, id), space);
+        out->live_count += c->live_count;
+        out->total_bytes += c->total_bytes;
+        out->total_count += c->total_count;
     }
     out->live_bytes = trk->led.live[space];
     out->peak_bytes = trk->led.peak[space];

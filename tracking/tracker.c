@@ -112,7 +112,7 @@ size_t trk_tracker_free(struct trk_tracker *trk)
     struct trk_ledger *led = &trk->led;
     for (size_t j = 0; j < led->cap; j++) {
         struct trk_rec *r = &led->recs[j];
-        if (r->ptr == TRK_EMPTY || r->ptr == TRK_TOMB) continue;
+        if (r->ptr == TRK_EMPTY) continue;
         left++;
         if (r->space == TRK_HOST)
             raw_free(trk, (void *)r->ptr);
@@ -160,7 +160,7 @@ static int rehash_locked(struct trk_tracker *trk, struct trk_ledger *led, size_t
     if (!nv) return LG_ENOMEM;
     for (size_t i = 0; i < led->cap; i++) {
         struct trk_rec *r = &led->recs[i];
-        if (r->ptr == TRK_EMPTY || r->ptr == TRK_TOMB) continue;
+        if (r->ptr == TRK_EMPTY) continue;
         size_t j = ptr_hash(r->ptr) & (ncap - 1);
         while (nv[j].ptr != TRK_EMPTY) j = (j + 1) & (ncap - 1);
         nv[j] = *r;
@@ -168,36 +168,50 @@ static int rehash_locked(struct trk_tracker *trk, struct trk_ledger *led, size_t
     trk_meta_free(trk, led->recs);
     led->recs = nv;
     led->cap = ncap;
-    led->tombs = 0;
     return LG_OK;
 }
 
-/* Caller holds the lock. */
+/* Caller holds the lock. The table is at most half full. */
 static int ledger_insert_locked(struct trk_tracker *trk, const struct trk_rec *rec)
 {
     struct trk_ledger *led = &trk->led;
-    if ((led->used + led->tombs + 1) * 4 > led->cap * 3) {
-        size_t ncap = led->cap ? led->cap : 1024;
-        while ((led->used + 1) * 2 > ncap) ncap *= 2;
-        if (rehash_locked(trk, led, ncap) != LG_OK) return LG_ENOMEM;
-    }
+    if ((led->used + 1) * 2 > led->cap &&
+        rehash_locked(trk, led, led->cap ? led->cap * 2 : 1024) != LG_OK)
+        return LG_ENOMEM;
     size_t mask = led->cap - 1;
     size_t i = ptr_hash(rec->ptr) & mask;
-    while (led->recs[i].ptr != TRK_EMPTY && led->recs[i].ptr != TRK_TOMB) i = (i + 1) & mask;
-    if (led->recs[i].ptr == TRK_TOMB) led->tombs--;
+    while (led->recs[i].ptr != TRK_EMPTY) i = (i + 1) & mask;
     led->recs[i] = *rec;
     led->used++;
     return LG_OK;
 }
 
 /* The slot of live pointer p, or NULL; caller holds the lock. */
-static struct trk_rec *ledger_find_locked(struct trk_ledger *led, uintptr_t p)
+TRK_INLINE struct trk_rec *ledger_find_locked(struct trk_ledger *led, uintptr_t p)
 {
     if (!led->cap) return NULL;
     size_t mask = led->cap - 1;
     for (size_t i = ptr_hash(p) & mask; led->recs[i].ptr != TRK_EMPTY; i = (i + 1) & mask)
         if (led->recs[i].ptr == p) return &led->recs[i];
     return NULL;
+}
+
+/* Empties slot r and moves later records of its run back into the hole where their probe
+ * allows (backward-shift deletion): no tombstones, so probes stay short and the table is never
+ * rebuilt only to clear them. Caller holds the lock. */
+TRK_INLINE void ledger_erase_locked(struct trk_ledger *led, struct trk_rec *r)
+{
+    size_t mask = led->cap - 1, hole = (size_t)(r - led->recs);
+    for (size_t j = (hole + 1) & mask; led->recs[j].ptr != TRK_EMPTY; j = (j + 1) & mask) {
+        size_t home = ptr_hash(led->recs[j].ptr) & mask;
+        /* the record at j may fill the hole when its home is not cyclically in (hole, j] */
+        if (((j - home) & mask) >= ((j - hole) & mask)) {
+            led->recs[hole] = led->recs[j];
+            hole = j;
+        }
+    }
+    led->recs[hole].ptr = TRK_EMPTY;
+    led->used--;
 }
 
 static bool ledger_find(struct trk_tracker *trk, uintptr_t p, struct trk_rec *out)
@@ -213,11 +227,12 @@ static bool ledger_find(struct trk_tracker *trk, uintptr_t p, struct trk_rec *ou
 static void count_alloc_locked(struct trk_tracker *trk, uint32_t tag, uint32_t space, int64_t size)
 {
     struct trk_tag *t = trk_tag_get(trk, tag);
-    t->live_bytes[space] += size;
-    if (t->live_bytes[space] > t->peak_bytes[space]) t->peak_bytes[space] = t->live_bytes[space];
-    t->live_count[space]++;
-    t->total_bytes[space] += size;
-    t->total_count[space]++;
+    struct trk_count *n = trk_tag_count(t, space);
+    n->live_bytes += size;
+    if (n->live_bytes > n->peak_bytes) n->peak_bytes = n->live_bytes;
+    n->live_count++;
+    n->total_bytes += size;
+    n->total_count++;
     struct trk_ledger *led = &trk->led;
     led->live[space] += size;
     if (led->live[space] > led->peak[space]) led->peak[space] = led->live[space];
@@ -228,7 +243,8 @@ static void count_alloc_locked(struct trk_tracker *trk, uint32_t tag, uint32_t s
 
 /* Removes live pointer p of `space` from the ledger and its counters into *out; false when p
  * is not a live allocation of that space. */
-static bool ledger_remove(struct trk_tracker *trk, uintptr_t p, uint32_t space, struct trk_rec *out)
+TRK_INLINE bool ledger_remove(struct trk_tracker *trk, uintptr_t p, uint32_t space,
+                              struct trk_rec *out)
 {
     struct trk_ledger *led = &trk->led;
     trk_spin_lock(&led->lock);
@@ -236,12 +252,11 @@ static bool ledger_remove(struct trk_tracker *trk, uintptr_t p, uint32_t space, 
     bool ok = r && r->space == space;
     if (ok) {
         *out = *r;
-        r->ptr = TRK_TOMB;
-        led->used--;
-        led->tombs++;
+        ledger_erase_locked(led, r);
         struct trk_tag *t = trk_tag_get(trk, out->tag);
-        t->live_bytes[space] -= (int64_t)out->size;
-        t->live_count[space]--;
+        struct trk_count *n = trk_tag_count(t, space);
+        n->live_bytes -= (int64_t)out->size;
+        n->live_count--;
         led->live[space] -= (int64_t)out->size;
         trk->tags.classes[t->cls].live[space] -= (int64_t)out->size;
     }
@@ -317,8 +332,8 @@ TRK_ENTRY static int record_new(struct trk_tracker *trk, void *p, size_t size, c
 }
 
 /* Records a new allocation the tracker made; frees it again when it cannot be recorded. */
-TRK_ENTRY static void *track_new(struct trk_tracker *trk, void *p, size_t size, const char *tag,
-                                 uint32_t space)
+TRK_INLINE void *track_new(struct trk_tracker *trk, void *p, size_t size, const char *tag,
+                           uint32_t space)
 {
     if (record_new(trk, p, size, tag, space) == LG_OK) return p;
     if (space == TRK_HOST)
@@ -329,7 +344,7 @@ TRK_ENTRY static void *track_new(struct trk_tracker *trk, void *p, size_t size, 
 }
 
 /* p (just allocated, or NULL when the allocator failed) entered in the ledger under tag. */
-TRK_ENTRY static void *host_tracked(struct trk_tracker *trk, void *p, size_t size, const char *tag)
+TRK_INLINE void *host_tracked(struct trk_tracker *trk, void *p, size_t size, const char *tag)
 {
     if (!p) {
         char b[32];
@@ -345,7 +360,7 @@ TRK_ENTRY static void *host_tracked(struct trk_tracker *trk, void *p, size_t siz
 #endif
 }
 
-TRK_ENTRY static void *alloc_impl(struct trk_tracker *trk, size_t size, const char *tag)
+TRK_INLINE void *alloc_impl(struct trk_tracker *trk, size_t size, const char *tag)
 {
     return host_tracked(trk, raw_alloc(trk, size), size, tag);
 }

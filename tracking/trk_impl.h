@@ -32,10 +32,9 @@ static inline void trk_spin_unlock(struct trk_spin *l)
 /* ---- the allocation ledger: one open-addressing table keyed by pointer --------------- */
 
 #define TRK_EMPTY ((uintptr_t)0)
-#define TRK_TOMB  ((uintptr_t)1)
 
 struct trk_rec {
-    uintptr_t ptr; /* TRK_EMPTY, TRK_TOMB, or a live pointer */
+    uintptr_t ptr; /* TRK_EMPTY or a live pointer */
     uint64_t size;
     uint32_t tag;   /* index into the tag table */
     uint32_t gen;   /* generation it was born in */
@@ -50,21 +49,36 @@ struct trk_rec {
 struct trk_ledger {
     struct trk_spin lock;
     struct trk_rec *recs;
-    size_t cap, used, tombs;                      /* used counts live records */
+    size_t cap, used;                             /* used counts live records */
     int64_t live[TRK_NSPACES], peak[TRK_NSPACES]; /* totals over all tags */
 };
 
 /* ---- tags: interned names with per-space counters ---------------------------------- */
 
-struct trk_tag {
-    char name[LG_MAX_NAME];
-    uint64_t hash;
-    /* guarded by the ledger lock */
-    int64_t live_bytes[TRK_NSPACES], live_count[TRK_NSPACES];
-    int64_t peak_bytes[TRK_NSPACES];
-    int64_t total_bytes[TRK_NSPACES], total_count[TRK_NSPACES];
-    uint32_t cls; /* index into trk_tags.classes */
+/* One space's counters of a tag, guarded by the ledger lock. */
+struct trk_count {
+    int64_t live_bytes, live_count;
+    int64_t peak_bytes;
+    int64_t total_bytes, total_count;
 };
+
+/* Laid out for the allocation path, which reads the length and the name and updates the host
+ * counters: with chunks 64-byte aligned, that is the tag's first two cache lines for a name of
+ * up to 79 characters. The device counters and the hash (read when the index grows) come last. */
+struct trk_tag {
+    struct trk_count host;
+    uint32_t cls; /* index into trk_tags.classes */
+    uint32_t len; /* strlen(name) */
+    char name[LG_MAX_NAME];
+    struct trk_count device;
+    uint64_t hash;
+};
+_Static_assert(sizeof(struct trk_tag) % 64 == 0, "tags fill whole cache lines");
+
+static inline struct trk_count *trk_tag_count(struct trk_tag *t, uint32_t space)
+{
+    return space == TRK_DEVICE ? &t->device : &t->host;
+}
 
 /* A tag class (the part of a tag before its first '/', lg_tag_class) with live and peak bytes
  * over all its tags: the peak of a class is not the sum of its tags' peaks (activations of
@@ -78,10 +92,15 @@ struct trk_class {
 #define TRK_TAG_CHUNK      1024
 #define TRK_TAG_MAX_CHUNKS 1024 /* a million tags */
 
-/* An open-addressing index over tag ids + 1 (0 = empty). Readers probe it without a lock;
- * a writer (holding trk_tags.lock) publishes entries with release stores, and replaces a full
- * index by a larger copy, keeping the old one until the tracker is freed (a reader may still
- * be probing it; doubling bounds what is kept to the size of the current one). */
+/* An open-addressing index over tags, read without a lock. A slot is 0 (empty) or a tag's
+ * id + 1 in its low TRK_TAG_ID_BITS bits under the top bits of the tag's hash, so a probe
+ * compares a name only when those bits match. A writer (holding trk_tags.lock) publishes slots
+ * with release stores, and replaces a full index by a larger copy, keeping the old one until
+ * the tracker is freed (a reader may still be probing it; doubling bounds what is kept to the
+ * size of the current one). */
+#define TRK_TAG_ID_BITS 21
+_Static_assert((uint64_t)TRK_TAG_CHUNK *TRK_TAG_MAX_CHUNKS < (1u << TRK_TAG_ID_BITS),
+               "every tag id + 1 fits in a slot's id bits");
 struct trk_tag_index {
     size_t cap;                    /* a power of two */
     struct trk_tag_index *retired; /* the index this one replaced */
@@ -183,7 +202,10 @@ struct trk_tracker {
 
 /* meta.c: the tracker's own tables, counted in trk->overhead by their usable size, so the
  * harness can take them out of jemalloc's allocated figure (they are the measurement's
- * memory, not the workload's). */
+ * memory, not the workload's). trk_meta_calloc's blocks start on a cache line (TRK_LINE), so
+ * entries laid out in whole lines (tags, ledger records) never straddle two; the caller frees
+ * them with trk_meta_free. */
+#define TRK_LINE 64
 void *trk_meta_calloc(struct trk_tracker *trk, size_t n, size_t size);
 void *trk_meta_realloc(struct trk_tracker *trk, void *p, size_t size);
 void trk_meta_free(struct trk_tracker *trk, void *p);
@@ -202,6 +224,9 @@ static inline struct trk_tag *trk_tag_get(struct trk_tracker *trk, uint32_t id)
  * report shows starts at the caller whatever the compiler inlined or turned into tail calls
  * (sanitizer builds do both differently). */
 #define TRK_ENTRY __attribute__((noinline, section("lg_trk_text")))
+/* A helper of the entry points, always inlined into them (so inside their section too): one call
+ * level fewer on the allocation path for each. */
+#define TRK_INLINE static inline __attribute__((always_inline))
 
 /* stacks.c */
 int trk_stacks_init(struct trk_tracker *trk);
