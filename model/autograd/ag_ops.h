@@ -2,16 +2,18 @@
  * the tape node and the helpers every op uses. The context's insides stay private
  * (ag_impl.h). Semi-public: for ops, not for callers of ops (they use autograd.h).
  *
- * An op reads in four steps (ops_elementwise.c has the simplest):
+ * An op reads in four steps (ops_elementwise.c has the simplest): its inputs checked and its
+ * kernels found, its output made, the kernel called, the node recorded when a gradient is wanted:
  *
- *   if (!ag_inputs_ok(ctx, "ag_tanh", 1, &x)) return NULL;     // NULL input or sticky error
- *   const struct kn_backend *kb = ag_kernels(ctx, "ag_tanh", 1, &x);
- *   if (!kb || !ag_check_f32(ctx, "ag_tanh", "x", x)) return NULL;
- *   struct tn_tensor *y = ag_out(ctx, "tanh", TN_F32, x->device, x->ndim, x->ne);   //
- * act/<scope>.tanh if (!y) return NULL; kb->tanh(tn_f32(y), tn_f32(x), n); // kernels.h if
- * (ag_wants_grad(ctx, 1, &x)) { struct ag_node *nd = ag_record(ctx, "ag_tanh", tanh_backward, kb,
- * 1, &x, 1, &y, 0); if (!nd) return NULL; ag_save(nd, 0, y);                                     //
- * what backward reads
+ *   const struct kn_backend *kb = ag_begin_f32(ctx, "ag_tanh", 1, &x, (const char *[]){"x"});
+ *   if (!kb) return NULL;                                  // NULL input, sticky error, not F32
+ *   struct tn_tensor *y = ag_out(ctx, "tanh", TN_F32, x->device, x->ndim, x->ne);
+ *   if (!y) return NULL;                                   // "act/<scope>.tanh"
+ *   kb->tanh(tn_f32(y), tn_f32(x), tn_numel(x));           // kernels.h
+ *   if (ag_wants_grad(ctx, 1, &x)) {
+ *       struct ag_node *nd = ag_record(ctx, "ag_tanh", tanh_backward, kb, 1, &x, 1, &y, 0);
+ *       if (!nd) return NULL;
+ *       ag_save(nd, 0, y);                                 // what backward reads
  *   }
  *   return y;
  *
@@ -56,6 +58,11 @@ const struct kn_backend *ag_kernels(struct ag_ctx *ctx, const char *op, int n,
                                     struct tn_tensor *const *xs);
 /* Records "<op>: <what> is I32, expected F32" unless t is F32. */
 bool ag_check_f32(struct ag_ctx *ctx, const char *op, const char *what, const struct tn_tensor *t);
+/* The first step of an op whose n inputs must all be F32: ag_inputs_ok, ag_kernels, then
+ * ag_check_f32 of each xs[i] as names[i], in that order; the kernels, or NULL with the first
+ * failure recorded. */
+const struct kn_backend *ag_begin_f32(struct ag_ctx *ctx, const char *op, int n,
+                                      struct tn_tensor *const *xs, const char *const *names);
 /* "act/<scope>.<name>" into buf. */
 void ag_act_name(const struct ag_ctx *ctx, const char *name, char *buf, size_t size);
 /* A new output tensor "act/<scope>.<name>", owned by the context (a temporary). */

@@ -272,6 +272,16 @@ bool ag_check_f32(struct ag_ctx *ctx, const char *op, const char *what, const st
     return false;
 }
 
+const struct kn_backend *ag_begin_f32(struct ag_ctx *ctx, const char *op, int n,
+                                      struct tn_tensor *const *xs, const char *const *names)
+{
+    if (!ag_inputs_ok(ctx, op, n, xs)) return NULL;
+    const struct kn_backend *kb = ag_kernels(ctx, op, n, xs);
+    for (int i = 0; kb && i < n; i++)
+        if (!ag_check_f32(ctx, op, names[i], xs[i])) kb = NULL;
+    return kb;
+}
+
 bool ag_wants_grad(const struct ag_ctx *ctx, int n, struct tn_tensor *const *xs)
 {
     if (!ctx->grad_enabled) return false;

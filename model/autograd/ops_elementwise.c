@@ -125,9 +125,8 @@ static struct tn_tensor *binary(struct ag_ctx *ctx, struct tn_tensor *a, struct 
 {
     const char *name = binop_name[op];
     struct tn_tensor *in[2] = {a, b};
-    if (!ag_inputs_ok(ctx, name, 2, in)) return NULL;
-    const struct kn_backend *kb = ag_kernels(ctx, name, 2, in);
-    if (!kb || !ag_check_f32(ctx, name, "a", a) || !ag_check_f32(ctx, name, "b", b)) return NULL;
+    const struct kn_backend *kb = ag_begin_f32(ctx, name, 2, in, (const char *[]){"a", "b"});
+    if (!kb) return NULL;
     int nd;
     int64_t ne[TN_MAX_DIMS];
     if (!ag_broadcast_shape(a, b, &nd, ne))
@@ -171,9 +170,8 @@ static int scale_backward(struct ag_ctx *ctx, struct ag_node *nd)
 
 struct tn_tensor *ag_scale(struct ag_ctx *ctx, struct tn_tensor *x, float s)
 {
-    if (!ag_inputs_ok(ctx, "ag_scale", 1, &x)) return NULL;
-    const struct kn_backend *kb = ag_kernels(ctx, "ag_scale", 1, &x);
-    if (!kb || !ag_check_f32(ctx, "ag_scale", "x", x)) return NULL;
+    const struct kn_backend *kb = ag_begin_f32(ctx, "ag_scale", 1, &x, (const char *[]){"x"});
+    if (!kb) return NULL;
     struct tn_tensor *y = ag_out(ctx, "scale", TN_F32, x->device, x->ndim, x->ne);
     if (!y) return NULL;
     kb->scale(tn_f32(y), tn_f32(x), s, tn_numel(x));
@@ -208,9 +206,8 @@ static struct tn_tensor *activation(struct ag_ctx *ctx, struct tn_tensor *x, enu
 {
     static const char *const op[] = {"ag_sigmoid", "ag_tanh", "ag_elu"};
     static const char *const name[] = {"sigmoid", "tanh", "elu"};
-    if (!ag_inputs_ok(ctx, op[kind], 1, &x)) return NULL;
-    const struct kn_backend *kb = ag_kernels(ctx, op[kind], 1, &x);
-    if (!kb || !ag_check_f32(ctx, op[kind], "x", x)) return NULL;
+    const struct kn_backend *kb = ag_begin_f32(ctx, op[kind], 1, &x, (const char *[]){"x"});
+    if (!kb) return NULL;
     struct tn_tensor *y = ag_out(ctx, name[kind], TN_F32, x->device, x->ndim, x->ne);
     if (!y) return NULL;
     int64_t n = tn_numel(x);
@@ -257,9 +254,8 @@ static int dropout_backward(struct ag_ctx *ctx, struct ag_node *nd)
 
 struct tn_tensor *ag_dropout(struct ag_ctx *ctx, struct tn_tensor *x, float p)
 {
-    if (!ag_inputs_ok(ctx, "ag_dropout", 1, &x)) return NULL;
-    const struct kn_backend *kb = ag_kernels(ctx, "ag_dropout", 1, &x);
-    if (!kb || !ag_check_f32(ctx, "ag_dropout", "x", x)) return NULL;
+    const struct kn_backend *kb = ag_begin_f32(ctx, "ag_dropout", 1, &x, (const char *[]){"x"});
+    if (!kb) return NULL;
     if (!(p >= 0.0f && p < 1.0f))
         return ag_fail(ctx, LG_EINVAL, "ag_dropout: probability %g outside [0, 1)", (double)p);
     if (!ctx->opt.training || p == 0.0f) return ag_view(ctx, x, x->ndim, x->ne, "dropout");

@@ -34,11 +34,9 @@ struct tn_tensor *ag_gate_add_norm(struct ag_ctx *ctx, struct tn_tensor *z, stru
 {
     static const char *const op = "ag_gate_add_norm";
     struct tn_tensor *in[4] = {z, skip, w, b};
-    if (!ag_inputs_ok(ctx, op, 4, in)) return NULL;
-    const struct kn_backend *kb = ag_kernels(ctx, op, 4, in);
-    if (!kb || !ag_check_f32(ctx, op, "z", z) || !ag_check_f32(ctx, op, "skip", skip) ||
-        !ag_check_f32(ctx, op, "w", w) || !ag_check_f32(ctx, op, "b", b))
-        return NULL;
+    const struct kn_backend *kb =
+        ag_begin_f32(ctx, op, 4, in, (const char *[]){"z", "skip", "w", "b"});
+    if (!kb) return NULL;
     int64_t d = skip->ndim ? skip->ne[skip->ndim - 1] : 0;
     bool ok = d > 0 && z->ndim == skip->ndim && z->ne[z->ndim - 1] == 2 * d;
     for (int i = 0; ok && i < z->ndim - 1; i++) ok = z->ne[i] == skip->ne[i];

@@ -22,11 +22,9 @@ struct tn_tensor *ag_pinball_loss(struct ag_ctx *ctx, struct tn_tensor *yhat, st
                                   const float *q, int nq)
 {
     struct tn_tensor *in[2] = {yhat, y};
-    if (!ag_inputs_ok(ctx, "ag_pinball_loss", 2, in)) return NULL;
-    const struct kn_backend *kb = ag_kernels(ctx, "ag_pinball_loss", 2, in);
-    if (!kb || !ag_check_f32(ctx, "ag_pinball_loss", "yhat", yhat) ||
-        !ag_check_f32(ctx, "ag_pinball_loss", "y", y))
-        return NULL;
+    const struct kn_backend *kb =
+        ag_begin_f32(ctx, "ag_pinball_loss", 2, in, (const char *[]){"yhat", "y"});
+    if (!kb) return NULL;
     if (yhat->ndim != 3 || y->ndim != 2 || yhat->ne[0] != y->ne[0] || yhat->ne[1] != y->ne[1] ||
         yhat->ne[2] != nq || nq < 1)
         return ag_fail(ctx, LG_EINVAL,
@@ -74,9 +72,8 @@ static int fake_quant_backward(struct ag_ctx *ctx, struct ag_node *nd)
 
 struct tn_tensor *ag_fake_quant(struct ag_ctx *ctx, struct tn_tensor *x, bool per_row)
 {
-    if (!ag_inputs_ok(ctx, "ag_fake_quant", 1, &x)) return NULL;
-    const struct kn_backend *kb = ag_kernels(ctx, "ag_fake_quant", 1, &x);
-    if (!kb || !ag_check_f32(ctx, "ag_fake_quant", "x", x)) return NULL;
+    const struct kn_backend *kb = ag_begin_f32(ctx, "ag_fake_quant", 1, &x, (const char *[]){"x"});
+    if (!kb) return NULL;
     if (per_row && x->ndim != 2)
         return ag_fail(ctx, LG_EINVAL,
                        "ag_fake_quant: per-row quantisation needs a 2-D weight, "

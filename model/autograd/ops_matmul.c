@@ -66,10 +66,8 @@ struct tn_tensor *ag_matmul(struct ag_ctx *ctx, struct tn_tensor *a, struct tn_t
                             bool tb)
 {
     struct tn_tensor *in[2] = {a, b};
-    if (!ag_inputs_ok(ctx, "ag_matmul", 2, in)) return NULL;
-    const struct kn_backend *kb = ag_kernels(ctx, "ag_matmul", 2, in);
-    if (!kb || !ag_check_f32(ctx, "ag_matmul", "a", a) || !ag_check_f32(ctx, "ag_matmul", "b", b))
-        return NULL;
+    const struct kn_backend *kb = ag_begin_f32(ctx, "ag_matmul", 2, in, (const char *[]){"a", "b"});
+    if (!kb) return NULL;
     if (a->ndim < 2 || b->ndim < 2)
         return ag_fail(ctx, LG_EINVAL, "ag_matmul: operands need 2 or more dims: a %s b %s",
                        AG_SHAPE(a), AG_SHAPE(b));

@@ -18,9 +18,8 @@ static int softmax_backward(struct ag_ctx *ctx, struct ag_node *nd)
 
 struct tn_tensor *ag_softmax(struct ag_ctx *ctx, struct tn_tensor *x)
 {
-    if (!ag_inputs_ok(ctx, "ag_softmax", 1, &x)) return NULL;
-    const struct kn_backend *kb = ag_kernels(ctx, "ag_softmax", 1, &x);
-    if (!kb || !ag_check_f32(ctx, "ag_softmax", "x", x)) return NULL;
+    const struct kn_backend *kb = ag_begin_f32(ctx, "ag_softmax", 1, &x, (const char *[]){"x"});
+    if (!kb) return NULL;
     struct tn_tensor *y = ag_out(ctx, "softmax", TN_F32, x->device, x->ndim, x->ne);
     if (!y) return NULL;
     int64_t n = last_dim(x);
@@ -43,11 +42,9 @@ static int mask_backward(struct ag_ctx *ctx, struct ag_node *nd)
 struct tn_tensor *ag_add_mask(struct ag_ctx *ctx, struct tn_tensor *x, struct tn_tensor *mask)
 {
     struct tn_tensor *in[2] = {x, mask};
-    if (!ag_inputs_ok(ctx, "ag_add_mask", 2, in)) return NULL;
-    const struct kn_backend *kb = ag_kernels(ctx, "ag_add_mask", 2, in);
-    if (!kb || !ag_check_f32(ctx, "ag_add_mask", "x", x) ||
-        !ag_check_f32(ctx, "ag_add_mask", "mask", mask))
-        return NULL;
+    const struct kn_backend *kb =
+        ag_begin_f32(ctx, "ag_add_mask", 2, in, (const char *[]){"x", "mask"});
+    if (!kb) return NULL;
     int nd;
     int64_t ne[TN_MAX_DIMS];
     bool ok = ag_broadcast_shape(x, mask, &nd, ne) && nd == x->ndim;
@@ -87,11 +84,9 @@ struct tn_tensor *ag_layernorm(struct ag_ctx *ctx, struct tn_tensor *x, struct t
                                struct tn_tensor *b, float eps)
 {
     struct tn_tensor *in[3] = {x, w, b};
-    if (!ag_inputs_ok(ctx, "ag_layernorm", 3, in)) return NULL;
-    const struct kn_backend *kb = ag_kernels(ctx, "ag_layernorm", 3, in);
-    if (!kb || !ag_check_f32(ctx, "ag_layernorm", "x", x) ||
-        !ag_check_f32(ctx, "ag_layernorm", "w", w) || !ag_check_f32(ctx, "ag_layernorm", "b", b))
-        return NULL;
+    const struct kn_backend *kb =
+        ag_begin_f32(ctx, "ag_layernorm", 3, in, (const char *[]){"x", "w", "b"});
+    if (!kb) return NULL;
     int64_t n = last_dim(x);
     if (w->ndim != 1 || b->ndim != 1 || w->ne[0] != n || b->ne[0] != n || n == 0)
         return ag_fail(ctx, LG_EINVAL, "ag_layernorm: w %s and b %s must be [%lld] for x %s",

@@ -43,9 +43,8 @@ static struct tn_tensor *reduce_core(struct ag_ctx *ctx, const char *op, const c
 static struct tn_tensor *reduce(struct ag_ctx *ctx, const char *op, const char *name,
                                 struct tn_tensor *x, int axis, bool keepdim, bool mean)
 {
-    if (!ag_inputs_ok(ctx, op, 1, &x)) return NULL;
-    const struct kn_backend *kb = ag_kernels(ctx, op, 1, &x);
-    if (!kb || !ag_check_f32(ctx, op, "x", x)) return NULL;
+    const struct kn_backend *kb = ag_begin_f32(ctx, op, 1, &x, (const char *[]){"x"});
+    if (!kb) return NULL;
     int ax = ag_axis(axis, x->ndim);
     if (ax < 0) return ag_fail(ctx, LG_EINVAL, "%s: axis %d outside x %s", op, axis, AG_SHAPE(x));
     int64_t outer = 1, inner = 1, n = x->ne[ax], shape[TN_MAX_DIMS];
@@ -72,9 +71,8 @@ struct tn_tensor *ag_mean(struct ag_ctx *ctx, struct tn_tensor *x, int axis, boo
 
 struct tn_tensor *ag_sum_all(struct ag_ctx *ctx, struct tn_tensor *x)
 {
-    if (!ag_inputs_ok(ctx, "ag_sum_all", 1, &x)) return NULL;
-    const struct kn_backend *kb = ag_kernels(ctx, "ag_sum_all", 1, &x);
-    if (!kb || !ag_check_f32(ctx, "ag_sum_all", "x", x)) return NULL;
+    const struct kn_backend *kb = ag_begin_f32(ctx, "ag_sum_all", 1, &x, (const char *[]){"x"});
+    if (!kb) return NULL;
     return reduce_core(ctx, "ag_sum_all", "sum_all", kb, x, 1, tn_numel(x), 1, 1.0f, 1,
                        (int64_t[]){1});
 }

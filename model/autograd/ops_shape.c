@@ -156,9 +156,8 @@ static int slice_backward(struct ag_ctx *ctx, struct ag_node *nd)
 struct tn_tensor *ag_slice(struct ag_ctx *ctx, struct tn_tensor *x, int axis, int64_t start,
                            int64_t len)
 {
-    if (!ag_inputs_ok(ctx, "ag_slice", 1, &x)) return NULL;
-    const struct kn_backend *kb = ag_kernels(ctx, "ag_slice", 1, &x);
-    if (!kb || !ag_check_f32(ctx, "ag_slice", "x", x)) return NULL;
+    const struct kn_backend *kb = ag_begin_f32(ctx, "ag_slice", 1, &x, (const char *[]){"x"});
+    if (!kb) return NULL;
     int ax = ag_axis(axis, x->ndim);
     if (ax < 0 || start < 0 || len < 0 || start + len > x->ne[ax])
         return ag_fail(ctx, LG_EINVAL, "ag_slice: [%lld, %lld) along axis %d outside x %s",
@@ -306,9 +305,8 @@ static struct tn_tensor *gather(struct ag_ctx *ctx, const char *op, const char *
 
 struct tn_tensor *ag_permute(struct ag_ctx *ctx, struct tn_tensor *x, const int *perm)
 {
-    if (!ag_inputs_ok(ctx, "ag_permute", 1, &x)) return NULL;
-    const struct kn_backend *kb = ag_kernels(ctx, "ag_permute", 1, &x);
-    if (!kb || !ag_check_f32(ctx, "ag_permute", "x", x)) return NULL;
+    const struct kn_backend *kb = ag_begin_f32(ctx, "ag_permute", 1, &x, (const char *[]){"x"});
+    if (!kb) return NULL;
     int nd = x->ndim, seen = 0;
     int64_t xs[TN_MAX_DIMS], shape[TN_MAX_DIMS], sa[TN_MAX_DIMS], ys[TN_MAX_DIMS],
         sinv[TN_MAX_DIMS];
@@ -333,9 +331,8 @@ struct tn_tensor *ag_permute(struct ag_ctx *ctx, struct tn_tensor *x, const int 
 
 struct tn_tensor *ag_expand(struct ag_ctx *ctx, struct tn_tensor *x, int ndim, const int64_t *shape)
 {
-    if (!ag_inputs_ok(ctx, "ag_expand", 1, &x)) return NULL;
-    const struct kn_backend *kb = ag_kernels(ctx, "ag_expand", 1, &x);
-    if (!kb || !ag_check_f32(ctx, "ag_expand", "x", x)) return NULL;
+    const struct kn_backend *kb = ag_begin_f32(ctx, "ag_expand", 1, &x, (const char *[]){"x"});
+    if (!kb) return NULL;
     bool ok = ndim >= x->ndim && ndim <= TN_MAX_DIMS;
     for (int k = 0; ok && k < ndim; k++) {
         int kx = k - (ndim - x->ndim);

@@ -19,16 +19,28 @@ static const char *type_name(const json_t *v)
     return "?";
 }
 
+/* Key `key` of object o into *v, of JSON type `type` (JSON_REAL: any number), which `what`
+ * names ("a string"): LG_OK with *v NULL when it is absent and `opt`, LG_EFORMAT when it is
+ * missing or of another type. `in` starts the key in messages ("static[2]: "). */
+static int get_key(json_t *o, const char *key, bool opt, json_type type, const char *what,
+                   json_t **v, const char *name, const char *in)
+{
+    *v = json_object_get(o, key);
+    if (!*v && opt) return LG_OK;
+    if (!*v) return lg_fail(LG_EFORMAT, "%s: %skey \"%s\" is missing", name, in, key);
+    if (type == JSON_REAL ? !json_is_number(*v) : json_typeof(*v) != type)
+        return lg_fail(LG_EFORMAT, "%s: %skey \"%s\" must be %s, not %s", name, in, key, what,
+                       type_name(*v));
+    return LG_OK;
+}
+
 /* Copies string key `key` of object o (required unless `opt`) into dst. */
 static int get_str(json_t *o, const char *key, bool opt, char *dst, size_t size, const char *name,
                    const char *in)
 {
-    json_t *v = json_object_get(o, key);
-    if (!v && opt) return LG_OK;
-    if (!v) return lg_fail(LG_EFORMAT, "%s: %skey \"%s\" is missing", name, in, key);
-    if (!json_is_string(v))
-        return lg_fail(LG_EFORMAT, "%s: %skey \"%s\" must be a string, not %s", name, in, key,
-                       type_name(v));
+    json_t *v;
+    int rc = get_key(o, key, opt, JSON_STRING, "a string", &v, name, in);
+    if (rc || !v) return rc;
     const char *s = json_string_value(v);
     if (!s[0]) return lg_fail(LG_EFORMAT, "%s: %skey \"%s\" is an empty string", name, in, key);
     if (strlen(s) != json_string_length(v) || lg_strlcpy(dst, s, size))
@@ -43,12 +55,9 @@ static int get_str(json_t *o, const char *key, bool opt, char *dst, size_t size,
 static int get_int(json_t *o, const char *key, bool opt, int64_t lo, int64_t hi, int64_t *out,
                    const char *name, const char *in)
 {
-    json_t *v = json_object_get(o, key);
-    if (!v && opt) return LG_OK;
-    if (!v) return lg_fail(LG_EFORMAT, "%s: %skey \"%s\" is missing", name, in, key);
-    if (!json_is_integer(v))
-        return lg_fail(LG_EFORMAT, "%s: %skey \"%s\" must be an integer, not %s", name, in, key,
-                       type_name(v));
+    json_t *v;
+    int rc = get_key(o, key, opt, JSON_INTEGER, "an integer", &v, name, in);
+    if (rc || !v) return rc;
     json_int_t x = json_integer_value(v);
     if (x < lo || x > hi)
         return lg_fail(LG_EFORMAT, "%s: %skey \"%s\" = %lld is outside %lld..%lld", name, in, key,
@@ -59,11 +68,9 @@ static int get_int(json_t *o, const char *key, bool opt, int64_t lo, int64_t hi,
 
 static int get_num(json_t *o, const char *key, double lo, double hi, double *out, const char *name)
 {
-    json_t *v = json_object_get(o, key);
-    if (!v) return LG_OK;
-    if (!json_is_number(v))
-        return lg_fail(LG_EFORMAT, "%s: key \"%s\" must be a number, not %s", name, key,
-                       type_name(v));
+    json_t *v;
+    int rc = get_key(o, key, true, JSON_REAL, "a number", &v, name, "");
+    if (rc || !v) return rc;
     double x = json_number_value(v);
     if (!(x >= lo && x <= hi))
         return lg_fail(LG_EFORMAT, "%s: key \"%s\" = %g is outside %g..%g", name, key, x, lo, hi);
@@ -126,13 +133,10 @@ static int add_var(struct data_csv_roles *r, json_t *e, const char *list, size_t
 static int add_list(struct data_csv_roles *r, json_t *o, const char *key, enum tft_role role,
                     int kind, bool required, const char *name)
 {
-    json_t *a = json_object_get(o, key), *e;
+    json_t *a, *e;
     size_t i;
-    if (!a && !required) return LG_OK;
-    if (!a) return lg_fail(LG_EFORMAT, "%s: key \"%s\" is missing", name, key);
-    if (!json_is_array(a))
-        return lg_fail(LG_EFORMAT, "%s: key \"%s\" must be an array, not %s", name, key,
-                       type_name(a));
+    int rc = get_key(o, key, !required, JSON_ARRAY, "an array", &a, name, "");
+    if (rc || !a) return rc;
     if (required && json_array_size(a) == 0)
         return lg_fail(LG_EFORMAT, "%s: key \"%s\" needs at least one variable", name, key);
     json_array_foreach(a, i, e)
@@ -141,7 +145,7 @@ static int add_list(struct data_csv_roles *r, json_t *o, const char *key, enum t
         const char *k = json_string_value(json_object_get(e, "kind"));
         int is_cat = k && strcmp(k, "categorical") == 0;
         if (kind >= 0 && json_is_object(e) && k && is_cat != (kind == TFT_CAT)) continue;
-        int rc = add_var(r, e, key, i, role, name);
+        rc = add_var(r, e, key, i, role, name);
         if (rc != LG_OK) return rc;
     }
     return LG_OK;

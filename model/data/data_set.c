@@ -50,12 +50,9 @@ void data_free(struct data_set *ds)
 {
     if (!ds) return;
     struct trk_tracker *trk = ds->trk;
+    void *owned[] = {ds->start, ds->train_len, ds->train_cum, ds->target_scale, ds->val};
     for (int v = 0; v < TFT_MAX_VARS; v++) trk_free(trk, ds->col[v]);
-    trk_free(trk, ds->start);
-    trk_free(trk, ds->train_len);
-    trk_free(trk, ds->train_cum);
-    trk_free(trk, ds->target_scale);
-    trk_free(trk, ds->val);
+    for (size_t i = 0; i < LG_ARRAY_LEN(owned); i++) trk_free(trk, owned[i]);
     trk_free(trk, ds);
 }
 

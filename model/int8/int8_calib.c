@@ -111,6 +111,30 @@ void q8_observed_fini(struct q8_observed *o)
     memset(o, 0, sizeof *o);
 }
 
+void *q8_observed_new(size_t size, struct trk_tracker *trk, struct tft_model *model,
+                      const char *tag, const char *prefix, int *rc)
+{
+    struct q8_observed *o = trk_calloc(trk, size, tag);
+    if (!o) {
+        *rc = lg_errcode();
+        return NULL;
+    }
+    *rc = q8_observed_init(o, trk, model, prefix);
+    if (*rc) {
+        trk_free(trk, o);
+        return NULL;
+    }
+    return o;
+}
+
+void q8_observed_free(struct q8_observed *o)
+{
+    if (!o) return;
+    struct trk_tracker *trk = o->trk;
+    q8_observed_fini(o);
+    trk_free(trk, o);
+}
+
 void q8_observed_attach(struct q8_observed *o, struct tft_model *model,
                         struct tn_tensor *(*linear)(void *, struct ag_ctx *, const char *,
                                                     struct tn_tensor *, struct tn_tensor *,
@@ -198,6 +222,7 @@ float q8_observed_range(const struct q8_observed *o, const char *layer)
 
 /* ---- post-training calibration ------------------------------------------------------------ */
 
+/* The handle: made by q8_observed_new, whose struct q8_observed comes first. */
 struct q8_calib {
     struct q8_observed o; /* "int8/calib.<layer>" */
 };
@@ -215,16 +240,9 @@ static struct tn_tensor *calib_linear(void *user, struct ag_ctx *ctx, const char
 
 int q8_calib_new(struct q8_calib **out, struct trk_tracker *trk, struct tft_model *model)
 {
-    *out = NULL;
-    struct q8_calib *cal = trk_calloc(trk, sizeof *cal, "int8/calib");
-    if (!cal) return lg_errcode();
-    int rc = q8_observed_init(&cal->o, trk, model, "int8/calib");
-    if (rc) {
-        trk_free(trk, cal);
-        return rc;
-    }
-    *out = cal;
-    return LG_OK;
+    int rc;
+    *out = q8_observed_new(sizeof **out, trk, model, "int8/calib", "int8/calib", &rc);
+    return rc;
 }
 
 void q8_calib_attach(struct q8_calib *cal, struct tft_model *model)
@@ -249,10 +267,4 @@ int q8_quantize(struct q8_model **out, struct tft_model *model, const struct q8_
     return q8_build(out, model, &cal->o, "q8_quantize");
 }
 
-void q8_calib_free(struct q8_calib *cal)
-{
-    if (!cal) return;
-    struct trk_tracker *trk = cal->o.trk;
-    q8_observed_fini(&cal->o);
-    trk_free(trk, cal);
-}
+void q8_calib_free(struct q8_calib *cal) { q8_observed_free(cal ? &cal->o : NULL); }

@@ -104,6 +104,13 @@ static inline void put_4x2(const struct out *o, int64_t m, int64_t n, __m256i r)
     _mm_storeh_pi((__m64 *)(base + (m + 3) * o->ldc + n), hi);
 }
 
+/* One row of A against the tile's two rows of B, 16 values of k: c0 += a·b0, c1 += a·b1. */
+static inline void madd_1x2(__m256i *c0, __m256i *c1, __m256i va, __m256i vb0, __m256i vb1)
+{
+    *c0 = _mm256_add_epi32(*c0, _mm256_madd_epi16(va, vb0));
+    *c1 = _mm256_add_epi32(*c1, _mm256_madd_epi16(va, vb1));
+}
+
 /* The 4 × 2 tile at (m, n): Σ_k A[m + i, k]·B[n + j, k] for i < 4, j < 2. */
 static void kernel_4x2(const struct out *o, int64_t m, int64_t n, const int8_t *A /* [4, K] */,
                        const int8_t *B /* [2, K] */, int64_t K)
@@ -113,19 +120,11 @@ static void kernel_4x2(const struct out *o, int64_t m, int64_t n, const int8_t *
             c30 = c00, c31 = c00;
     int64_t k = 0;
     for (; k + 16 <= K; k += 16) {
-        __m256i vb0 = load16(b0 + k), vb1 = load16(b1 + k), va;
-        va = load16(a0 + k);
-        c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(va, vb0));
-        c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(va, vb1));
-        va = load16(a1 + k);
-        c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(va, vb0));
-        c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(va, vb1));
-        va = load16(a2 + k);
-        c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(va, vb0));
-        c21 = _mm256_add_epi32(c21, _mm256_madd_epi16(va, vb1));
-        va = load16(a3 + k);
-        c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(va, vb0));
-        c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(va, vb1));
+        __m256i vb0 = load16(b0 + k), vb1 = load16(b1 + k);
+        madd_1x2(&c00, &c01, load16(a0 + k), vb0, vb1);
+        madd_1x2(&c10, &c11, load16(a1 + k), vb0, vb1);
+        madd_1x2(&c20, &c21, load16(a2 + k), vb0, vb1);
+        madd_1x2(&c30, &c31, load16(a3 + k), vb0, vb1);
     }
     __m256i r = hsum8(c00, c01, c10, c11, c20, c21, c30, c31);
     if (k < K) {

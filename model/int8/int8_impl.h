@@ -58,6 +58,13 @@ struct q8_observed {
 int q8_observed_init(struct q8_observed *o, struct trk_tracker *trk, struct tft_model *model,
                      const char *prefix);
 void q8_observed_fini(struct q8_observed *o);
+/* A public handle (struct q8_calib, struct q8_qat: `size` bytes whose first member is a struct
+ * q8_observed), tagged `tag`, with its observers made by q8_observed_init under `prefix`; the
+ * caller frees it with q8_observed_free. NULL with *rc set on failure (nothing allocated). */
+void *q8_observed_new(size_t size, struct trk_tracker *trk, struct tft_model *model,
+                      const char *tag, const char *prefix, int *rc);
+/* Finalises and frees such a handle, given its first member; NULL does nothing. */
+void q8_observed_free(struct q8_observed *o);
 /* Installs `linear` with `user` as the model's hook / removes it (contract: no other hook is
  * installed; detach only what was attached). */
 void q8_observed_attach(struct q8_observed *o, struct tft_model *model,

@@ -36,9 +36,8 @@ static int fake_quant_range_backward(struct ag_ctx *ctx, struct ag_node *nd)
 struct tn_tensor *q8_ag_fake_quant_range(struct ag_ctx *ctx, struct tn_tensor *x, float range)
 {
     const char *op = "q8_ag_fake_quant_range";
-    if (!ag_inputs_ok(ctx, op, 1, &x)) return NULL;
-    const struct kn_backend *kb = ag_kernels(ctx, op, 1, &x);
-    if (!kb || !ag_check_f32(ctx, op, "x", x)) return NULL;
+    const struct kn_backend *kb = ag_begin_f32(ctx, op, 1, &x, (const char *[]){"x"});
+    if (!kb) return NULL;
     if (x->device != TN_CPU)
         return ag_fail(ctx, LG_EUNAVAIL,
                        "%s: %s: activation fake quantisation runs on the CPU only", op, x->name);
@@ -70,6 +69,7 @@ struct tn_tensor *q8_ag_fake_quant_range(struct ag_ctx *ctx, struct tn_tensor *x
 
 /* ---- the QAT hook ------------------------------------------------------------------------- */
 
+/* The handle: made by q8_observed_new, whose struct q8_observed comes first. */
 struct q8_qat {
     struct q8_observed o; /* "qat/observer.<layer>" */
 };
@@ -96,16 +96,9 @@ static struct tn_tensor *qat_linear(void *user, struct ag_ctx *ctx, const char *
 
 int q8_qat_new(struct q8_qat **out, struct trk_tracker *trk, struct tft_model *model)
 {
-    *out = NULL;
-    struct q8_qat *qat = trk_calloc(trk, sizeof *qat, "qat/state");
-    if (!qat) return lg_errcode();
-    int rc = q8_observed_init(&qat->o, trk, model, "qat/observer");
-    if (rc) {
-        trk_free(trk, qat);
-        return rc;
-    }
-    *out = qat;
-    return LG_OK;
+    int rc;
+    *out = q8_observed_new(sizeof **out, trk, model, "qat/state", "qat/observer", &rc);
+    return rc;
 }
 
 void q8_qat_attach(struct q8_qat *qat, struct tft_model *model)
@@ -128,10 +121,4 @@ float q8_qat_range(const struct q8_qat *qat, const char *layer)
     return q8_observed_range(&qat->o, layer);
 }
 
-void q8_qat_free(struct q8_qat *qat)
-{
-    if (!qat) return;
-    struct trk_tracker *trk = qat->o.trk;
-    q8_observed_fini(&qat->o);
-    trk_free(trk, qat);
-}
+void q8_qat_free(struct q8_qat *qat) { q8_observed_free(qat ? &qat->o : NULL); }

@@ -9,79 +9,87 @@ static const char *const preset_names[] = {"tiny", "electricity", "foxhunt-815",
 
 const char *const *tft_config_preset_names(void) { return preset_names; }
 
-static void add_var(struct tft_config *c, const char *name, enum tft_role role, int card)
-{
-    LG_ASSERT(c->n_vars < TFT_MAX_VARS && "too many preset variables");
-    struct tft_var *v = &c->vars[c->n_vars++];
-    lg_strlcpy(v->name, name, sizeof v->name);
-    v->role = role;
-    v->kind = card > 0 ? TFT_CAT : TFT_REAL;
-    v->cardinality = card;
-}
+/* A preset variable in spec order (cardinality 0: a real variable). */
+struct preset_var {
+    const char *name;
+    enum tft_role role;
+    int card;
+};
 
-static void base(struct tft_config *c, const char *name, int H, int heads, int L, int te, int td)
+static const struct preset_var tiny_vars[] = {
+    {"series", TFT_STATIC, 10}, {"scale", TFT_STATIC, 0}, {"target", TFT_OBSERVED, 0},
+    {"obs_x", TFT_OBSERVED, 0}, {"dow", TFT_KNOWN, 7},    {"time", TFT_KNOWN, 0}};
+static const struct preset_var electricity_vars[] = {{"id", TFT_STATIC, 370},
+                                                     {"power_usage", TFT_OBSERVED, 0},
+                                                     {"hour", TFT_KNOWN, 0},
+                                                     {"day_of_week", TFT_KNOWN, 0},
+                                                     {"hours_from_start", TFT_KNOWN, 0}};
+static const struct preset_var foxhunt_vars[] = {
+    {"item", TFT_STATIC, 3600},        {"store", TFT_STATIC, 54},
+    {"city", TFT_STATIC, 22},          {"state", TFT_STATIC, 16},
+    {"type", TFT_STATIC, 5},           {"cluster", TFT_STATIC, 17},
+    {"family", TFT_STATIC, 33},        {"class", TFT_STATIC, 337},
+    {"perishable", TFT_STATIC, 0},     {"unit_sales", TFT_OBSERVED, 0},
+    {"transactions", TFT_OBSERVED, 0}, {"oil", TFT_OBSERVED, 0},
+    {"log_sales", TFT_OBSERVED, 0},    {"onpromotion", TFT_KNOWN, 2},
+    {"day_of_week", TFT_KNOWN, 7},     {"day_of_month", TFT_KNOWN, 31},
+    {"month", TFT_KNOWN, 12},          {"national_holiday", TFT_KNOWN, 2},
+    {"local_holiday", TFT_KNOWN, 2},   {"days_from_start", TFT_KNOWN, 0},
+    {"oil_known", TFT_KNOWN, 0}};
+
+/* The presets, in the order of preset_names: sizes, training hyper-parameters, variables. Every
+ * preset has three quantiles (0.1, 0.5, 0.9) and dropout 0.1. electricity has the reference
+ * code's hyper-parameters for that data set. */
+static const struct preset {
+    int hidden, n_head, lstm_layers, T_enc, T_dec, batch;
+    double lr, max_grad_norm;
+    const struct preset_var *vars;
+    size_t n_vars;
+} presets[] = {
+    /* H, heads, L, T_enc, T_dec, batch, lr, max_grad_norm */
+    {16, 4, 1, 8, 4, 8, 3e-3, 1.0, tiny_vars, LG_ARRAY_LEN(tiny_vars)},
+    {160, 4, 1, 168, 24, 64, 1e-3, 0.01, electricity_vars, LG_ARRAY_LEN(electricity_vars)},
+    {1024, 16, 1, 30, 7, 4, 1e-3, 1.0, foxhunt_vars, LG_ARRAY_LEN(foxhunt_vars)},
+};
+_Static_assert(LG_ARRAY_LEN(presets) + 1 == LG_ARRAY_LEN(preset_names),
+               "one preset a name of preset_names");
+
+static void fill(struct tft_config *c, const char *name, const struct preset *p)
 {
     memset(c, 0, sizeof *c);
     lg_strlcpy(c->preset, name, sizeof c->preset);
-    c->hidden = H;
-    c->n_head = heads;
-    c->lstm_layers = L;
-    c->T_enc = te;
-    c->T_dec = td;
+    c->hidden = p->hidden;
+    c->n_head = p->n_head;
+    c->lstm_layers = p->lstm_layers;
+    c->T_enc = p->T_enc;
+    c->T_dec = p->T_dec;
     c->n_quantiles = 3;
     c->quantiles[0] = 0.1f;
     c->quantiles[1] = 0.5f;
     c->quantiles[2] = 0.9f;
     c->dropout = 0.1f;
-    c->lr = 1e-3;
+    c->batch = p->batch;
+    c->lr = p->lr;
+    c->max_grad_norm = p->max_grad_norm;
+    LG_ASSERT(p->n_vars <= TFT_MAX_VARS && "too many preset variables");
+    for (size_t i = 0; i < p->n_vars; i++) {
+        struct tft_var *v = &c->vars[c->n_vars++];
+        lg_strlcpy(v->name, p->vars[i].name, sizeof v->name);
+        v->role = p->vars[i].role;
+        v->kind = p->vars[i].card > 0 ? TFT_CAT : TFT_REAL;
+        v->cardinality = p->vars[i].card;
+    }
 }
 
 int tft_config_preset(struct tft_config *c, const char *name)
 {
-    if (strcmp(name, "tiny") == 0) {
-        base(c, name, 16, 4, 1, 8, 4);
-        add_var(c, "series", TFT_STATIC, 10);
-        add_var(c, "scale", TFT_STATIC, 0);
-        add_var(c, "target", TFT_OBSERVED, 0);
-        add_var(c, "obs_x", TFT_OBSERVED, 0);
-        add_var(c, "dow", TFT_KNOWN, 7);
-        add_var(c, "time", TFT_KNOWN, 0);
-        c->batch = 8;
-        c->lr = 3e-3;
-        c->max_grad_norm = 1.0;
-    } else if (strcmp(name, "electricity") == 0) {
-        /* the reference code's hyper-parameters for this data set */
-        base(c, name, 160, 4, 1, 168, 24);
-        add_var(c, "id", TFT_STATIC, 370);
-        add_var(c, "power_usage", TFT_OBSERVED, 0);
-        add_var(c, "hour", TFT_KNOWN, 0);
-        add_var(c, "day_of_week", TFT_KNOWN, 0);
-        add_var(c, "hours_from_start", TFT_KNOWN, 0);
-        c->batch = 64;
-        c->max_grad_norm = 0.01;
-    } else if (strcmp(name, "foxhunt-815") == 0) {
-        base(c, name, 1024, 16, 1, 30, 7);
-        static const struct {
-            const char *n;
-            int card;
-        } st[] = {{"item", 3600},  {"store", 54},  {"city", 22},   {"state", 16},    {"type", 5},
-                  {"cluster", 17}, {"family", 33}, {"class", 337}, {"perishable", 0}},
-          kn[] = {{"onpromotion", 2},     {"day_of_week", 7},      {"day_of_month", 31},
-                  {"month", 12},          {"national_holiday", 2}, {"local_holiday", 2},
-                  {"days_from_start", 0}, {"oil_known", 0}};
-        for (size_t i = 0; i < LG_ARRAY_LEN(st); i++) add_var(c, st[i].n, TFT_STATIC, st[i].card);
-        add_var(c, "unit_sales", TFT_OBSERVED, 0);
-        add_var(c, "transactions", TFT_OBSERVED, 0);
-        add_var(c, "oil", TFT_OBSERVED, 0);
-        add_var(c, "log_sales", TFT_OBSERVED, 0);
-        for (size_t i = 0; i < LG_ARRAY_LEN(kn); i++) add_var(c, kn[i].n, TFT_KNOWN, kn[i].card);
-        c->batch = 4;
-        c->max_grad_norm = 1.0;
-    } else {
-        return lg_fail(LG_EINVAL, "unknown preset '%s' (presets: tiny, electricity, foxhunt-815)",
-                       name);
-    }
-    return tft_config_validate(c);
+    for (size_t i = 0; i < LG_ARRAY_LEN(presets); i++)
+        if (strcmp(name, preset_names[i]) == 0) {
+            fill(c, name, &presets[i]);
+            return tft_config_validate(c);
+        }
+    return lg_fail(LG_EINVAL, "unknown preset '%s' (presets: tiny, electricity, foxhunt-815)",
+                   name);
 }
 
 /* Rank of a variable in spec order: statics (cat, real), observed, known (cat, real). */

@@ -29,15 +29,38 @@ static int calibrate(struct tr_trainer *tr, struct q8_calib *cal)
     return rc;
 }
 
-/* Evaluates the int8 model q on the validation windows and frees it. */
-static int evaluate_and_free(struct tr_trainer *tr, struct q8_model *q, struct tr_quant_stats *st)
+/* Fine-tunes the model through the QAT hook, at a tenth of the training rate: at the full rate
+ * a few dozen QAT steps move the validation loss by several percent either way (measured on
+ * tiny), which is the model changing, not quantisation. */
+static int fine_tune(struct tr_trainer *tr, struct q8_qat *qat)
 {
-    st->layers = q8_layers(q);
-    st->int8_bytes = q8_bytes(q);
-    q8_attach(q, tr->model);
-    int rc = tr_validate(tr, &st->quant_val_loss);
-    q8_detach(q, tr->model);
-    q8_free(q);
+    q8_qat_attach(qat, tr->model);
+    int steps = tr->opt.steps;
+    tr->opt.steps = tr->opt.qat_steps;
+    opt_adamw_set_lr(tr->opt_state, tr->opt.lr / 10);
+    struct tr_train_stats ts;
+    int rc = tr_train(tr, &ts);
+    opt_adamw_set_lr(tr->opt_state, tr->opt.lr);
+    tr->opt.steps = steps;
+    q8_qat_detach(qat, tr->model);
+    return rc;
+}
+
+/* The end both finalisations share: the int8 model q (made when rc is LG_OK) evaluated on the
+ * validation windows and freed, the figures handed back (st may be NULL) and reported. */
+static int finish(struct tr_trainer *tr, int rc, struct q8_model *q, struct tr_quant_stats s,
+                  struct tr_quant_stats *st, const char *mode)
+{
+    if (rc == LG_OK) {
+        s.layers = q8_layers(q);
+        s.int8_bytes = q8_bytes(q);
+        q8_attach(q, tr->model);
+        rc = tr_validate(tr, &s.quant_val_loss);
+        q8_detach(q, tr->model);
+        q8_free(q);
+    }
+    if (st) *st = s;
+    if (tr->opt.progress) tr->opt.progress(tr->opt.progress_user, mode, -1, s.quant_val_loss);
     return rc;
 }
 
@@ -65,10 +88,7 @@ int tr_finalize_int8_training(struct tr_trainer *tr, struct tr_quant_stats *st)
     if (rc == LG_OK) rc = calibrate(tr, cal);
     if (rc == LG_OK) rc = q8_quantize(&q, tr->model, cal);
     if (!tr->opt.faults.int8_calibration) q8_calib_free(cal); /* fault: statistics forgotten */
-    if (rc == LG_OK) rc = evaluate_and_free(tr, q, &s);
-    if (st) *st = s;
-    if (tr->opt.progress) tr->opt.progress(tr->opt.progress_user, "int8", -1, s.quant_val_loss);
-    return rc;
+    return finish(tr, rc, q, s, st, "int8");
 }
 
 int tr_finalize_qat_training(struct tr_trainer *tr, struct tr_quant_stats *st)
@@ -80,24 +100,8 @@ int tr_finalize_qat_training(struct tr_trainer *tr, struct tr_quant_stats *st)
     if (rc == LG_OK && !tr->opt_state) rc = tr_initialize_optimizer(tr);
     if (rc == LG_OK) rc = tr_validate(tr, &s.fp32_val_loss);
     if (rc == LG_OK) rc = q8_qat_new(&qat, tr->trk, tr->model);
-    if (rc == LG_OK) {
-        /* fine-tuning at a tenth of the training rate: at the full rate a few dozen QAT steps
-         * move the validation loss by several percent either way (measured on tiny), which is
-         * the model changing, not quantisation */
-        q8_qat_attach(qat, tr->model);
-        int steps = tr->opt.steps;
-        tr->opt.steps = tr->opt.qat_steps;
-        opt_adamw_set_lr(tr->opt_state, tr->opt.lr / 10);
-        struct tr_train_stats ts;
-        rc = tr_train(tr, &ts);
-        opt_adamw_set_lr(tr->opt_state, tr->opt.lr);
-        tr->opt.steps = steps;
-        q8_qat_detach(qat, tr->model);
-    }
+    if (rc == LG_OK) rc = fine_tune(tr, qat);
     if (rc == LG_OK) rc = q8_qat_convert(&q, tr->model, qat);
     if (!tr->opt.faults.qat_observer) q8_qat_free(qat); /* fault: observers forgotten */
-    if (rc == LG_OK) rc = evaluate_and_free(tr, q, &s);
-    if (st) *st = s;
-    if (tr->opt.progress) tr->opt.progress(tr->opt.progress_user, "qat", -1, s.quant_val_loss);
-    return rc;
+    return finish(tr, rc, q, s, st, "qat");
 }

@@ -698,30 +698,52 @@ Test(int8, save_writes_i8_weights_and_f32_scales)
 
 /* ---- broken contracts --------------------------------------------------------------------- */
 
-Test(int8, attaching_twice_aborts, .signal = SIGABRT)
+static void attach_twice(struct fixture *f)
 {
-    struct fixture f;
-    fixture_init(&f);
-    struct q8_model *q = quantized_tiny(&f, 1);
-    q8_attach(q, f.model);
-    q8_attach(q, f.model);
+    struct q8_model *q = quantized_tiny(f, 1);
+    q8_attach(q, f->model);
+    q8_attach(q, f->model);
 }
 
-Test(int8, attaching_over_another_hook_aborts, .signal = SIGABRT)
+static void attach_over_another_hook(struct fixture *f)
 {
-    struct fixture f;
-    fixture_init(&f);
-    struct q8_calib *cal = calib_new(&f);
-    struct q8_qat *qat = qat_new(&f);
-    q8_calib_attach(cal, f.model);
-    q8_qat_attach(qat, f.model);
+    struct q8_calib *cal = calib_new(f);
+    struct q8_qat *qat = qat_new(f);
+    q8_calib_attach(cal, f->model);
+    q8_qat_attach(qat, f->model);
 }
 
-Test(int8, freeing_while_attached_aborts, .signal = SIGABRT)
+static void free_while_attached(struct fixture *f)
 {
-    struct fixture f;
-    fixture_init(&f);
-    struct q8_calib *cal = calib_new(&f);
-    q8_calib_attach(cal, f.model);
+    struct q8_calib *cal = calib_new(f);
+    q8_calib_attach(cal, f->model);
     q8_calib_free(cal);
+}
+
+/* Each breaks a contract on a fresh fixture and must abort (LG_ASSERT). */
+static const struct {
+    const char *name;
+    void (*breaks)(struct fixture *f);
+} contracts[] = {
+    {"attaching twice", attach_twice},
+    {"attaching over another hook", attach_over_another_hook},
+    {"freeing while attached", free_while_attached},
+};
+
+/* Criterion runs each parameter in a process of its own, so that each case can abort; the
+ * parameter is the case's index (a pointer into this process would not survive the move). */
+ParameterizedTestParameters(int8, a_broken_contract_aborts)
+{
+    static size_t k[LG_ARRAY_LEN(contracts)];
+    for (size_t i = 0; i < LG_ARRAY_LEN(k); i++) k[i] = i;
+    return cr_make_param_array(size_t, k, LG_ARRAY_LEN(k));
+}
+
+ParameterizedTest(size_t *k, int8, a_broken_contract_aborts, .signal = SIGABRT)
+{
+    fprintf(stderr, "int8 broken contract, must abort: %s\n", contracts[*k].name);
+    struct fixture f;
+    fixture_init(&f);
+    contracts[*k].breaks(&f);
+    cr_assert_fail("%s did not abort", contracts[*k].name);
 }
