@@ -248,6 +248,24 @@ static int get_field(const struct rpt_dec *d, const char *w, json_t *o, const st
     case RPT_F_MASK: return get_channel_list(d, w, json_object_get(o, f->key), f->key, p);
     case RPT_F_CHANNELS: return get_channels(d, w, o, f->key, p);
     case RPT_F_ARRAY: return get_array_of(d, w, o, f->key, f->arr, base);
+    case RPT_F_OBJECT: {
+        json_t *v;
+        char ow[96];
+        rc = member(d, w, o, f->key, &v);
+        if (rc == LG_OK && !json_is_object(v)) rc = bad(d, w, f->key, "expected an object");
+        snprintf(ow, sizeof ow, "%s.%s", w, f->key);
+        return rc == LG_OK ? rpt_fields_get(d, ow, v, f->sub, p) : rc;
+    }
+    case RPT_F_ENUM: {
+        char name[32];
+        rc = get_str(d, w, o, f->key, name, sizeof name);
+        for (int k = 0; rc == LG_OK && f->oneof[k]; k++)
+            if (f->oneof[k][0] && !strcmp(f->oneof[k], name)) {
+                *(int *)p = (int)(k + f->lo);
+                return LG_OK;
+            }
+        return rc == LG_OK ? bad(d, w, f->key, "not one of the names it may have") : rc;
+    }
     case RPT_F_CUSTOM: return f->dec(d, w, o, f->key, base);
     case RPT_F_END: break;
     }
@@ -258,9 +276,12 @@ int rpt_fields_get(const struct rpt_dec *d, const char *where, json_t *o, const 
                    void *base)
 {
     int rc = LG_OK;
-    for (; f->kind != RPT_F_END && rc == LG_OK; f++)
-        if (!(f->flags & RPT_OPTIONAL) || json_object_get(o, f->key))
+    for (; f->kind != RPT_F_END && rc == LG_OK; f++) {
+        bool there = json_object_get(o, f->key) != NULL;
+        if (f->flags & RPT_PRESENT) *(bool *)((char *)base + f->present_off) = there;
+        if (there || !(f->flags & (RPT_OPTIONAL | RPT_OMIT_EMPTY | RPT_PRESENT)))
             rc = get_field(d, where, o, f, base);
+    }
     return rc;
 }
 

@@ -116,7 +116,7 @@ static json_t *channel_list(unsigned mask)
 
 json_t *rpt_json_channels(unsigned mask) { return channel_list(mask); }
 
-static json_t *array_of(const struct rpt_array *arr, const void *base)
+json_t *rpt_array_to_json(const struct rpt_array *arr, const void *base)
 {
     const char *elems = *(const char *const *)((const char *)base + arr->ptr_off);
     if (arr->capacity) elems = (const char *)base + arr->ptr_off;
@@ -154,7 +154,14 @@ static json_t *value_of(const struct rpt_field *f, const void *base)
     case RPT_F_CHANNEL: return json_string(rpt_channel_name(*(const enum rpt_channel *)p));
     case RPT_F_MASK: return channel_list(*(const unsigned *)p);
     case RPT_F_CHANNELS: return channels_obj(p);
-    case RPT_F_ARRAY: return array_of(f->arr, base);
+    case RPT_F_ARRAY: return rpt_array_to_json(f->arr, base);
+    case RPT_F_OBJECT: {
+        json_t *o = json_object();
+        int bad = !o;
+        if (o) rpt_fields_put(o, f->sub, p, &bad);
+        return finish(o, bad);
+    }
+    case RPT_F_ENUM: return json_string(f->oneof[*(const int *)p - f->lo]);
     case RPT_F_CUSTOM:
     case RPT_F_END: break;
     }
@@ -164,6 +171,11 @@ static json_t *value_of(const struct rpt_field *f, const void *base)
 void rpt_fields_put(json_t *o, const struct rpt_field *f, const void *base, int *bad)
 {
     for (; f->kind != RPT_F_END; f++) {
+        if ((f->flags & RPT_PRESENT) && !*(const bool *)((const char *)base + f->present_off))
+            continue;
+        if ((f->flags & RPT_OMIT_EMPTY) &&
+            *(const int *)((const char *)base + f->arr->count_off) == 0)
+            continue;
         if (f->kind == RPT_F_CUSTOM)
             f->enc(o, f->key, base, bad);
         else

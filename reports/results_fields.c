@@ -93,6 +93,42 @@ static const struct rpt_field class_fields[] = {
 static const struct rpt_array classes_array =
     RPT_ARRAY_OF(struct rpt_session, classes, n_classes, class_fields);
 
+/* the gate's members (results 1.5, gate.h) */
+static const char *const spaces_or_none[] = {"host", "device", "", NULL}; /* "": an object */
+
+const struct rpt_field rpt_peak_tag_fields[] = {
+    RPT_STR(struct rpt_peak_tag, "tag", tag),
+    RPT_I64(struct rpt_peak_tag, "bytes", bytes, 0, INT64_MAX),
+    RPT_END,
+};
+static const struct rpt_array class_tags =
+    RPT_INLINE_ARRAY_OF(struct rpt_class_peak, tags, n_tags, rpt_peak_tag_fields);
+static const struct rpt_field class_peak_fields[] = {
+    RPT_STR(struct rpt_class_peak, "class", cls),
+    {.key = "space", .kind = RPT_F_STR, RPT_MEMBER(struct rpt_class_peak, space), .oneof = spaces},
+    RPT_I64(struct rpt_class_peak, "bytes", bytes, 0, INT64_MAX),
+    RPT_ARRAY("tags", &class_tags),
+    RPT_END,
+};
+static const struct rpt_array peaks_array =
+    RPT_ARRAY_OF(struct rpt_session, peaks, n_peaks, class_peak_fields);
+
+static const struct rpt_field suppressed_fields[] = {
+    RPT_STR(struct rpt_suppressed, "name", name),
+    {.key = "space",
+     .kind = RPT_F_STR,
+     RPT_MEMBER(struct rpt_suppressed, space),
+     .oneof = spaces_or_none},
+    RPT_BOOL(struct rpt_suppressed, "object", object),
+    RPT_I64(struct rpt_suppressed, "bytes", bytes, 0, INT64_MAX),
+    RPT_I64(struct rpt_suppressed, "over", over, 0, INT64_MAX),
+    RPT_INT(struct rpt_suppressed, "rule", rule, 0, INT32_MAX),
+    RPT_BOOL(struct rpt_suppressed, "expired", expired),
+    RPT_END,
+};
+static const struct rpt_array suppressed_array =
+    RPT_ARRAY_OF(struct rpt_session, suppressed, n_suppressed, suppressed_fields);
+
 #define SESSION_BYTES(key, m)                                                                      \
     RPT_RANGED(struct rpt_session, key, m, RPT_F_I64, INT64_MIN, INT64_MAX, RPT_NULLABLE)
 
@@ -119,8 +155,12 @@ const struct rpt_field rpt_session_fields[] = {
     RPT_CUSTOM("samples", rpt_enc_samples, rpt_dec_samples),
     RPT_CUSTOM("heap_profile", rpt_enc_heap_profile, rpt_dec_heap_profile), /* since 1.2 */
     RPT_CUSTOM("notes", rpt_enc_notes, rpt_dec_notes),                      /* since 1.3 */
-    RPT_CUSTOM("peaks", rpt_enc_peaks, rpt_dec_peaks),                      /* since 1.5 */
-    RPT_CUSTOM("suppressed", rpt_enc_suppressed, rpt_dec_suppressed),       /* since 1.5 */
+    {.key = "peaks", /* since 1.5: written when the session measured them, none included */
+     .kind = RPT_F_ARRAY,
+     .flags = RPT_PRESENT,
+     .arr = &peaks_array,
+     .present_off = offsetof(struct rpt_session, peaks_measured)},
+    {.key = "suppressed", .kind = RPT_F_ARRAY, .flags = RPT_OMIT_EMPTY, .arr = &suppressed_array},
     RPT_CUSTOM("suppressed_since", rpt_enc_suppressed_since, rpt_dec_suppressed_since),
     RPT_STR(struct rpt_session, "error", error),
     RPT_END,

@@ -40,11 +40,17 @@ enum rpt_field_kind {
     RPT_F_MASK,     /* unsigned: a set of channels, an array of their names */
     RPT_F_CHANNELS, /* int64_t[RPT_NCHANNELS]: an object keyed by channel, null RPT_NONE */
     RPT_F_ARRAY,    /* an array of structs (struct rpt_array) */
+    RPT_F_OBJECT,   /* a struct member, an object of its own fields (.sub) */
+    RPT_F_ENUM,     /* an int: the name at index (value - lo) of .oneof ("" names none) */
     RPT_F_CUSTOM,   /* enc and dec */
 };
 
-#define RPT_NULLABLE 1u /* null is allowed: "not measured" */
-#define RPT_OPTIONAL 2u /* older writers left it out: a reader keeps the default when absent */
+#define RPT_NULLABLE   1u /* null is allowed: "not measured" */
+#define RPT_OPTIONAL   2u /* older writers left it out: a reader keeps the default when absent */
+#define RPT_OMIT_EMPTY 4u /* an array written only when it has elements (read: optional) */
+/* RPT_PRESENT: written only when the bool at .present_off is true; a reader sets that bool when
+ * the member is there (read: optional). */
+#define RPT_PRESENT 8u
 
 struct rpt_field;
 /* An array member: base's pointer at ptr_off and int count at count_off, elements of
@@ -69,6 +75,8 @@ struct rpt_field {
     int64_t lo, hi;
     const char *const *oneof;    /* RPT_F_STR: the values allowed, NULL-terminated */
     const struct rpt_array *arr; /* RPT_F_ARRAY */
+    const struct rpt_field *sub; /* RPT_F_OBJECT */
+    size_t present_off;          /* RPT_PRESENT: base's bool that says the member is there */
     rpt_field_enc enc;           /* RPT_F_CUSTOM */
     rpt_field_dec dec;
 };
@@ -91,6 +99,14 @@ struct rpt_field {
     {                                                                                              \
         .key = k, .kind = RPT_F_ARRAY, .arr = a                                                    \
     }
+#define RPT_OBJECT(T, k, m, fields, fl)                                                            \
+    {                                                                                              \
+        .key = k, .kind = RPT_F_OBJECT, .flags = fl, RPT_MEMBER(T, m), .sub = fields               \
+    }
+#define RPT_ENUM(T, k, m, names, first)                                                            \
+    {                                                                                              \
+        .key = k, .kind = RPT_F_ENUM, RPT_MEMBER(T, m), .oneof = names, .lo = first                \
+    }
 #define RPT_CUSTOM(k, e, d)                                                                        \
     {                                                                                              \
         .key = k, .kind = RPT_F_CUSTOM, .enc = e, .dec = d                                         \
@@ -109,12 +125,16 @@ struct rpt_field {
             LG_ARRAY_LEN(((T *)0)->arr)                                                            \
     }
 
+/* A tag's bytes in a class's peak (results_fields.c; the gate's peak checks use it too). */
+extern const struct rpt_field rpt_peak_tag_fields[];
 /* The records' tables (results_fields.c), in the order members are written. */
 extern const struct rpt_field rpt_run_fields[], rpt_budget_fields[], rpt_session_fields[],
     rpt_verdict_fields[];
 
 /* Writes every member of base into o (results_encode.c); failures are counted in *bad. */
 void rpt_fields_put(json_t *o, const struct rpt_field *f, const void *base, int *bad);
+/* One array member of base as JSON (results_encode.c), and read back (results_decode.c). */
+json_t *rpt_array_to_json(const struct rpt_array *arr, const void *base);
 /* Reads every member of o into base (results_decode.c); LG_EFORMAT "path:line: where.key: what"
  * for the first that is missing, of the wrong type or out of range. */
 int rpt_fields_get(const struct rpt_dec *d, const char *where, json_t *o, const struct rpt_field *f,

@@ -16,13 +16,8 @@
 #include "gate.h"
 #include "rpt_impl.h"
 
-/* The session members' halves, rows of rpt_session_fields (results_fields.h): "peaks" written
- * when the session measured them, "suppressed" and "suppressed_since" when a rule took
- * anything; read back strictly (LG_EFORMAT naming file, line and member), absent meaning none. */
-void rpt_enc_peaks(json_t *o, const char *key, const void *s, int *bad);
-int rpt_dec_peaks(const struct rpt_dec *d, const char *w, json_t *o, const char *key, void *s);
-void rpt_enc_suppressed(json_t *o, const char *key, const void *s, int *bad);
-int rpt_dec_suppressed(const struct rpt_dec *d, const char *w, json_t *o, const char *key, void *s);
+/* "suppressed_since", a row of rpt_session_fields (results_fields.h; "peaks" and "suppressed"
+ * are rows of their own there): written when a rule took anything, absent meaning none. */
 void rpt_enc_suppressed_since(json_t *o, const char *key, const void *s, int *bad);
 int rpt_dec_suppressed_since(const struct rpt_dec *d, const char *w, json_t *o, const char *key,
                              void *s);
