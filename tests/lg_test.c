@@ -161,6 +161,20 @@ void lg_expect_usage_errors(const char *bin, const struct lg_usage_case *cases, 
     }
 }
 
+const char *lg_python3(void)
+{
+    return access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+}
+
+void lg_expect_jsonl(const char *schema, const char *files, int status, const char *why)
+{
+    struct lg_out o = lg_runf(lg_python3(), "%s/tests/data/results/validate_jsonl.py %s/docs/%s %s",
+                              LG_SOURCE_DIR, LG_SOURCE_DIR, schema, files);
+    cr_expect_eq(o.status, status, "%s: validate_jsonl.py exit %d, expected %d:\n%s", why, o.status,
+                 status, o.text);
+    free(o.text);
+}
+
 const char *lg_line_of(const char *text, const char *channel, char *buf, size_t size)
 {
     size_t cl = strlen(channel);

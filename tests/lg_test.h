@@ -5,6 +5,7 @@
 #define LG_TEST_H
 
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <sys/types.h>
 
 #include "tracking.h"
@@ -38,6 +39,14 @@ struct lg_usage_case {
 };
 /* Runs `bin` with each case's args and expects exit status 2 and its needle in the output. */
 void lg_expect_usage_errors(const char *bin, const struct lg_usage_case *cases, size_t n);
+
+/* A python3 with python3-jsonschema: Debian's /usr/bin/python3 where there is one (a python3
+ * first on PATH may lack the module), else python3. */
+const char *lg_python3(void);
+/* Checks `files` (a shell fragment: paths, globs) line by line against docs/<schema> with
+ * tests/data/results/validate_jsonl.py and expects its exit status (0: every line valid, 1: one
+ * is not); a failure says `why` and what the script said. */
+void lg_expect_jsonl(const char *schema, const char *files, int status, const char *why);
 
 /* The verdict table's line for a channel in a program's output ("" when absent), in buf. */
 const char *lg_line_of(const char *text, const char *channel, char *buf, size_t size);

@@ -18,11 +18,17 @@ TestSuite(cli, .init = lg_test_setup, .fini = lg_test_teardown, .timeout = 240);
 /* Runs leakgate with args (a shell fragment) and captures everything it prints. */
 static struct lg_out run(const char *args) { return lg_run(LEAKGATE_BIN, args); }
 
+/* Runs `leakgate OPTS --out <scratch>/out` and captures everything it prints. */
+static struct lg_out run_out(const char *opts)
+{
+    return lg_runf(LEAKGATE_BIN, "%s --out '%s/out'", opts, lg_test_tmpdir());
+}
+
 /* Runs `leakgate OPTS --out <scratch>/out` and expects its exit status and what its output
  * says. */
 static void expect_verdict(const char *opts, int status, const struct lg_says *says, size_t n)
 {
-    struct lg_out o = lg_runf(LEAKGATE_BIN, "%s --out '%s/out'", opts, lg_test_tmpdir());
+    struct lg_out o = run_out(opts);
     cr_expect_eq(o.status, status, "%s: exit %d, expected %d\n%s", opts, o.status, status, o.text);
     lg_expect_says(o.text, says, n, false);
     free(o.text);
@@ -89,17 +95,13 @@ Test(cli, injection_from_a_later_session)
 
 Test(cli, reproduce_shows_the_varmap_bytes_and_site_and_fixed_shows_zero)
 {
-    struct lg_out o = lg_runf(LEAKGATE_BIN, "reproduce varmap-dup-ref --preset tiny --out '%s/r'",
-                              lg_test_tmpdir());
-    cr_expect_eq(o.status, 1, "%s", o.text);
-    cr_expect(strstr(o.text, "class varmap") && strstr(o.text, "(108844 bytes)"),
-              "tiny's VarMap is 108,844 bytes (spec table):\n%s", o.text);
-    cr_expect(strstr(o.text, "retained at tr_new (trainer.c:") != NULL, "%s", o.text);
-    free(o.text);
-    o = lg_runf(LEAKGATE_BIN, "reproduce varmap-dup-ref --preset tiny --fixed --out '%s/f'",
-                lg_test_tmpdir());
+    EXPECT_VERDICT("reproduce varmap-dup-ref --preset tiny", 1,
+                   {NULL, "class varmap", "tiny's VarMap is 108,844 bytes (spec table)"},
+                   {NULL, "(108844 bytes)", "tiny's VarMap is 108,844 bytes (spec table)"},
+                   {NULL, "retained at tr_new (trainer.c:", "the retain site"});
+    struct lg_out o = run_out("reproduce varmap-dup-ref --preset tiny --fixed");
     cr_expect_eq(o.status, 0, "%s", o.text);
-    cr_expect(strstr(o.text, "class varmap") == NULL, "%s", o.text);
+    LG_EXPECT_NOT_SAYS(o.text, {NULL, "class varmap", "--fixed releases the map"});
     free(o.text);
 }
 
@@ -245,10 +247,8 @@ Test(cli, calibrate_writes_budgets_that_run_uses_and_records)
 
 Test(cli, raw_malloc_is_named_by_its_allocating_function)
 {
-    struct lg_out o = lg_runf(
-        LEAKGATE_BIN,
-        "run --sessions 8 --modes fp32 --no-reports --out '%s/out' --inject raw-malloc:256KiB",
-        lg_test_tmpdir());
+    struct lg_out o =
+        run_out("run --sessions 8 --modes fp32 --no-reports --inject raw-malloc:256KiB");
     cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
     const char *attr = strstr(o.text, "untagged growth by allocation stack");
     cr_expect(attr && strstr(attr, "raw_faults (trainer.c:"), "names raw_faults:\n%s", o.text);

@@ -283,11 +283,8 @@ Test(exec, reports_draw_the_stacks_as_a_flame_graph)
              "'%s/out/report.html' && grep -q 'leak_256k' '%s/out/report.html'",
              lg_test_tmpdir(), lg_test_tmpdir(), lg_test_tmpdir());
     cr_expect_eq(system(cmd), 0, "report.html has the stack table and the flame graph inline");
-    snprintf(cmd, sizeof cmd,
-             "/usr/bin/python3 %s/tests/data/results/validate_jsonl.py %s/docs/results.schema.json "
-             "'%s/out/results.jsonl'",
-             LG_SOURCE_DIR, LG_SOURCE_DIR, lg_test_tmpdir());
-    cr_expect_eq(system(cmd), 0, "exec's results validate against docs/results.schema.json");
+    lg_expect_jsonl("results.schema.json", lg_test_tmpfile("out/results.jsonl"), 0,
+                    "exec's results validate against docs/results.schema.json");
 }
 
 Test(exec, the_api_outside_exec_is_a_no_op)

@@ -4,6 +4,7 @@
  * fails a session naming the class and its tags; a known leak suppressed by rule (run and exec),
  * shown as suppressed in every artefact, and back as a leak once the rule expires. */
 #define _GNU_SOURCE
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,13 +15,19 @@ TestSuite(gate_cli, .init = lg_test_setup, .fini = lg_test_teardown, .timeout = 
 
 #define RUN "run --quiet --modes fp32 --sessions 6 --workload tiny-fp32 --history h.jsonl "
 
-static struct lg_out in_tmp(const char *fmt, const char *arg)
+/* Runs `leakgate ARGS` (formatted) in the test's scratch directory. */
+static struct lg_out leakgate(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static struct lg_out leakgate(const char *fmt, ...)
 {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, fmt, arg ? arg : "");
-    return lg_runf("/bin/sh", "-c 'cd %s && %s'", lg_test_tmpdir(), cmd);
+    char args[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    return lg_runf("/bin/sh", "-c 'cd %s && %s %s'", lg_test_tmpdir(), LEAKGATE_BIN, args);
 }
 
+/* Expects o's exit status and each needle in what it printed; frees o.text. */
 static void expect(struct lg_out o, int status, const char *const *needles)
 {
     cr_expect_eq(o.status, status, "exit %d, not %d:\n%s", o.status, status, o.text);
@@ -28,78 +35,70 @@ static void expect(struct lg_out o, int status, const char *const *needles)
         cr_expect(strstr(o.text, *n), "'%s' not said:\n%s", *n, o.text);
     free(o.text);
 }
+#define EXPECT(o, status, ...) expect(o, status, (const char *const[]){__VA_ARGS__, NULL})
+
+/* Writes text into the scratch file `name`. */
+static void write_file(const char *name, const char *text)
+{
+    lg_spit(lg_test_tmpfile(name), text, strlen(text));
+}
+
+/* Expects every line of the scratch file `name` to validate against docs/<schema>. */
+static void expect_valid(const char *schema, const char *name, const char *why)
+{
+    lg_expect_jsonl(schema, lg_test_tmpfile(name), 0, why);
+}
 
 Test(gate_cli, the_history_picks_its_baseline_and_the_verdict_folds_it_in)
 {
-    const char *L = LEAKGATE_BIN;
-    char fmt[1024];
-    snprintf(fmt, sizeof fmt, "%s " RUN "--no-reports --baseline auto --commit %%s --out o", L);
-    expect(in_tmp(fmt, "c1"), 0, (const char *const[]){"no baseline yet", "PASS", NULL});
-    expect(in_tmp(fmt, "c2 --inject raw-malloc:256KiB"), 1,
-           (const char *const[]){"Against the baseline", "commit c1", "HEAD REGRESSED",
-                                 "regressed against the baseline c1", NULL});
-    expect(in_tmp(fmt, "c3"), 0,
-           (const char *const[]){"commit c1", "No regression beyond the budgets", NULL});
+#define AUTO RUN "--no-reports --baseline auto --commit %s --out o"
+    EXPECT(leakgate(AUTO, "c1"), 0, "no baseline yet", "PASS");
+    EXPECT(leakgate(AUTO, "c2 --inject raw-malloc:256KiB"), 1, "Against the baseline", "commit c1",
+           "HEAD REGRESSED", "regressed against the baseline c1");
+    EXPECT(leakgate(AUTO, "c3"), 0, "commit c1", "No regression beyond the budgets");
     /* the baseline of c4 is c3, the last passing one: c2 leaked */
-    expect(in_tmp(fmt, "c4"), 0, (const char *const[]){"commit c3", NULL});
-    snprintf(fmt, sizeof fmt, "%s history h.jsonl -o hist%%s", L);
-    expect(in_tmp(fmt, NULL), 0,
-           (const char *const[]){"4 record(s)", "workload \"tiny-fp32\"", "c1", "c2", "LEAK",
-                                 "history.html", NULL});
+    EXPECT(leakgate(AUTO, "c4"), 0, "commit c3");
+#undef AUTO
+    EXPECT(leakgate("history h.jsonl -o hist"), 0, "4 record(s)", "workload \"tiny-fp32\"", "c1",
+           "c2", "LEAK", "history.html");
     char *html = lg_slurp(lg_test_tmpfile("hist/history.html"), NULL);
     cr_assert_not_null(html);
     cr_expect(strstr(html, "<svg") && strstr(html, "Per-session growth over commits"));
     free(html);
-    cr_expect_eq(
-        lg_shell("python3 %s/tests/data/results/validate_jsonl.py %s/docs/history.schema.json "
-                 "%s >/dev/null",
-                 LG_SOURCE_DIR, LG_SOURCE_DIR, lg_test_tmpfile("h.jsonl")),
-        0, "every record validates against docs/history.schema.json");
+    expect_valid("history.schema.json", "h.jsonl",
+                 "every record validates against docs/history.schema.json");
     cr_expect(lg_exists(lg_test_tmpfile("hist/history-1-growth.png")));
     cr_expect(lg_exists(lg_test_tmpfile("hist/history-1-peaks.svg")));
     /* a named results file as the baseline: the leaking c2 against the clean run */
-    snprintf(fmt, sizeof fmt,
-             "%s run --quiet --no-reports --modes fp32 --sessions 6 --out o2 --baseline "
-             "o/results.jsonl%%s",
-             L);
-    expect(in_tmp(fmt, NULL), 0, (const char *const[]){"No regression", NULL});
+    EXPECT(leakgate("run --quiet --no-reports --modes fp32 --sessions 6 --out o2 --baseline "
+                    "o/results.jsonl"),
+           0, "No regression");
 }
 
 Test(gate_cli, a_peak_over_budget_fails_the_run_naming_class_and_tags)
 {
-    char fmt[512];
-    snprintf(fmt, sizeof fmt, "%s run --quiet --modes fp32 --sessions 4 --out o --peak-budget %%s",
-             LEAKGATE_BIN);
-    expect(in_tmp(fmt, "act=100KiB"), 1,
-           (const char *const[]){"EXCEEDED", "host act peaked at", "> 100.00 KiB", "(act/",
-                                 "FAIL: peak budget", NULL});
+#define PEAK "run --quiet --modes fp32 --sessions 4 --out o --peak-budget %s"
+    EXPECT(leakgate(PEAK, "act=100KiB"), 1, "EXCEEDED", "host act peaked at", "> 100.00 KiB",
+           "(act/", "FAIL: peak budget");
     char *md = lg_slurp(lg_test_tmpfile("o/summary.md"), NULL);
     cr_assert_not_null(md);
     cr_expect(strstr(md, "peak budget **EXCEEDED**"), "%s", md);
     free(md);
-    cr_expect_eq(
-        lg_shell("python3 %s/tests/data/results/validate_jsonl.py %s/docs/results.schema.json "
-                 "%s >/dev/null",
-                 LG_SOURCE_DIR, LG_SOURCE_DIR, lg_test_tmpfile("o/results.jsonl")),
-        0, "peaks and the gate validate against docs/results.schema.json");
-    expect(in_tmp(fmt, "act=100MiB --peak-budget total=1GiB"), 0,
-           (const char *const[]){"within", NULL});
-    expect(in_tmp(fmt, "actt=1MiB"), 3, (const char *const[]){"a typo?", "INCONCLUSIVE", NULL});
+    expect_valid("results.schema.json", "o/results.jsonl",
+                 "peaks and the gate validate against docs/results.schema.json");
+    EXPECT(leakgate(PEAK, "act=100MiB --peak-budget total=1GiB"), 0, "within");
+    EXPECT(leakgate(PEAK, "actt=1MiB"), 3, "a typo?", "INCONCLUSIVE");
+#undef PEAK
 }
 
 Test(gate_cli, a_known_leak_is_suppressed_listed_and_back_once_its_rule_expires)
 {
-    const char *rules = "tag ckpt/* expires=2999-12-31 reason=staging buffer kept, #41\n"
-                        "tag nothing/* expires=2999-12-31 reason=never matches\n";
-    lg_spit(lg_test_tmpfile("known.supp"), rules, strlen(rules));
-    char fmt[512];
-    snprintf(fmt, sizeof fmt,
-             "%s run --quiet --modes fp32 --sessions 8 --inject ckpt-buffer --out o %%s",
-             LEAKGATE_BIN);
-    expect(in_tmp(fmt, ""), 1, (const char *const[]){"LEAK: tagged_host", NULL});
-    expect(in_tmp(fmt, "--suppressions known.supp"), 0,
-           (const char *const[]){"SUPPRESSED", "known.supp:1", "UNUSED", "known.supp:2", "PASS",
-                                 "unused rules: known.supp:2", NULL});
+    write_file("known.supp", "tag ckpt/* expires=2999-12-31 reason=staging buffer kept, #41\n"
+                             "tag nothing/* expires=2999-12-31 reason=never matches\n");
+#define CKPT "run --quiet --modes fp32 --sessions 8 --inject ckpt-buffer --out o %s"
+    EXPECT(leakgate(CKPT, ""), 1, "LEAK: tagged_host");
+    EXPECT(leakgate(CKPT, "--suppressions known.supp"), 0, "SUPPRESSED", "known.supp:1", "UNUSED",
+           "known.supp:2", "PASS", "unused rules: known.supp:2");
     char *html = lg_slurp(lg_test_tmpfile("o/report.html"), NULL),
          *md = lg_slurp(lg_test_tmpfile("o/summary.md"), NULL);
     cr_assert(html && md);
@@ -108,47 +107,37 @@ Test(gate_cli, a_known_leak_is_suppressed_listed_and_back_once_its_rule_expires)
     cr_expect(strstr(md, "**used** rule `known.supp:1`") && strstr(md, "**UNUSED**"), "%s", md);
     free(html);
     free(md);
-    cr_expect_eq(
-        lg_shell("python3 %s/tests/data/results/validate_jsonl.py %s/docs/results.schema.json "
-                 "%s >/dev/null",
-                 LG_SOURCE_DIR, LG_SOURCE_DIR, lg_test_tmpfile("o/results.jsonl")),
-        0, "suppressed entries and the gate validate against docs/results.schema.json");
-    const char *old = "tag ckpt/* expires=2001-01-01 reason=staging buffer kept, #41\n";
-    lg_spit(lg_test_tmpfile("old.supp"), old, strlen(old));
-    expect(in_tmp(fmt, "--suppressions old.supp"), 1,
-           (const char *const[]){"EXPIRED on 2001-01-01", "LEAK: tagged_host",
-                                 "expired rules (suppress nothing): old.supp:1", NULL});
+    expect_valid("results.schema.json", "o/results.jsonl",
+                 "suppressed entries and the gate validate against docs/results.schema.json");
+    write_file("old.supp", "tag ckpt/* expires=2001-01-01 reason=staging buffer kept, #41\n");
+    EXPECT(leakgate(CKPT, "--suppressions old.supp"), 1, "EXPIRED on 2001-01-01",
+           "LEAK: tagged_host", "expired rules (suppress nothing): old.supp:1");
+#undef CKPT
 }
 
 Test(gate_cli, a_suppressed_leak_leaves_the_allocator_channel_too)
 {
     /* adam-state leaks ~370 KiB of tagged blocks a session; suppressed, jemalloc's allocated
      * bytes are corrected by each block's size class, to the byte */
-    const char *rules = "tag adam.?/* expires=2999-12-31 reason=optimizer state kept, #42\n"
-                        "tag meta/adam* expires=2999-12-31 reason=its tensor structs, #42\n";
-    lg_spit(lg_test_tmpfile("known.supp"), rules, strlen(rules));
-    char fmt[512];
-    snprintf(fmt, sizeof fmt,
-             "%s run --quiet --no-reports --modes fp32 --sessions 8 --inject adam-state --out o "
-             "%%s",
-             LEAKGATE_BIN);
-    struct lg_out o = in_tmp(fmt, "");
+    write_file("known.supp", "tag adam.?/* expires=2999-12-31 reason=optimizer state kept, #42\n"
+                             "tag meta/adam* expires=2999-12-31 reason=its tensor structs, #42\n");
+#define ADAM "run --quiet --no-reports --modes fp32 --sessions 8 --inject adam-state --out o %s"
+    struct lg_out o = leakgate(ADAM, "");
     LG_EXPECT_SAYS(o.text, {"je_allocated", " leak ", "unsuppressed, jemalloc sees the leak"});
     free(o.text);
-    o = in_tmp(fmt, "--suppressions known.supp");
+    o = leakgate(ADAM, "--suppressions known.supp");
     LG_EXPECT_SAYS(o.text, {"tagged_host", " pass ", "the rules take every leaked tag"},
                    {"je_allocated", "slope 0 B/session", "and every block's bytes"});
     free(o.text);
+#undef ADAM
 }
 
 Test(gate_cli, exec_suppresses_a_tagged_leak_of_the_program)
 {
-    lg_spit(lg_test_tmpfile("known.supp"),
-            "tag model/weights expires=2999-12-31 reason=weights kept on purpose\n", 68);
-    char fmt[512];
-    snprintf(fmt, sizeof fmt, "%s exec --quiet --no-reports --out o %%s -- %s 9 tag-leak",
-             LEAKGATE_BIN, EXEC_CLEAN);
-    expect(in_tmp(fmt, ""), 1, (const char *const[]){"LEAK", "tagged_host", NULL});
-    expect(in_tmp(fmt, "--suppressions known.supp"), 0,
-           (const char *const[]){"SUPPRESSED", "known.supp:1", "PASS", NULL});
+    write_file("known.supp",
+               "tag model/weights expires=2999-12-31 reason=weights kept on purpose\n");
+#define EXEC "exec --quiet --no-reports --out o %s -- " EXEC_CLEAN " 9 tag-leak"
+    EXPECT(leakgate(EXEC, ""), 1, "LEAK", "tagged_host");
+    EXPECT(leakgate(EXEC, "--suppressions known.supp"), 0, "SUPPRESSED", "known.supp:1", "PASS");
+#undef EXEC
 }

@@ -30,6 +30,17 @@ enum { NEEDS_STATS = 1, NEEDS_NO_ASAN = 2 };
 #define TWO_RUNS                                                                                   \
     "$L run --quiet --no-reports --out clean >/dev/null; "                                         \
     "$L run --quiet --no-reports --inject raw-malloc:256KiB --out leak >/dev/null; "
+/* A 40-session clean run in ./r. */
+#define CLEAN_RUN "$L run --quiet --no-reports --out r >/dev/null; "
+/* ./only.jsonl: the run line of a clean run's results and nothing after it. */
+#define ONLY_RUN_LINE CLEAN_RUN "head -n 1 r/results.jsonl > only.jsonl; "
+/* The three shards of a 12-session soak in ./S. */
+#define THREE_SHARDS                                                                               \
+    "for i in 0 1 2; do $L soak --sessions 12 --shard $i/3 --quiet --no-reports --out S "          \
+    ">/dev/null; done; "
+/* ./h.jsonl: a history of one record, of a passing run. */
+#define ONE_RECORD                                                                                 \
+    "$L run --quiet --no-reports --sessions 4 --modes fp32 --history h.jsonl --out o >/dev/null; "
 
 static const struct hcase cases[] = {
     /* ---- no pass without evidence ---- */
@@ -39,16 +50,14 @@ static const struct hcase cases[] = {
      3, "stopped (SIGTERM) with no measured session", "grep -q '\"partial\":true' w/results.jsonl",
      0},
     {"a results file of only its run line is inconclusive in report",
-     "$L run --quiet --no-reports --out r >/dev/null; head -n 1 r/results.jsonl > only.jsonl; "
-     "$L report only.jsonl -o rep --no-plots",
-     3, "no measured session, so no evidence",
+     ONLY_RUN_LINE "$L report only.jsonl -o rep --no-plots", 3,
+     "no measured session, so no evidence",
      "grep -q INCONCLUSIVE rep/summary.md && ! grep -q 'PASS' rep/summary.md && grep -q '<failure' "
      "rep/junit.xml",
      0},
     {"compare with no measured session in HEAD is inconclusive",
-     "$L run --quiet --no-reports --out r >/dev/null; head -n 1 r/results.jsonl > only.jsonl; "
-     "$L compare r/results.jsonl only.jsonl",
-     3, "HEAD has no measured session", NULL, 0},
+     ONLY_RUN_LINE "$L compare r/results.jsonl only.jsonl", 3, "HEAD has no measured session", NULL,
+     0},
     {"merge with a shard holding only its run line is inconclusive",
      "for i in 0 1; do $L soak --sessions 8 --shard $i/2 --quiet --no-reports --out S >/dev/null; "
      "done; "
@@ -84,16 +93,11 @@ static const struct hcase cases[] = {
      "--out same; s=$?; "
      "wait $p; echo first=$?; exit $s",
      2, "in use by another leakgate", "grep -q '\"type\":\"verdict\"' same/results.jsonl", 0},
-    {"merge into a directory of its input is refused",
-     "for i in 0 1 2; do $L soak --sessions 12 --shard $i/3 --quiet --no-reports --out S "
-     ">/dev/null; done; "
-     "$L merge S -o S/shard-0-of-3",
+    {"merge into a directory of its input is refused", THREE_SHARDS "$L merge S -o S/shard-0-of-3",
      2, "the directory of the input", NULL, 0},
     {"merge with fewer shards than --shards is refused",
-     "for i in 0 1 2; do $L soak --sessions 12 --shard $i/3 --quiet --no-reports --out S "
-     ">/dev/null; done; "
-     "$L merge S/shard-0-of-3 S/shard-1-of-3 --shards 3 -o M",
-     2, "1 shard(s) of 3 missing: 2/3", NULL, 0},
+     THREE_SHARDS "$L merge S/shard-0-of-3 S/shard-1-of-3 --shards 3 -o M", 2,
+     "1 shard(s) of 3 missing: 2/3", NULL, 0},
     {"an empty --out is refused", "$L run --out ''", 2, "--out: the path is empty", NULL, 0},
     {"an empty soak --out is refused", "$L soak --out ''", 2, "--out: the path is empty", NULL, 0},
     {"a directory as --csv is refused",
@@ -108,12 +112,9 @@ static const struct hcase cases[] = {
     {"debug-state: a batch that would wrap", "$L debug-state --batch 99999999999 -o x", 2,
      "--batch: '99999999999'", NULL, 0},
     {"report: an output directory that cannot be made is exit 2",
-     "$L run --quiet --no-reports --out r >/dev/null; $L report r/results.jsonl -o /proc/no/such",
-     2, "cannot create /proc/no", NULL, 0},
+     CLEAN_RUN "$L report r/results.jsonl -o /proc/no/such", 2, "cannot create /proc/no", NULL, 0},
     {"a bad TMPDIR costs no document",
-     "$L run --quiet --no-reports --out r >/dev/null; TMPDIR=/nonexistent $L report "
-     "r/results.jsonl -o rep",
-     0, "report.html",
+     CLEAN_RUN "TMPDIR=/nonexistent $L report r/results.jsonl -o rep", 0, "report.html",
      "test -s rep/junit.xml && test -s rep/summary.md && test -s rep/report.html && test -s "
      "rep/deltas.svg",
      0},
@@ -203,18 +204,13 @@ static const struct hcase cases[] = {
      "printf 'not json\\n' > h.jsonl; $L history h.jsonl", 2, "h.jsonl:1: not JSON", NULL, 0},
     {"history: a directory is refused", "mkdir h && $L history h", 2, "not a regular file", NULL,
      0},
-    {"history: a bad drift budget",
-     "$L run --quiet --no-reports --sessions 4 --modes fp32 --history h.jsonl --out o >/dev/null; "
-     "$L history h.jsonl --drift-budget peak.*=lots",
-     2, "--drift-budget peak.*=lots", NULL, 0},
-    {"history: too few records to judge drift is inconclusive",
-     "$L run --quiet --no-reports --sessions 4 --modes fp32 --history h.jsonl --out o >/dev/null; "
-     "$L history h.jsonl",
-     3, "with fewer than 4 records", NULL, 0},
+    {"history: a bad drift budget", ONE_RECORD "$L history h.jsonl --drift-budget peak.*=lots", 2,
+     "--drift-budget peak.*=lots", NULL, 0},
+    {"history: too few records to judge drift is inconclusive", ONE_RECORD "$L history h.jsonl", 3,
+     "with fewer than 4 records", NULL, 0},
     {"history: a torn last line is skipped, not fatal",
-     "$L run --quiet --no-reports --sessions 4 --modes fp32 --history h.jsonl --out o >/dev/null; "
-     "head -c 300 h.jsonl > t && cat t >> h.jsonl && $L history h.jsonl",
-     3, "1 line(s) a crash cut short skipped (the first: line 2)", NULL, 0},
+     ONE_RECORD "head -c 300 h.jsonl > t && cat t >> h.jsonl && $L history h.jsonl", 3,
+     "1 line(s) a crash cut short skipped (the first: line 2)", NULL, 0},
 };
 
 static char *bin_dir_cmd(const struct hcase *c, int k, const char *suffix)

@@ -192,35 +192,33 @@ Test(soak, clean_100_sessions_pass_with_compact_results_metrics_and_reports)
     }
 }
 
+/* Runs a soak of `sessions` sessions with one fault into <scratch>/name; returns its exit
+ * status, *text what it printed (the caller frees it). */
+static int soak_one_fault(int sessions, const char *inject, const char *name, char **text)
+{
+    struct lg_out o =
+        lg_runf(LEAKGATE_BIN, "soak --sessions %d --quiet --no-reports --out '%s/%s' --inject %s",
+                sessions, lg_test_tmpdir(), name, inject);
+    *text = o.text;
+    return o.status;
+}
+
 Test(soak, a_slow_leak_starting_at_session_40_is_caught_by_the_trend_test)
 {
-    char line[1024];
-    struct lg_out o = lg_runf(
-        LEAKGATE_BIN,
-        "soak --sessions 100 --quiet --no-reports --out '%s/leak' --inject raw-malloc:256KiB@40",
-        lg_test_tmpdir());
-    cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
-    LG_EXPECT_SAYS(o.text, {"je_allocated", " leak ", "the trend test"},
+    char line[1024], *text;
+    int st = soak_one_fault(100, "raw-malloc:256KiB@40", "leak", &text);
+    cr_expect_eq(st, 1, "exit %d:\n%s", st, text);
+    LG_EXPECT_SAYS(text, {"je_allocated", " leak ", "the trend test"},
                    {"je_allocated", "256.00 KiB/session", "the final window's slope is the leak"},
                    {"tagged_host", " pass ", "untagged"}, {NULL, "je_allocated", "the channel"},
                    {NULL, "LEAK", "the verdict"});
-    lg_line_of(o.text, "je_allocated", line, sizeof line);
+    lg_line_of(text, "je_allocated", line, sizeof line);
     const char *at = strstr(line, "alarm at session ");
     cr_assert_not_null(at, "the alarm's session is named: %s", line);
     int session = atoi(at + strlen("alarm at session "));
     cr_expect(session >= 40 && session <= 60,
               "the alarm fires at or after session 40 (soon): %d\n%s", session, line);
-    free(o.text);
-}
-
-/* Runs a 200-session soak with one fault; returns its exit status, *text what it printed. */
-static int soak_200(const char *inject, const char *name, char **text)
-{
-    struct lg_out o =
-        lg_runf(LEAKGATE_BIN, "soak --sessions 200 --quiet --no-reports --inject %s --out '%s/%s'",
-                inject, lg_test_tmpdir(), name);
-    *text = o.text;
-    return o.status;
+    free(text);
 }
 
 Test(soak, leaks_that_come_in_steps_are_caught_over_200_sessions)
@@ -231,7 +229,7 @@ Test(soak, leaks_that_come_in_steps_are_caught_over_200_sessions)
     for (size_t k = 0; k < 2; k++) {
         char *text, name[16];
         snprintf(name, sizeof name, "steps%zu", k);
-        int st = soak_200(faults[k], name, &text);
+        int st = soak_one_fault(200, faults[k], name, &text);
         cr_expect_eq(st, 1, "%s: exit %d, expected 1 (leak):\n%s", faults[k], st, text);
         LG_EXPECT_SAYS(text, {"je_allocated", " leak ", faults[k]},
                        {"je_allocated", "steps alarm", faults[k]});
@@ -242,7 +240,7 @@ Test(soak, leaks_that_come_in_steps_are_caught_over_200_sessions)
 Test(soak, noise_raises_no_alarm_over_200_sessions)
 {
     char *text;
-    int st = soak_200("raw-noise:48KiB", "noise", &text);
+    int st = soak_one_fault(200, "raw-noise:48KiB", "noise", &text);
     cr_expect_eq(st, 0, "noise is not a leak: exit %d\n%s", st, text);
     static const char *const ch[] = {"je_allocated", "je_active", "je_resident", "rss"};
     for (int c = 0; c < 4; c++)

@@ -17,12 +17,6 @@ TestSuite(results_io, .init = lg_test_setup, .fini = lg_test_teardown);
 
 static const char *fixture(const char *name) { return lg_test_datafile("results", name); }
 
-static const char *python3(void)
-{
-    /* Debian's python3 carries python3-jsonschema; a python3 on PATH may not */
-    return access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-}
-
 static bool same_num(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
 
 /* ---- a run with every field set to something distinctive ------------------------------------- */
@@ -631,15 +625,11 @@ Test(results_io, every_line_validates_against_the_json_schema, .timeout = 120)
     const char *path = lg_test_tmpfile("schema.jsonl");
     write_sample(path, &run, s, &v);
     for (int i = 0; i < 3; i++) rpt_session_fini(&s[i]);
-    const char *src = LG_SOURCE_DIR;
-    const char *py = python3();
-    cr_assert_eq(lg_shell("%s -c 'import jsonschema' 2>/dev/null", py), 0,
+    cr_assert_eq(lg_shell("%s -c 'import jsonschema' 2>/dev/null", lg_python3()), 0,
                  "python3-jsonschema is needed: apt-get install python3-jsonschema");
-    cr_assert_eq(
-        lg_shell("%s %s/tests/data/results/validate_jsonl.py %s/docs/results.schema.json %s "
-                 "%s/results/*.jsonl",
-                 py, src, src, path, lg_test_data_dir()),
-        0, "a line does not match docs/results.schema.json (see above)");
+    char files[1024];
+    snprintf(files, sizeof files, "%s %s/results/*.jsonl", path, lg_test_data_dir());
+    lg_expect_jsonl("results.schema.json", files, 0, "every line matches docs/results.schema.json");
     /* and the check can fail: a byte count as a float, an unknown channel */
     char *text = lg_slurp(path, NULL);
     char *p = strstr(text, "\"bytes\":262144,");
@@ -647,9 +637,6 @@ Test(results_io, every_line_validates_against_the_json_schema, .timeout = 120)
     const char *bad = lg_test_tmpfile("schema-bad.jsonl");
     lg_spit(bad, text, strlen(text));
     free(text);
-    cr_assert_eq(
-        lg_shell(
-            "%s %s/tests/data/results/validate_jsonl.py %s/docs/results.schema.json %s >/dev/null",
-            py, src, src, bad),
-        1, "the schema accepted a byte count that is not an integer");
+    lg_expect_jsonl("results.schema.json", bad, 1,
+                    "the schema refuses a byte count that is not an integer");
 }

@@ -54,70 +54,85 @@ Test(verdict, interval_covers_the_true_slope_about_95_percent)
               covered, trials);
 }
 
-static struct rpt_budget budget(void)
+/* The budget most tests judge against, and one so wide in band and floor that only the slope
+ * decides. */
+static const struct rpt_budget usual = {.band = 1000, .slope = 100, .floor = 400},
+                               slope_only = {.band = 1e9, .slope = 100, .floor = 0};
+
+/* The statistical rules on series of session deltas: y(i, &noise state) is session i's. */
+static double noisy(int i, uint64_t *s)
 {
-    return (struct rpt_budget){.band = 1000, .slope = 100, .floor = 400};
+    (void)i;
+    return 300 * noise(s);
+}
+static double steady_growth(int i, uint64_t *s) { return 500.0 * i + 200 * noise(s); }
+static double growth_that_stops(int i, uint64_t *s) /* flat after ~20 sessions */
+{
+    (void)s;
+    return 20000.0 * (1 - exp(-i / 4.0));
+}
+static double one_jump(int i, uint64_t *s) /* jumped once, then flat */
+{
+    (void)s;
+    return i < 2 ? 0 : 5000;
+}
+static double weak_slope(int i, uint64_t *s) { return 150.0 * i + 3000 * noise(s); }
+
+struct series_case {
+    const char *name;
+    double (*y)(int i, uint64_t *s);
+    int n;
+    uint64_t seed; /* of the noise */
+    enum rpt_channel channel;
+    const struct rpt_budget *budget;
+    enum rpt_status status, or_status; /* the verdict it must get (or_status: also right) */
+    /* more it must say (NULL: nothing) */
+    void (*also)(const struct series_case *c, const struct rpt_channel_verdict *v);
+};
+
+static void with_the_figures_in_the_why(const struct series_case *c,
+                                        const struct rpt_channel_verdict *v)
+{
+    cr_expect(fabs(v->slope - 500) < 50, "%s: slope %g", c->name, v->slope);
+    cr_expect_gt(v->slope_lo, 100, "%s: slope_lo %g", c->name, v->slope_lo);
+    cr_expect(strstr(v->why, "> budget") && strstr(v->why, "floor"), "%s: %s", c->name, v->why);
 }
 
-/* The verdict of channel c on deltas y[0..n) against budget b. */
-static struct rpt_channel_verdict judge(int c, const double *y, int n, struct rpt_budget b)
+static void never_a_leak(const struct series_case *c, const struct rpt_channel_verdict *v)
 {
-    struct rpt_channel_verdict v;
-    rpt_judge_statistical(c, y, n, &b, &v);
-    return v;
+    cr_expect_neq(v->status, RPT_LEAK, "%s: %s", c->name, v->why);
 }
 
-Test(verdict, noise_within_budget_passes)
-{
-    uint64_t s = 1;
-    double y[40];
-    for (int i = 0; i < 40; i++) y[i] = 300 * noise(&s);
-    struct rpt_channel_verdict v = judge(RPT_CH_RSS, y, 40, budget());
-    cr_assert_eq(v.status, RPT_PASS, "%s", v.why);
-}
+static const struct series_case series_cases[] = {
+    {"noise within budget passes", noisy, 40, 1, RPT_CH_RSS, &usual, RPT_PASS, RPT_PASS, NULL},
+    {"steady growth is a leak with the figures in the why", steady_growth, 30, 2,
+     RPT_CH_JE_ALLOCATED, &usual, RPT_LEAK, RPT_LEAK, with_the_figures_in_the_why},
+    {"growth that stops is saturating", growth_that_stops, 40, 0, RPT_CH_RSS, &usual,
+     RPT_SATURATING, RPT_SATURATING, NULL},
+    {"a one-time jump that stays is inconclusive", one_jump, 30, 0, RPT_CH_RSS, &usual,
+     RPT_INCONCLUSIVE, RPT_INCONCLUSIVE, NULL},
+    {"a slope that is not significant is inconclusive (or passes)", weak_slope, 8, 3, RPT_CH_RSS,
+     &slope_only, RPT_INCONCLUSIVE, RPT_PASS, never_a_leak},
+};
 
-Test(verdict, steady_growth_is_a_leak_with_the_figures_in_the_why)
+Test(verdict, each_series_gets_its_verdict)
 {
-    uint64_t s = 2;
-    double y[30];
-    for (int i = 0; i < 30; i++) y[i] = 500.0 * i + 200 * noise(&s);
-    struct rpt_channel_verdict v = judge(RPT_CH_JE_ALLOCATED, y, 30, budget());
-    cr_assert_eq(v.status, RPT_LEAK, "%s", v.why);
-    cr_assert(fabs(v.slope - 500) < 50, "slope %g", v.slope);
-    cr_assert_gt(v.slope_lo, 100);
-    cr_assert(strstr(v.why, "> budget") && strstr(v.why, "floor"), "%s", v.why);
-}
-
-Test(verdict, growth_that_stops_is_saturating)
-{
-    double y[40];
-    for (int i = 0; i < 40; i++) y[i] = 20000.0 * (1 - exp(-i / 4.0)); /* flat after ~20 sessions */
-    struct rpt_channel_verdict v = judge(RPT_CH_RSS, y, 40, budget());
-    cr_assert_eq(v.status, RPT_SATURATING, "%s", v.why);
-}
-
-Test(verdict, a_one_time_jump_that_stays_is_inconclusive)
-{
-    double y[30];
-    for (int i = 0; i < 30; i++) y[i] = i < 2 ? 0 : 5000; /* jumped once, then flat */
-    struct rpt_channel_verdict v = judge(RPT_CH_RSS, y, 30, budget());
-    cr_assert_eq(v.status, RPT_INCONCLUSIVE, "%s", v.why);
-}
-
-Test(verdict, a_slope_that_is_not_significant_is_inconclusive)
-{
-    uint64_t s = 3;
-    double y[8];
-    for (int i = 0; i < 8; i++) y[i] = 150.0 * i + 3000 * noise(&s);
-    struct rpt_channel_verdict v =
-        judge(RPT_CH_RSS, y, 8, (struct rpt_budget){.band = 1e9, .slope = 100, .floor = 0});
-    cr_assert(v.status == RPT_INCONCLUSIVE || v.status == RPT_PASS, "%s", v.why);
-    cr_assert_neq(v.status, RPT_LEAK, "%s", v.why);
+    for (size_t k = 0; k < LG_ARRAY_LEN(series_cases); k++) {
+        const struct series_case *c = &series_cases[k];
+        uint64_t s = c->seed;
+        double y[40];
+        cr_assert_leq(c->n, 40, "%s: at most 40 sessions", c->name);
+        for (int i = 0; i < c->n; i++) y[i] = c->y(i, &s);
+        struct rpt_channel_verdict v;
+        rpt_judge_statistical(c->channel, y, c->n, c->budget, &v);
+        cr_expect(v.status == c->status || v.status == c->or_status, "%s: %s", c->name, v.why);
+        if (c->also) c->also(c, &v);
+    }
 }
 
 Test(verdict, too_few_sessions_never_pass)
 {
-    struct rpt_budget b = budget();
+    struct rpt_budget b = usual;
     struct rpt_channel_verdict v;
     cr_assert_eq(rpt_min_sessions(&b), RPT_MIN_TREND, "no noise: the smallest trend");
     rpt_judge_statistical(RPT_CH_RSS, (double[]){0, 5000}, 2, &b, &v);
@@ -134,7 +149,7 @@ Test(verdict, too_few_sessions_never_pass)
 
 Test(verdict, gross_growth_is_a_leak_over_two_sessions)
 {
-    struct rpt_budget b = budget(); /* band 1000 */
+    struct rpt_budget b = usual; /* band 1000 */
     struct rpt_channel_verdict v;
     /* the 815 MiB leak over 2 sessions: every session grows far beyond 64 bands */
     rpt_judge_statistical(RPT_CH_JE_ALLOCATED, (double[]){821e6, 1642e6}, 2, &b, &v);
