@@ -112,7 +112,10 @@ def main():
                          "%s not freed at exit" % mb(total), None,
                          statistics.median(times[k]) / bare,
                          "; ".join("%s %s" % (mb(v), s) for s, v in top)))
-        # pytest-memray: one test per session body, @pytest.mark.limit_leaks
+        # pytest-memray: one test per session body, @pytest.mark.limit_leaks. The file carries
+        # both tools' markers; each tool runs with the other's plugin blocked (-p no:leakgate,
+        # -p no:memray), and leakgate's plugin passes -p on to the test's process under exec:
+        # pytest-memray loaded there would wrap the body in its tracker inside every session.
         tdir = os.path.join(tmp, "pytest-" + name)
         os.makedirs(tdir, exist_ok=True)
         with open(os.path.join(tdir, "test_peer.py"), "w") as f:

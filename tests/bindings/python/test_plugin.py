@@ -74,3 +74,37 @@ def test_under_exec_sessions_run_in_process(leakgate_bin, tmp_path):
     assert rc == 1, out  # exec's own verdict on the sessions the plugin ran
     lines = [json.loads(x) for x in open(tmp_path / "o" / "results.jsonl")]
     assert sum(1 for x in lines if x["type"] == "session") == 6, out
+
+
+def test_child_loads_the_plugins_the_parent_loads(leakgate_bin, tmp_path):
+    # A plugin installed by entry point (pytest11) whose wrapper keeps memory around marked
+    # tests: blocked with -p no:NAME (here the -pno:NAME spelling) in the parent, the test's own
+    # process under exec must not load it either; loaded, its work is the test's, and named.
+    site = tmp_path / "site"
+    (site / "peerkeep-1.0.dist-info").mkdir(parents=True)
+    (site / "peerkeep-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: peerkeep\nVersion: 1.0\n")
+    (site / "peerkeep-1.0.dist-info" / "entry_points.txt").write_text(
+        "[pytest11]\npeerkeep = peerkeep\n")
+    (site / "peerkeep.py").write_text(textwrap.dedent("""\
+        import functools
+        import pytest
+        KEPT = []
+
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_pyfunc_call(pyfuncitem):
+            func = pyfuncitem.obj
+
+            @functools.wraps(func)
+            def wrapper(*a, **kw):
+                KEPT.append(bytearray(256 * 1024))
+                return func(*a, **kw)
+            pyfuncitem.obj = wrapper
+            yield
+    """))
+    env = {"LEAKGATE_BIN": leakgate_bin, "PYTHONPATH": str(site)}
+    rc, out = pytest_in(tmp_path, "-pno:peerkeep", "-k", "clean", env=env)
+    assert rc == 0 and "1 passed" in out, out
+    rc, out = pytest_in(tmp_path, "-k", "clean", env=env)
+    assert rc == 1 and "je_allocated    yes leak" in out, out
+    assert "the test function is a wrapper, wrapper (" in out and "peerkeep.py:" in out, out

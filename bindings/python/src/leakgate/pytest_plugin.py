@@ -5,8 +5,9 @@
         train_one_session(model_config)          # the body is one session
 
 ``pytest`` runs each marked test (every test with ``--leakgate``) under its own ``leakgate exec``:
-a fresh ``python -m pytest NODEID`` with the agent preloaded, where this plugin calls the test
-body ``warmup + sessions`` times, each inside ``leakgate.session()``. So the channels, budgets,
+a fresh ``python -m pytest NODEID`` with the agent preloaded (and the options of this run that
+decide what it loads: ``-p``, conftest, import mode, ini overrides), where this plugin calls the
+test body ``warmup + sessions`` times, each inside ``leakgate.session()``. So the channels, budgets,
 rules, verdict and "why" are exactly the CLI's (the exec parent judges; nothing is judged in
 Python), the results are a results JSONL per test (``leakgate report`` and ``compare`` read
 them) with report.html beside it, and Python-level attribution (who holds a tracked object,
@@ -89,9 +90,32 @@ def _run_sessions(item, n):
     import leakgate
     fn = item.obj
     args = {a: item.funcargs[a] for a in item._fixtureinfo.argnames}
+    said = _what_else_runs(fn)
     for _ in range(n):
         with leakgate.session():
+            for line in said:
+                leakgate.note(line)
             fn(**args)
+
+
+def _what_else_runs(fn):
+    """Lines naming what runs inside the sessions beside the test's own body: a wrapper (a
+    decorator, or another plugin's pytest_pyfunc_call hookwrapper that replaced the test
+    function, as pytest-memray does for its markers) and a tracer or profiler already set
+    (coverage, a debugger). Their work is measured with the test's; a tracer or profiler also
+    makes CPython 3.11 allocate each code object's line table the first time it traces that code,
+    which inside a tag scope is a tagged leak of the session that first runs it."""
+    out = []
+    code = getattr(fn, "__code__", None)
+    if getattr(fn, "__wrapped__", None) is not None and code is not None:
+        out.append("pytest: the test function is a wrapper, %s (%s:%d): what it does around "
+                   "the body (another plugin's tracker?) is measured with the test"
+                   % (code.co_name, code.co_filename, code.co_firstlineno))
+    for what, f in (("tracer", sys.gettrace()), ("profiler", sys.getprofile())):
+        if f is not None:
+            out.append("pytest: a %s is set (%r): its one-time state, and CPython's line table "
+                       "of each code object it first traces, is born in the sessions" % (what, f))
+    return out
 
 
 def _binary(config):
@@ -136,6 +160,7 @@ def _run_under_exec(item, exe, sessions, warmup, require):
             "--leakgate-warmup", str(warmup), "--rootdir", root]
     if config.inipath:
         cmd += ["-c", str(config.inipath)]
+    cmd += _loading_options(config)
     cmd.append(item.nodeid)
     env = dict(os.environ)
     if config.getoption("--leakgate-malloc"):
@@ -159,6 +184,34 @@ def _run_under_exec(item, exe, sessions, warmup, require):
     pytest.fail("leakgate: %s (leakgate exec exit %d)\n%s\n%s"
                 % (word, p.returncode, text if p.returncode in (2, 4) else verdict, where),
                 pytrace=False)
+
+
+# The parent's options that decide what code the test's process loads: plugins (-p NAME,
+# -p no:NAME), conftest files, the import mode, ini overrides. The child must be the same pytest
+# as the parent: a plugin the parent blocked but the child loads runs inside the sessions (ci/peers
+# blocked pytest-memray with -p no:memray; the child loaded it, and its tracker wrapped the body).
+_LOADING = {"-p": True, "-o": True, "--override-ini": True, "--confcutdir": True,
+            "--import-mode": True, "--noconftest": False}
+
+
+def _loading_options(config):
+    args, out, i = [str(a) for a in config.invocation_params.args], [], 0
+    here = str(config.invocation_params.dir)
+    while i < len(args):
+        a = args[i]
+        name, eq, value = a.partition("=") if a.startswith("--") else (a[:2], "", a[2:])
+        takes = _LOADING.get(name)
+        i += 1
+        if takes is None or (not takes and (eq or value)):
+            continue
+        if takes and not eq and not value:
+            if i == len(args):
+                break
+            value, i = args[i], i + 1
+        if name == "--confcutdir":
+            value = os.path.join(here, value)
+        out += [name, value] if takes else [name]
+    return out
 
 
 def _verdict_part(text):
