@@ -10,8 +10,6 @@
 
 /* ---- the session's members ---------------------------------------------------------------- */
 
-static const char *const spaces[] = {"host", "device", NULL};
-
 /* Sets o[key] to v, counting a failure (v NULL included) in *bad. */
 static void put(json_t *o, const char *key, json_t *v, int *bad)
 {
@@ -103,10 +101,7 @@ static const struct rpt_array check_tags =
     RPT_INLINE_ARRAY_OF(struct rpt_peak_check, tags, n_tags, rpt_peak_tag_fields);
 static const struct rpt_field check_fields[] = {
     RPT_STR(struct rpt_peak_check, "class", budget.cls),
-    {.key = "space",
-     .kind = RPT_F_STR,
-     RPT_MEMBER(struct rpt_peak_check, budget.space),
-     .oneof = spaces},
+    RPT_STR_ONEOF(struct rpt_peak_check, "space", budget.space, rpt_spaces),
     RPT_I64(struct rpt_peak_check, "limit", budget.limit, 0, INT64_MAX),
     RPT_FIELD(struct rpt_peak_check, "status", status, RPT_F_STATUS, 0),
     RPT_RANGED(struct rpt_peak_check, "peak", peak, RPT_F_I64, 0, INT64_MAX, RPT_NULLABLE),
@@ -133,19 +128,9 @@ static const struct rpt_field baseline_fields[] = {
 static const struct rpt_field gate_fields[] = {
     RPT_FIELD(struct rpt_gate, "own_status", own_status, RPT_F_STATUS, 0),
     RPT_INT(struct rpt_gate, "own_exit_code", own_exit, 0, 255),
-    {.key = "suppressions",
-     .kind = RPT_F_OBJECT,
-     .flags = RPT_PRESENT,
-     RPT_MEMBER(struct rpt_gate, rules),
-     .sub = suppressions_fields,
-     .present_off = offsetof(struct rpt_gate, has_rules)},
+    RPT_OBJECT_IF(struct rpt_gate, "suppressions", rules, suppressions_fields, has_rules),
     {.key = "peaks", .kind = RPT_F_ARRAY, .flags = RPT_OMIT_EMPTY, .arr = &checks_array},
-    {.key = "baseline",
-     .kind = RPT_F_OBJECT,
-     .flags = RPT_PRESENT,
-     RPT_MEMBER(struct rpt_gate, baseline),
-     .sub = baseline_fields,
-     .present_off = offsetof(struct rpt_gate, has_baseline)},
+    RPT_OBJECT_IF(struct rpt_gate, "baseline", baseline, baseline_fields, has_baseline),
     RPT_END,
 };
 

@@ -17,6 +17,7 @@ static int bad(const struct rpt_dec *d, const char *where, const char *key, cons
                    key ? key : "", what);
 }
 
+/* o[key], which must be there. */
 static int member(const struct rpt_dec *d, const char *where, json_t *o, const char *key,
                   json_t **out)
 {
@@ -24,12 +25,12 @@ static int member(const struct rpt_dec *d, const char *where, json_t *o, const c
     return *out ? LG_OK : bad(d, where, key, "missing");
 }
 
-static int get_str(const struct rpt_dec *d, const char *where, json_t *o, const char *key,
+/* The readers below check v, the value of member key (looked up once by the caller: get_field,
+ * or a custom member's decoder), and store it. */
+
+static int get_str(const struct rpt_dec *d, const char *where, json_t *v, const char *key,
                    char *dst, size_t size)
 {
-    json_t *v;
-    int rc = member(d, where, o, key, &v);
-    if (rc != LG_OK) return rc;
     if (!json_is_string(v)) return bad(d, where, key, "expected a string");
     if (json_string_length(v) >= size) {
         char what[64];
@@ -41,12 +42,9 @@ static int get_str(const struct rpt_dec *d, const char *where, json_t *o, const 
 }
 
 /* An integer in [lo, hi]; null gives RPT_NONE when nullable. */
-static int get_int(const struct rpt_dec *d, const char *where, json_t *o, const char *key,
+static int get_int(const struct rpt_dec *d, const char *where, json_t *v, const char *key,
                    int64_t *out, int64_t lo, int64_t hi, bool nullable)
 {
-    json_t *v;
-    int rc = member(d, where, o, key, &v);
-    if (rc != LG_OK) return rc;
     if (json_is_null(v) && nullable) {
         *out = RPT_NONE;
         return LG_OK;
@@ -60,12 +58,9 @@ static int get_int(const struct rpt_dec *d, const char *where, json_t *o, const 
 }
 
 /* A number; null reads as NaN. */
-static int get_num(const struct rpt_dec *d, const char *where, json_t *o, const char *key,
+static int get_num(const struct rpt_dec *d, const char *where, json_t *v, const char *key,
                    double *out)
 {
-    json_t *v;
-    int rc = member(d, where, o, key, &v);
-    if (rc != LG_OK) return rc;
     if (json_is_null(v))
         *out = NAN;
     else if (json_is_number(v))
@@ -75,26 +70,23 @@ static int get_num(const struct rpt_dec *d, const char *where, json_t *o, const 
     return LG_OK;
 }
 
-static int get_bool(const struct rpt_dec *d, const char *where, json_t *o, const char *key,
+static int get_bool(const struct rpt_dec *d, const char *where, json_t *v, const char *key,
                     bool *out)
 {
-    json_t *v;
-    int rc = member(d, where, o, key, &v);
-    if (rc != LG_OK) return rc;
     if (!json_is_boolean(v)) return bad(d, where, key, "expected true or false");
     *out = json_is_true(v);
     return LG_OK;
 }
 
 /* An array of channel names as a mask. */
-static int get_channel_list(const struct rpt_dec *d, const char *where, json_t *a, const char *key,
+static int get_channel_list(const struct rpt_dec *d, const char *where, json_t *v, const char *key,
                             unsigned *out)
 {
     json_t *e;
     size_t i;
     *out = 0;
-    if (!json_is_array(a)) return bad(d, where, key, "expected an array of channel names");
-    json_array_foreach(a, i, e)
+    if (!json_is_array(v)) return bad(d, where, key, "expected an array of channel names");
+    json_array_foreach(v, i, e)
     {
         int c = json_is_string(e) ? rpt_channel_from_name(json_string_value(e)) : -1;
         if (c < 0) return bad(d, where, key, "expected an array of channel names");
@@ -113,14 +105,12 @@ static int get_arr(const struct rpt_dec *d, const char *where, json_t *o, const 
 
 /* An array of frames joined with '\n' into *out (freed by the caller); null gives NULL when
  * nullable. */
-static int get_frames(const struct rpt_dec *d, const char *where, json_t *o, const char *key,
+static int get_frames(const struct rpt_dec *d, const char *where, json_t *v, const char *key,
                       char **out, bool nullable)
 {
-    json_t *v, *fr;
+    json_t *fr;
     size_t i, len = 0;
     *out = NULL;
-    int rc = member(d, where, o, key, &v);
-    if (rc != LG_OK) return rc;
     if (json_is_null(v) && nullable) return LG_OK;
     if (!json_is_array(v))
         return bad(d, where, key,
@@ -144,17 +134,19 @@ static int get_frames(const struct rpt_dec *d, const char *where, json_t *o, con
     return LG_OK;
 }
 
-static int get_channels(const struct rpt_dec *d, const char *where, json_t *o, const char *key,
-                        int64_t *v)
+static int get_channels(const struct rpt_dec *d, const char *where, json_t *v, const char *key,
+                        int64_t *out)
 {
-    json_t *obj;
-    int rc = member(d, where, o, key, &obj);
-    if (rc != LG_OK) return rc;
-    if (!json_is_object(obj)) return bad(d, where, key, "expected an object keyed by channel");
+    if (!json_is_object(v)) return bad(d, where, key, "expected an object keyed by channel");
     char w[64];
     snprintf(w, sizeof w, "%s.%s", where, key);
-    for (int c = 0; c < RPT_NCHANNELS && rc == LG_OK; c++)
-        rc = get_int(d, w, obj, rpt_channel_name(c), &v[c], INT64_MIN, INT64_MAX, true);
+    int rc = LG_OK;
+    for (int c = 0; c < RPT_NCHANNELS && rc == LG_OK; c++) {
+        json_t *x;
+        rc = member(d, w, v, rpt_channel_name(c), &x);
+        if (rc == LG_OK)
+            rc = get_int(d, w, x, rpt_channel_name(c), &out[c], INT64_MIN, INT64_MAX, true);
+    }
     return rc;
 }
 
@@ -172,25 +164,25 @@ static int alloc_arr(const struct rpt_dec *d, void **out, int *count, size_t n, 
 }
 
 /* A name from a list into an enum: status or channel. */
-static int get_named(const struct rpt_dec *d, const char *where, json_t *o, const char *key,
+static int get_named(const struct rpt_dec *d, const char *where, json_t *v, const char *key,
                      int (*from_name)(const char *), int *out, const char *what)
 {
     char name[32];
-    int rc = get_str(d, where, o, key, name, sizeof name);
+    int rc = get_str(d, where, v, key, name, sizeof name);
     int x = rc == LG_OK ? from_name(name) : 0;
     if (rc == LG_OK && x < 0) rc = bad(d, where, key, what);
     *out = x;
     return rc;
 }
 
-static int get_array_of(const struct rpt_dec *d, const char *where, json_t *o, const char *key,
+static int get_array_of(const struct rpt_dec *d, const char *where, json_t *a, const char *key,
                         const struct rpt_array *arr, void *base)
 {
-    json_t *a = NULL, *e;
+    json_t *e;
     size_t k;
     char *elems = (char *)base + arr->ptr_off;
     int *count = (int *)((char *)base + arr->count_off);
-    int rc = get_arr(d, where, o, key, &a);
+    int rc = json_is_array(a) ? LG_OK : bad(d, where, key, "expected an array");
     if (rc == LG_OK && arr->capacity) {
         if (json_array_size(a) > (size_t)arr->capacity)
             return bad(d, where, key, "too many entries");
@@ -221,44 +213,46 @@ static int get_oneof(const struct rpt_dec *d, const char *where, const struct rp
     return bad(d, where, f->key, what);
 }
 
-/* Reads one table member of o into base. */
+/* Reads one table member of o into base: the member must be there, but for a custom one (its
+ * decoder decides). */
 static int get_field(const struct rpt_dec *d, const char *w, json_t *o, const struct rpt_field *f,
                      void *base)
 {
     void *p = (char *)base + f->off;
     int64_t x = 0;
-    int rc;
+    json_t *v;
+    if (f->kind == RPT_F_CUSTOM) return f->dec(d, w, o, f->key, base);
+    int rc = member(d, w, o, f->key, &v);
+    if (rc != LG_OK) return rc;
     switch (f->kind) {
     case RPT_F_STR:
-        rc = get_str(d, w, o, f->key, p, f->size);
+        rc = get_str(d, w, v, f->key, p, f->size);
         return rc == LG_OK && f->oneof ? get_oneof(d, w, f, p) : rc;
-    case RPT_F_I64: return get_int(d, w, o, f->key, p, f->lo, f->hi, f->flags & RPT_NULLABLE);
+    case RPT_F_I64: return get_int(d, w, v, f->key, p, f->lo, f->hi, f->flags & RPT_NULLABLE);
     case RPT_F_INT:
     case RPT_F_U32:
-        rc = get_int(d, w, o, f->key, &x, f->lo, f->hi, false);
+        rc = get_int(d, w, v, f->key, &x, f->lo, f->hi, false);
         if (rc == LG_OK && f->kind == RPT_F_INT) *(int *)p = (int)x;
         if (rc == LG_OK && f->kind == RPT_F_U32) *(uint32_t *)p = (uint32_t)x;
         return rc;
-    case RPT_F_NUM: return get_num(d, w, o, f->key, p);
-    case RPT_F_BOOL: return get_bool(d, w, o, f->key, p);
-    case RPT_F_FRAMES: return get_frames(d, w, o, f->key, p, f->flags & RPT_NULLABLE);
-    case RPT_F_STATUS: return get_named(d, w, o, f->key, rpt_status_from_name, p, "unknown status");
+    case RPT_F_NUM: return get_num(d, w, v, f->key, p);
+    case RPT_F_BOOL: return get_bool(d, w, v, f->key, p);
+    case RPT_F_FRAMES: return get_frames(d, w, v, f->key, p, f->flags & RPT_NULLABLE);
+    case RPT_F_STATUS: return get_named(d, w, v, f->key, rpt_status_from_name, p, "unknown status");
     case RPT_F_CHANNEL:
-        return get_named(d, w, o, f->key, rpt_channel_from_name, p, "unknown channel");
-    case RPT_F_MASK: return get_channel_list(d, w, json_object_get(o, f->key), f->key, p);
-    case RPT_F_CHANNELS: return get_channels(d, w, o, f->key, p);
-    case RPT_F_ARRAY: return get_array_of(d, w, o, f->key, f->arr, base);
+        return get_named(d, w, v, f->key, rpt_channel_from_name, p, "unknown channel");
+    case RPT_F_MASK: return get_channel_list(d, w, v, f->key, p);
+    case RPT_F_CHANNELS: return get_channels(d, w, v, f->key, p);
+    case RPT_F_ARRAY: return get_array_of(d, w, v, f->key, f->arr, base);
     case RPT_F_OBJECT: {
-        json_t *v;
         char ow[96];
-        rc = member(d, w, o, f->key, &v);
-        if (rc == LG_OK && !json_is_object(v)) rc = bad(d, w, f->key, "expected an object");
+        if (!json_is_object(v)) return bad(d, w, f->key, "expected an object");
         snprintf(ow, sizeof ow, "%s.%s", w, f->key);
-        return rc == LG_OK ? rpt_fields_get(d, ow, v, f->sub, p) : rc;
+        return rpt_fields_get(d, ow, v, f->sub, p);
     }
     case RPT_F_ENUM: {
         char name[32];
-        rc = get_str(d, w, o, f->key, name, sizeof name);
+        rc = get_str(d, w, v, f->key, name, sizeof name);
         for (int k = 0; rc == LG_OK && f->oneof[k]; k++)
             if (f->oneof[k][0] && !strcmp(f->oneof[k], name)) {
                 *(int *)p = (int)(k + f->lo);
@@ -266,7 +260,7 @@ static int get_field(const struct rpt_dec *d, const char *w, json_t *o, const st
             }
         return rc == LG_OK ? bad(d, w, f->key, "not one of the names it may have") : rc;
     }
-    case RPT_F_CUSTOM: return f->dec(d, w, o, f->key, base);
+    case RPT_F_CUSTOM:
     case RPT_F_END: break;
     }
     return lg_fail(LG_EINTERNAL, "results field %s: unknown kind %d", f->key, (int)f->kind);
@@ -290,7 +284,9 @@ int rpt_fields_get(const struct rpt_dec *d, const char *where, json_t *o, const 
 int rpt_dec_schema(const struct rpt_dec *d, const char *w, json_t *o, const char *key, void *base)
 {
     struct rpt_run *run = base;
-    int rc = get_str(d, w, o, key, run->schema, sizeof run->schema);
+    json_t *v;
+    int rc = member(d, w, o, key, &v);
+    if (rc == LG_OK) rc = get_str(d, w, v, key, run->schema, sizeof run->schema);
     /* "leakgate.results/1" or a compatible revision "leakgate.results/1.<n>" */
     size_t sl = strlen(RPT_SCHEMA);
     if (rc == LG_OK &&
@@ -338,7 +334,8 @@ int rpt_dec_budgets(const struct rpt_dec *d, const char *w, json_t *o, const cha
         b->noise = 0;
         b->measured = c != RPT_CH_DEV_DRIVER && c != RPT_CH_DEV_PROCESS;
         if (rc == LG_OK) rc = rpt_fields_get(d, bw, e, rpt_budget_fields, b);
-        if (rc == LG_OK && json_object_get(e, "noise")) rc = get_num(d, bw, e, "noise", &b->noise);
+        json_t *noise = rc == LG_OK ? json_object_get(e, "noise") : NULL;
+        if (noise) rc = get_num(d, bw, noise, "noise", &b->noise);
     }
     return rc;
 }

@@ -45,7 +45,7 @@ const struct rpt_field rpt_budget_fields[] = {
 
 /* ---- the session line -------------------------------------------------------------------- */
 
-static const char *const spaces[] = {"host", "device", NULL};
+const char *const rpt_spaces[] = {"host", "device", NULL};
 
 static const struct rpt_field stack_fields[] = {
     RPT_I64(struct lg_stack, "count", count, 0, INT64_MAX),
@@ -57,7 +57,7 @@ static const struct rpt_array stacks_array =
 
 static const struct rpt_field group_fields[] = {
     RPT_STR(struct lg_leak_group, "tag", tag),
-    {.key = "space", .kind = RPT_F_STR, RPT_MEMBER(struct lg_leak_group, space), .oneof = spaces},
+    RPT_STR_ONEOF(struct lg_leak_group, "space", space, rpt_spaces),
     RPT_I64(struct lg_leak_group, "bytes", bytes, 0, INT64_MAX),
     RPT_I64(struct lg_leak_group, "count", count, 0, INT64_MAX),
     RPT_ARRAY("stacks", &stacks_array),
@@ -105,7 +105,7 @@ static const struct rpt_array class_tags =
     RPT_INLINE_ARRAY_OF(struct rpt_class_peak, tags, n_tags, rpt_peak_tag_fields);
 static const struct rpt_field class_peak_fields[] = {
     RPT_STR(struct rpt_class_peak, "class", cls),
-    {.key = "space", .kind = RPT_F_STR, RPT_MEMBER(struct rpt_class_peak, space), .oneof = spaces},
+    RPT_STR_ONEOF(struct rpt_class_peak, "space", space, rpt_spaces),
     RPT_I64(struct rpt_class_peak, "bytes", bytes, 0, INT64_MAX),
     RPT_ARRAY("tags", &class_tags),
     RPT_END,
@@ -115,10 +115,7 @@ static const struct rpt_array peaks_array =
 
 static const struct rpt_field suppressed_fields[] = {
     RPT_STR(struct rpt_suppressed, "name", name),
-    {.key = "space",
-     .kind = RPT_F_STR,
-     RPT_MEMBER(struct rpt_suppressed, space),
-     .oneof = spaces_or_none},
+    RPT_STR_ONEOF(struct rpt_suppressed, "space", space, spaces_or_none),
     RPT_BOOL(struct rpt_suppressed, "object", object),
     RPT_I64(struct rpt_suppressed, "bytes", bytes, 0, INT64_MAX),
     RPT_I64(struct rpt_suppressed, "over", over, 0, INT64_MAX),

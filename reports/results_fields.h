@@ -95,6 +95,11 @@ struct rpt_field {
 #define RPT_INT(T, k, m, lo, hi) RPT_RANGED(T, k, m, RPT_F_INT, lo, hi, 0)
 #define RPT_NUM(T, k, m)         RPT_FIELD(T, k, m, RPT_F_NUM, 0)
 #define RPT_BOOL(T, k, m)        RPT_FIELD(T, k, m, RPT_F_BOOL, 0)
+/* A string that must be one of names (NULL-terminated): a space is one of rpt_spaces. */
+#define RPT_STR_ONEOF(T, k, m, names)                                                              \
+    {                                                                                              \
+        .key = k, .kind = RPT_F_STR, RPT_MEMBER(T, m), .oneof = names                              \
+    }
 #define RPT_ARRAY(k, a)                                                                            \
     {                                                                                              \
         .key = k, .kind = RPT_F_ARRAY, .arr = a                                                    \
@@ -102,6 +107,12 @@ struct rpt_field {
 #define RPT_OBJECT(T, k, m, fields, fl)                                                            \
     {                                                                                              \
         .key = k, .kind = RPT_F_OBJECT, .flags = fl, RPT_MEMBER(T, m), .sub = fields               \
+    }
+/* An object written only when base's bool `has` is true (RPT_PRESENT). */
+#define RPT_OBJECT_IF(T, k, m, fields, has)                                                        \
+    {                                                                                              \
+        .key = k, .kind = RPT_F_OBJECT, .flags = RPT_PRESENT, RPT_MEMBER(T, m), .sub = fields,     \
+        .present_off = offsetof(T, has)                                                            \
     }
 #define RPT_ENUM(T, k, m, names, first)                                                            \
     {                                                                                              \
@@ -125,6 +136,8 @@ struct rpt_field {
             LG_ARRAY_LEN(((T *)0)->arr)                                                            \
     }
 
+/* The spaces memory lives in, "host" and "device" (results_fields.c), for RPT_STR_ONEOF. */
+extern const char *const rpt_spaces[];
 /* A tag's bytes in a class's peak (results_fields.c; the gate's peak checks use it too). */
 extern const struct rpt_field rpt_peak_tag_fields[];
 /* The records' tables (results_fields.c), in the order members are written. */
