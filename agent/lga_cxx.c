@@ -86,56 +86,30 @@ EXPORT TRK_WRAPPER void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t ali
     return new_aligned(n, align);
 }
 
-/* Every operator delete, plain, sized, aligned, nothrow, array: free(p). */
-EXPORT void _ZdlPv(void *p) { free(p); }
-EXPORT void _ZdaPv(void *p) { free(p); }
-EXPORT void _ZdlPvm(void *p, size_t n)
-{
-    (void)n;
-    free(p);
-}
-EXPORT void _ZdaPvm(void *p, size_t n)
-{
-    (void)n;
-    free(p);
-}
-EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const void *t)
-{
-    (void)t;
-    free(p);
-}
-EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const void *t)
-{
-    (void)t;
-    free(p);
-}
-EXPORT void _ZdlPvSt11align_val_t(void *p, size_t a)
-{
-    (void)a;
-    free(p);
-}
-EXPORT void _ZdaPvSt11align_val_t(void *p, size_t a)
-{
-    (void)a;
-    free(p);
-}
-EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a)
-{
-    (void)n, (void)a;
-    free(p);
-}
-EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a)
-{
-    (void)n, (void)a;
-    free(p);
-}
-EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *t)
-{
-    (void)a, (void)t;
-    free(p);
-}
-EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *t)
-{
-    (void)a, (void)t;
-    free(p);
-}
+/* Every operator delete, plain, sized, aligned, nothrow, array: free(p), which needs none of
+ * the size, alignment or nothrow tag a C++ caller passes besides. One line each. */
+#define DELETE(name)                                                                               \
+    EXPORT void name(void *p) { free(p); }
+#define DELETE2(name, A)                                                                           \
+    EXPORT void name(void *p, A a) { free(p); }
+#define DELETE3(name, A, B)                                                                        \
+    EXPORT void name(void *p, A a, B b) { free(p); }
+
+/* operator delete(void *) and delete[] */
+DELETE(_ZdlPv)
+DELETE(_ZdaPv)
+/* operator delete(void *, size_t) and delete[] */
+DELETE2(_ZdlPvm, size_t)
+DELETE2(_ZdaPvm, size_t)
+/* operator delete(void *, const std::nothrow_t &) and delete[] */
+DELETE2(_ZdlPvRKSt9nothrow_t, const void *)
+DELETE2(_ZdaPvRKSt9nothrow_t, const void *)
+/* operator delete(void *, std::align_val_t) and delete[] */
+DELETE2(_ZdlPvSt11align_val_t, size_t)
+DELETE2(_ZdaPvSt11align_val_t, size_t)
+/* operator delete(void *, size_t, std::align_val_t) and delete[] */
+DELETE3(_ZdlPvmSt11align_val_t, size_t, size_t)
+DELETE3(_ZdaPvmSt11align_val_t, size_t, size_t)
+/* operator delete(void *, std::align_val_t, const std::nothrow_t &) and delete[] */
+DELETE3(_ZdlPvSt11align_val_tRKSt9nothrow_t, size_t, const void *)
+DELETE3(_ZdaPvSt11align_val_tRKSt9nothrow_t, size_t, const void *)

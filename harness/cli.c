@@ -63,13 +63,18 @@ static int parse(struct hx_options *o, int argc, char **argv, int first, void (*
     return hx_check_options(o);
 }
 
-static int finish(int rc, const struct rpt_verdict *v)
+/* The end of run and reproduce: the sessions o describes, stoppable by a signal between
+ * sessions; the verdict's exit code, or the failure's (said on stderr). */
+static int run_sessions(const struct hx_options *o)
 {
+    hx_install_signal_handlers();
+    struct rpt_verdict v;
+    int rc = hx_run(o, &v);
     if (rc != LG_OK) {
         fprintf(stderr, "leakgate: %s\n", lg_errmsg());
         return lg_exit_code(rc);
     }
-    return v->exit_code;
+    return v.exit_code;
 }
 
 int hx_parse_run(struct hx_options *o, int argc, char **argv, bool *help)
@@ -85,10 +90,7 @@ int hx_cmd_run(int argc, char **argv)
     int rc = hx_parse_run(&o, argc, argv, &help);
     if (rc != LG_OK) return hx_usage_failed("run");
     if (help) return 0;
-    hx_install_signal_handlers();
-    struct rpt_verdict v;
-    rc = hx_run(&o, &v);
-    return finish(rc, &v);
+    return run_sessions(&o);
 }
 
 /* ---- reproduce ------------------------------------------------------------------------------ */
@@ -169,8 +171,5 @@ int hx_cmd_reproduce(int argc, char **argv)
             "leakgate reproduce %s%s: %d %s session(s) of %s, each left to show what it leaves\n",
             bug.name, fixed ? " --fixed (today's code, no injection)" : "", o.sessions,
             hx_mode_name(o.modes & HX_MODE_FP32 ? HX_MODE_FP32 : o.modes), o.preset);
-    hx_install_signal_handlers();
-    struct rpt_verdict v;
-    rc = hx_run(&o, &v);
-    return finish(rc, &v);
+    return run_sessions(&o);
 }

@@ -51,65 +51,82 @@ static char *stack_text(const struct hx_maps *maps, const char *raw)
     return strdup(raw);
 }
 
-/* A count, then room for that many elements in *out (zeroed; NULL for none): LG_EFORMAT past
- * MAX_ITEMS. out is the address of the array's pointer. */
-static int get_array(struct lga_dec *d, void *out, size_t elem, uint32_t *n)
+/* Reads one element of an array into elem (zeroed): LG_OK, or LG_ENOMEM; a message that runs
+ * short sets d->bad. */
+typedef int (*get_elem_fn)(struct lga_dec *d, const struct hx_maps *maps, void *elem);
+
+/* A count, then that many elements of `elem` bytes, each read by get_one, into a new array at
+ * out (the address of the array's pointer; NULL for none), counted in *n. LG_EFORMAT past
+ * MAX_ITEMS or when the message runs short. */
+static int get_array(struct lga_dec *d, const struct hx_maps *maps, void *out, size_t elem, int *n,
+                     get_elem_fn get_one)
 {
-    *n = lga_get_u32(d);
-    if (d->bad || *n > MAX_ITEMS) return LG_EFORMAT;
-    void *v = *n ? calloc(*n, elem) : NULL;
+    uint32_t count = lga_get_u32(d);
+    if (d->bad || count > MAX_ITEMS) return LG_EFORMAT;
+    char *v = count ? calloc(count, elem) : NULL;
     memcpy(out, &v, sizeof v);
-    return v || !*n ? LG_OK : LG_ENOMEM;
+    if (count && !v) return LG_ENOMEM;
+    int rc = LG_OK;
+    for (uint32_t i = 0; i < count && !d->bad && rc == LG_OK; i++) {
+        ++*n; /* before it is read: a cleanup frees what a failed element holds */
+        rc = get_one(d, maps, v + i * elem);
+    }
+    return rc == LG_OK && d->bad ? LG_EFORMAT : rc;
 }
 
-static int get_groups(struct lga_dec *d, const struct hx_maps *maps, struct rpt_session *s)
+/* A raw stack from the message, made readable (NULL when empty). */
+static char *get_stack(struct lga_dec *d, const struct hx_maps *maps)
 {
-    uint32_t n;
-    int rc = get_array(d, &s->groups, sizeof *s->groups, &n);
-    if (rc != LG_OK) return rc;
-    for (uint32_t i = 0; i < n && !d->bad; i++) {
-        struct lg_leak_group *g = &s->groups[s->n_groups++];
-        lga_get_str(d, g->tag, sizeof g->tag);
-        lg_strlcpy(g->space, lga_get_u32(d) == TRK_DEVICE ? "device" : "host", sizeof g->space);
-        g->bytes = lga_get_i64(d);
-        g->count = lga_get_i64(d);
-        uint32_t ns;
-        if ((rc = get_array(d, &g->stacks, sizeof *g->stacks, &ns)) != LG_OK) return rc;
-        for (uint32_t k = 0; k < ns && !d->bad; k++) {
-            struct lg_stack *st = &g->stacks[g->n_stacks++];
-            st->count = lga_get_i64(d);
-            char *raw = lga_get_strdup(d);
-            st->frames = stack_text(maps, raw);
-            free(raw);
-        }
-    }
-    if (d->bad) return LG_EFORMAT;
-    return lg_leak_classes(s->groups, s->n_groups, &s->classes, &s->n_classes) == LG_OK ? LG_OK
-                                                                                        : LG_ENOMEM;
+    char *raw = lga_get_strdup(d);
+    char *text = stack_text(maps, raw);
+    free(raw);
+    return text;
 }
 
-static int get_refs(struct lga_dec *d, const struct hx_maps *maps, struct rpt_session *s)
+static int get_alloc_stack(struct lga_dec *d, const struct hx_maps *maps, void *elem)
 {
-    uint32_t n;
-    int rc = get_array(d, &s->refs, sizeof *s->refs, &n);
-    if (rc != LG_OK) return rc;
-    for (uint32_t i = 0; i < n && !d->bad; i++) {
-        struct lg_ref_leak *r = &s->refs[s->n_refs++];
-        lga_get_str(d, r->kind, sizeof r->kind);
-        lga_get_str(d, r->name, sizeof r->name);
-        r->refs = (int)lga_get_u32(d);
-        uint32_t nr;
-        if ((rc = get_array(d, &r->retains, sizeof *r->retains, &nr)) != LG_OK) return rc;
-        for (uint32_t k = 0; k < nr && !d->bad; k++) {
-            struct lg_retain *rt = &r->retains[r->n_retains++];
-            lga_get_str(d, rt->site, sizeof rt->site);
-            rt->generation = lga_get_u32(d);
-            char *raw = lga_get_strdup(d);
-            rt->stack = stack_text(maps, raw);
-            free(raw);
-        }
-    }
-    return d->bad ? LG_EFORMAT : LG_OK;
+    struct lg_stack *st = elem;
+    st->count = lga_get_i64(d);
+    st->frames = get_stack(d, maps);
+    return LG_OK;
+}
+
+static int get_group(struct lga_dec *d, const struct hx_maps *maps, void *elem)
+{
+    struct lg_leak_group *g = elem;
+    lga_get_str(d, g->tag, sizeof g->tag);
+    lg_strlcpy(g->space, lga_get_u32(d) == TRK_DEVICE ? "device" : "host", sizeof g->space);
+    g->bytes = lga_get_i64(d);
+    g->count = lga_get_i64(d);
+    return get_array(d, maps, &g->stacks, sizeof *g->stacks, &g->n_stacks, get_alloc_stack);
+}
+
+static int get_retain(struct lga_dec *d, const struct hx_maps *maps, void *elem)
+{
+    struct lg_retain *rt = elem;
+    lga_get_str(d, rt->site, sizeof rt->site);
+    rt->generation = lga_get_u32(d);
+    rt->stack = get_stack(d, maps);
+    return LG_OK;
+}
+
+static int get_ref(struct lga_dec *d, const struct hx_maps *maps, void *elem)
+{
+    struct lg_ref_leak *r = elem;
+    lga_get_str(d, r->kind, sizeof r->kind);
+    lga_get_str(d, r->name, sizeof r->name);
+    r->refs = (int)lga_get_u32(d);
+    return get_array(d, maps, &r->retains, sizeof *r->retains, &r->n_retains, get_retain);
+}
+
+/* The leak groups, with their classes, then the unbalanced references. */
+static int get_leaks(struct lga_dec *d, const struct hx_maps *maps, struct rpt_session *s)
+{
+    int rc = get_array(d, maps, &s->groups, sizeof *s->groups, &s->n_groups, get_group);
+    if (rc == LG_OK && lg_leak_classes(s->groups, s->n_groups, &s->classes, &s->n_classes) != LG_OK)
+        rc = LG_ENOMEM;
+    if (rc == LG_OK) rc = get_array(d, maps, &s->refs, sizeof *s->refs, &s->n_refs, get_ref);
+    return rc;
 }
 
 /* The program's notes (leakgate_session_note), at most LEAKGATE_NOTES_MAX. */
@@ -151,8 +168,7 @@ int hx_exec_decode_session(const unsigned char *p, size_t n, const char *maps_te
     s->peak_tagged_device = lga_get_i64(&d);
     s->leaked_host_bytes = lga_get_i64(&d);
     s->leaked_device_bytes = lga_get_i64(&d);
-    int rc = d.bad ? LG_EFORMAT : get_groups(&d, have_maps ? &maps : NULL, s);
-    if (rc == LG_OK) rc = get_refs(&d, have_maps ? &maps : NULL, s);
+    int rc = d.bad ? LG_EFORMAT : get_leaks(&d, have_maps ? &maps : NULL, s);
     if (rc == LG_OK) {
         lga_get_str(&d, m->dump, sizeof m->dump);
         lga_get_str(&d, m->marker, sizeof m->marker);
