@@ -80,6 +80,9 @@ struct ag_node *ag_record(struct ag_ctx *ctx, const char *op, ag_backward_fn bac
                           int nout, struct tn_tensor *const *out, size_t extra);
 /* Keeps t alive for backward in saved[slot] (retained; released with the tape). */
 void ag_save(struct ag_node *nd, int slot, struct tn_tensor *t);
+/* Sets the node's first n integer arguments, what its backward reads (sizes, axes, flags):
+ *   ag_set_ia(nd, 3, (const int64_t[]){outer, n, inner});   // nd->ia[0..2] */
+void ag_set_ia(struct ag_node *nd, int n, const int64_t *args);
 /* t's gradient accumulator: NULL when t is NULL or needs no gradient. Allocated zeroed on
  * first use: "grad/<name without class>" owned by a leaf, "act.grad/<name>" for an
  * intermediate. On failure *rc gets the status (recorded) and NULL is returned. */

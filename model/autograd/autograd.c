@@ -337,6 +337,12 @@ void ag_save(struct ag_node *nd, int slot, struct tn_tensor *t)
     nd->saved[slot] = t ? tn_retain(t) : NULL;
 }
 
+void ag_set_ia(struct ag_node *nd, int n, const int64_t *args)
+{
+    LG_ASSERT(n >= 0 && n <= (int)LG_ARRAY_LEN(nd->ia) && "more integer arguments than ia holds");
+    memcpy(nd->ia, args, (size_t)n * sizeof *args);
+}
+
 /* t's gradient buffer, made on first use (zeroed when `zero`); *fresh tells whether it is new. */
 static float *grad_of(struct ag_ctx *ctx, struct tn_tensor *t, bool zero, bool *fresh, int *rc)
 {

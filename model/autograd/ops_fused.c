@@ -58,8 +58,7 @@ struct tn_tensor *ag_gate_add_norm(struct ag_ctx *ctx, struct tn_tensor *z, stru
     if (ag_wants_grad(ctx, 4, in)) {
         struct ag_node *nd = ag_record(ctx, op, gate_add_norm_backward, kb, 4, in, 1, &y, 0);
         if (!nd) return NULL;
-        nd->ia[0] = d;
-        nd->ia[1] = rows;
+        ag_set_ia(nd, 2, (const int64_t[]){d, rows});
         ag_save(nd, 0, s);
     }
     return y;
@@ -121,11 +120,8 @@ struct tn_tensor *ag_weighted_sum(struct ag_ctx *ctx, struct tn_tensor **xs, int
         struct ag_node *nd = ag_record(ctx, op, weighted_sum_backward, kb, n + 1, in, 1, &y, 0);
         if (!nd)
             ret = NULL;
-        else {
-            nd->ia[0] = n;
-            nd->ia[1] = rows;
-            nd->ia[2] = h;
-        }
+        else
+            ag_set_ia(nd, 3, (const int64_t[]){n, rows, h});
     }
     if (in != in_small) trk_free(ag_tracker(ctx), in);
     return ret;

@@ -48,8 +48,7 @@ struct tn_tensor *ag_pinball_loss(struct ag_ctx *ctx, struct tn_tensor *yhat, st
         struct ag_node *nd =
             ag_record(ctx, "ag_pinball_loss", pinball_backward, kb, 2, in, 1, &loss, 0);
         if (!nd) return NULL;
-        nd->ia[0] = rows;
-        nd->ia[1] = nq;
+        ag_set_ia(nd, 2, (const int64_t[]){rows, nq});
         ag_save(nd, 0, qt);
     }
     return loss;

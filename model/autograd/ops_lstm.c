@@ -185,8 +185,7 @@ struct ag_lstm_out ag_lstm(struct ag_ctx *ctx, struct tn_tensor *x, struct tn_te
         struct tn_tensor *outs[2] = {out, c_last};
         struct ag_node *nd = ag_record(ctx, "ag_lstm", lstm_backward, kb, L_NIN, in, 2, outs, 0);
         if (!nd) return r;
-        int64_t args[4] = {B, T, In, H};
-        for (int k = 0; k < 4; k++) nd->ia[k] = args[k];
+        ag_set_ia(nd, 4, (const int64_t[]){B, T, In, H});
         ag_save(nd, 0, gt);
         ag_save(nd, 1, ct);
     }

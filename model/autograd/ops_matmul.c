@@ -109,8 +109,7 @@ struct tn_tensor *ag_matmul(struct ag_ctx *ctx, struct tn_tensor *a, struct tn_t
     if (ag_wants_grad(ctx, 2, in)) {
         struct ag_node *nd = ag_record(ctx, "ag_matmul", matmul_backward, kb, 2, in, 1, &y, 0);
         if (!nd) return NULL;
-        int64_t args[7] = {ta, tb, M, N, Ka, batch, shared};
-        for (int i = 0; i < 7; i++) nd->ia[i] = args[i];
+        ag_set_ia(nd, 7, (const int64_t[]){ta, tb, M, N, Ka, batch, shared});
     }
     return y;
 }
@@ -170,9 +169,7 @@ struct tn_tensor *ag_linear(struct ag_ctx *ctx, struct tn_tensor *x, struct tn_t
     if (ag_wants_grad(ctx, 3, in)) {
         struct ag_node *nd = ag_record(ctx, "ag_linear", linear_backward, kb, 3, in, 1, &y, 0);
         if (!nd) return NULL;
-        nd->ia[0] = R;
-        nd->ia[1] = nin;
-        nd->ia[2] = nout;
+        ag_set_ia(nd, 3, (const int64_t[]){R, nin, nout});
     }
     return y;
 }

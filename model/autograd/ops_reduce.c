@@ -32,9 +32,7 @@ static struct tn_tensor *reduce_core(struct ag_ctx *ctx, const char *op, const c
     if (ag_wants_grad(ctx, 1, &x)) {
         struct ag_node *node = ag_record(ctx, op, reduce_backward, kb, 1, &x, 1, &y, 0);
         if (!node) return NULL;
-        node->ia[0] = outer;
-        node->ia[1] = n;
-        node->ia[2] = inner;
+        ag_set_ia(node, 3, (const int64_t[]){outer, n, inner});
         node->fa[0] = alpha;
     }
     return y;

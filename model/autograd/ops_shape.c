@@ -101,8 +101,7 @@ static struct tn_tensor *blocks(struct ag_ctx *ctx, const char *op, const char *
         struct ag_node *nd = ag_record(ctx, op, blocks_backward, kb, n, xs, 1, &y,
                                        (size_t)(n + 1) * sizeof(int64_t));
         if (!nd) return NULL;
-        nd->ia[0] = outer;
-        nd->ia[1] = ld;
+        ag_set_ia(nd, 2, (const int64_t[]){outer, ld});
         int64_t *off = nd->extra;
         for (int k = 0; k < n; k++) off[k + 1] = off[k] + width[k];
     }
@@ -173,10 +172,7 @@ struct tn_tensor *ag_slice(struct ag_ctx *ctx, struct tn_tensor *x, int axis, in
     if (ag_wants_grad(ctx, 1, &x)) {
         struct ag_node *nd = ag_record(ctx, "ag_slice", slice_backward, kb, 1, &x, 1, &y, 0);
         if (!nd) return NULL;
-        nd->ia[0] = outer;
-        nd->ia[1] = off;
-        nd->ia[2] = w;
-        nd->ia[3] = ld;
+        ag_set_ia(nd, 4, (const int64_t[]){outer, off, w, ld});
     }
     return y;
 }
@@ -231,9 +227,7 @@ int ag_split(struct ag_ctx *ctx, struct tn_tensor *x, int axis, int n, struct tn
     if (ag_wants_grad(ctx, 1, &x)) {
         struct ag_node *nd = ag_record(ctx, "ag_split", split_backward, kb, 1, &x, n, out, 0);
         if (!nd) goto fail;
-        nd->ia[0] = outer;
-        nd->ia[1] = w;
-        nd->ia[2] = ld;
+        ag_set_ia(nd, 3, (const int64_t[]){outer, w, ld});
     }
     return LG_OK;
 fail:

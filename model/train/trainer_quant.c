@@ -5,16 +5,19 @@
 #include "int8.h"
 #include "trainer_impl.h"
 
-/* Runs the calibration batches (training windows, dropout off, no tape) through the model
- * while the calibration hook records input ranges. */
-static int calibrate(struct tr_trainer *tr, struct q8_calib *cal)
+/* Post-training quantisation into *q: the calibration batches (training windows, dropout
+ * off, no tape) run through the model while the calibration hook records input ranges, then
+ * every linear layer is quantised with them. */
+static int calibrate_and_quantize(struct tr_trainer *tr, struct q8_model **q)
 {
+    struct q8_calib *cal = NULL;
+    int rc = q8_calib_new(&cal, tr->trk, tr->model);
+    if (rc != LG_OK) return rc;
     struct data_cursor cur;
     data_cursor_init(&cur, tr->opt.seed ^ 0x63616C69ull);
     bool was_training = ag_training(tr->ctx), was_grad = ag_set_grad_enabled(tr->ctx, false);
     ag_set_training(tr->ctx, false);
     q8_calib_attach(cal, tr->model);
-    int rc = LG_OK;
     for (int k = 0; k < tr->opt.calib_batches && rc == LG_OK; k++) {
         struct tft_batch b = {0};
         if ((rc = data_batch(tr->data, DATA_TRAIN, tr->opt.batch, &cur, &b))) break;
@@ -26,41 +29,31 @@ static int calibrate(struct tr_trainer *tr, struct q8_calib *cal)
     q8_calib_detach(cal, tr->model);
     ag_set_training(tr->ctx, was_training);
     ag_set_grad_enabled(tr->ctx, was_grad);
+    if (rc == LG_OK) rc = q8_quantize(q, tr->model, cal);
+    if (!tr->opt.faults.int8_calibration) q8_calib_free(cal); /* fault: statistics forgotten */
     return rc;
 }
 
-/* Fine-tunes the model through the QAT hook, at a tenth of the training rate: at the full rate
- * a few dozen QAT steps move the validation loss by several percent either way (measured on
- * tiny), which is the model changing, not quantisation. */
-static int fine_tune(struct tr_trainer *tr, struct q8_qat *qat)
+/* Quantisation-aware training into *q: the model fine-tuned through the QAT hook, at a tenth
+ * of the training rate (at the full rate a few dozen QAT steps move the validation loss by
+ * several percent either way, measured on tiny, which is the model changing, not
+ * quantisation), then converted with the observers' ranges. */
+static int fine_tune_and_convert(struct tr_trainer *tr, struct q8_model **q)
 {
+    struct q8_qat *qat = NULL;
+    int rc = q8_qat_new(&qat, tr->trk, tr->model);
+    if (rc != LG_OK) return rc;
     q8_qat_attach(qat, tr->model);
     int steps = tr->opt.steps;
     tr->opt.steps = tr->opt.qat_steps;
     opt_adamw_set_lr(tr->opt_state, tr->opt.lr / 10);
     struct tr_train_stats ts;
-    int rc = tr_train(tr, &ts);
+    rc = tr_train(tr, &ts);
     opt_adamw_set_lr(tr->opt_state, tr->opt.lr);
     tr->opt.steps = steps;
     q8_qat_detach(qat, tr->model);
-    return rc;
-}
-
-/* The end both finalisations share: the int8 model q (made when rc is LG_OK) evaluated on the
- * validation windows and freed, the figures handed back (st may be NULL) and reported. */
-static int finish(struct tr_trainer *tr, int rc, struct q8_model *q, struct tr_quant_stats s,
-                  struct tr_quant_stats *st, const char *mode)
-{
-    if (rc == LG_OK) {
-        s.layers = q8_layers(q);
-        s.int8_bytes = q8_bytes(q);
-        q8_attach(q, tr->model);
-        rc = tr_validate(tr, &s.quant_val_loss);
-        q8_detach(q, tr->model);
-        q8_free(q);
-    }
-    if (st) *st = s;
-    if (tr->opt.progress) tr->opt.progress(tr->opt.progress_user, mode, -1, s.quant_val_loss);
+    if (rc == LG_OK) rc = q8_qat_convert(q, tr->model, qat);
+    if (!tr->opt.faults.qat_observer) q8_qat_free(qat); /* fault: observers forgotten */
     return rc;
 }
 
@@ -77,31 +70,39 @@ static int to_host(struct tr_trainer *tr, const char *what)
     return LG_OK;
 }
 
-int tr_finalize_int8_training(struct tr_trainer *tr, struct tr_quant_stats *st)
+/* The frame both finalisations share: the model on the host (with an optimizer when
+ * `optimizer`: QAT trains), its f32 validation loss, the int8 model made by make (one of the
+ * two above), evaluated on the validation windows and freed; the figures handed back (st may
+ * be NULL) and reported as `mode`. */
+static int finalize(struct tr_trainer *tr, struct tr_quant_stats *st, const char *what,
+                    const char *mode, bool optimizer,
+                    int (*make)(struct tr_trainer *tr, struct q8_model **q))
 {
     struct tr_quant_stats s = {.fp32_val_loss = NAN, .quant_val_loss = NAN};
-    struct q8_calib *cal = NULL;
     struct q8_model *q = NULL;
-    int rc = to_host(tr, "INT8 finalisation");
+    int rc = to_host(tr, what);
+    if (rc == LG_OK && optimizer && !tr->opt_state) rc = tr_initialize_optimizer(tr);
     if (rc == LG_OK) rc = tr_validate(tr, &s.fp32_val_loss);
-    if (rc == LG_OK) rc = q8_calib_new(&cal, tr->trk, tr->model);
-    if (rc == LG_OK) rc = calibrate(tr, cal);
-    if (rc == LG_OK) rc = q8_quantize(&q, tr->model, cal);
-    if (!tr->opt.faults.int8_calibration) q8_calib_free(cal); /* fault: statistics forgotten */
-    return finish(tr, rc, q, s, st, "int8");
+    if (rc == LG_OK) rc = make(tr, &q);
+    if (rc == LG_OK) {
+        s.layers = q8_layers(q);
+        s.int8_bytes = q8_bytes(q);
+        q8_attach(q, tr->model);
+        rc = tr_validate(tr, &s.quant_val_loss);
+        q8_detach(q, tr->model);
+        q8_free(q);
+    }
+    if (st) *st = s;
+    if (tr->opt.progress) tr->opt.progress(tr->opt.progress_user, mode, -1, s.quant_val_loss);
+    return rc;
+}
+
+int tr_finalize_int8_training(struct tr_trainer *tr, struct tr_quant_stats *st)
+{
+    return finalize(tr, st, "INT8 finalisation", "int8", false, calibrate_and_quantize);
 }
 
 int tr_finalize_qat_training(struct tr_trainer *tr, struct tr_quant_stats *st)
 {
-    struct tr_quant_stats s = {.fp32_val_loss = NAN, .quant_val_loss = NAN};
-    struct q8_qat *qat = NULL;
-    struct q8_model *q = NULL;
-    int rc = to_host(tr, "QAT");
-    if (rc == LG_OK && !tr->opt_state) rc = tr_initialize_optimizer(tr);
-    if (rc == LG_OK) rc = tr_validate(tr, &s.fp32_val_loss);
-    if (rc == LG_OK) rc = q8_qat_new(&qat, tr->trk, tr->model);
-    if (rc == LG_OK) rc = fine_tune(tr, qat);
-    if (rc == LG_OK) rc = q8_qat_convert(&q, tr->model, qat);
-    if (!tr->opt.faults.qat_observer) q8_qat_free(qat); /* fault: observers forgotten */
-    return finish(tr, rc, q, s, st, "qat");
+    return finalize(tr, st, "QAT", "qat", true, fine_tune_and_convert);
 }
