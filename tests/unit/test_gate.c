@@ -19,15 +19,22 @@ static int parse(struct rpt_suppressions *s, const char *text)
     return rpt_suppressions_parse(s, "known.supp", text, strlen(text), TODAY);
 }
 
-Test(gate, a_rules_file_reads_with_every_field)
+/* The rules that `text` reads as (it must read); freed with free(). */
+static struct rpt_suppressions *rules(const char *text)
 {
     struct rpt_suppressions *s = calloc(1, sizeof *s);
-    const char *text = "# known leaks\n"
-                       "\n"
-                       "tag varmap/* allow=1MiB expires=2026-12-31 reason=dup VarMap ref, #812  \n"
-                       "  frame \"leak_256k (leaky.c:*)\" expires=2026-06-15 reason=upstream\r\n"
-                       "tag old/* expires=2026-06-14 reason=fixed since\n";
     cr_assert_eq(parse(s, text), LG_OK, "%s", lg_errmsg());
+    return s;
+}
+
+Test(gate, a_rules_file_reads_with_every_field)
+{
+    struct rpt_suppressions *s =
+        rules("# known leaks\n"
+              "\n"
+              "tag varmap/* allow=1MiB expires=2026-12-31 reason=dup VarMap ref, #812  \n"
+              "  frame \"leak_256k (leaky.c:*)\" expires=2026-06-15 reason=upstream\r\n"
+              "tag old/* expires=2026-06-14 reason=fixed since\n");
     cr_assert_eq(s->n, 3);
     cr_assert_eq(s->rules[0].line, 3);
     cr_assert_eq(s->rules[0].kind, RPT_RULE_TAG);
@@ -115,12 +122,11 @@ static int64_t value(const struct rpt_session *s, enum rpt_channel c)
 
 Test(gate, rules_take_what_they_match_and_no_more)
 {
-    struct rpt_suppressions *sup = calloc(1, sizeof *sup);
-    cr_assert_eq(parse(sup, "tag varmap/* allow=3000 expires=2027-01-01 reason=being fixed\n"
-                            "frame tr_train expires=2027-01-01 reason=scratch, #9\n"
-                            "tag adam.m/* expires=2026-01-01 reason=was fixed\n"
-                            "tag nothing/* expires=2027-01-01 reason=never leaks\n"),
-                 LG_OK, "%s", lg_errmsg());
+    struct rpt_suppressions *sup =
+        rules("tag varmap/* allow=3000 expires=2027-01-01 reason=being fixed\n"
+              "frame tr_train expires=2027-01-01 reason=scratch, #9\n"
+              "tag adam.m/* expires=2026-01-01 reason=was fixed\n"
+              "tag nothing/* expires=2027-01-01 reason=never leaks\n");
     struct rpt_session s;
     int64_t since[2] = {0, 0};
     leaky_session(&s, 1);
@@ -164,12 +170,10 @@ static struct rpt_results *leaky_results(const struct rpt_suppressions *sup, int
 
 Test(gate, the_verdict_lists_expired_and_unused_rules)
 {
-    struct rpt_suppressions *sup = calloc(1, sizeof *sup);
-    cr_assert_eq(parse(sup, "tag varmap/* expires=2027-01-01 reason=r\n"
-                            "tag adam.m/* expires=2026-01-01 reason=r\n"
-                            "tag act/* expires=2027-01-01 reason=r\n"
-                            "tag nothing/* expires=2027-01-01 reason=r\n"),
-                 LG_OK);
+    struct rpt_suppressions *sup = rules("tag varmap/* expires=2027-01-01 reason=r\n"
+                                         "tag adam.m/* expires=2026-01-01 reason=r\n"
+                                         "tag act/* expires=2027-01-01 reason=r\n"
+                                         "tag nothing/* expires=2027-01-01 reason=r\n");
     struct rpt_results *r = leaky_results(sup, 4);
     struct rpt_rule_use u;
     rpt_rule_use_of(r, 1, &u);
@@ -237,8 +241,7 @@ Test(gate, peaks_and_baseline_fold_into_the_verdict)
 
 Test(gate, suppressions_peaks_and_the_gate_survive_the_results_file)
 {
-    struct rpt_suppressions *sup = calloc(1, sizeof *sup);
-    cr_assert_eq(parse(sup, "tag varmap/* allow=3000 expires=2027-01-01 reason=r\n"), LG_OK);
+    struct rpt_suppressions *sup = rules("tag varmap/* allow=3000 expires=2027-01-01 reason=r\n");
     struct rpt_results *r = leaky_results(sup, 2);
     struct rpt_session *s = &r->sessions[1];
     s->peaks_measured = true;

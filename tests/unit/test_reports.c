@@ -57,6 +57,15 @@ static void expect_holds(const char *text, const char *what, const char *const *
 #define EXPECT_HOLDS(text, what, ...)                                                              \
     expect_holds(text, what, (const char *const[]){__VA_ARGS__, NULL})
 
+/* Asserts that the artefact dir/name exists and holds every needle. */
+static void expect_file(const char *dir, const char *name, const char *const *needles)
+{
+    char *text = slurp(dir, name);
+    expect_holds(text, name, needles);
+    free(text);
+}
+#define EXPECT_FILE(dir, name, ...) expect_file(dir, name, (const char *const[]){__VA_ARGS__, NULL})
+
 /* Width and height from a PNG's IHDR chunk; false when it is not a PNG. */
 static bool png_size(const char *dir, const char *name, int *w, int *h, long *bytes)
 {
@@ -141,9 +150,10 @@ static void check_html(const char *dir, const char *word, int plots)
 /* ---- artefacts from recorded results -------------------------------------------------------- */
 
 /* Writes every artefact of the recorded run `name`.jsonl into a fresh directory (its path in
- * dir[512]), checks that `figures` figures apply and were drawn and that junit.xml validates.
- * Freed with rpt_results_free. */
-static struct rpt_results *write_artefacts(const char *name, int figures, char *dir)
+ * dir[512]) and checks what every run's artefacts must show: `figures` figures apply and were
+ * drawn, junit.xml validates, and report.html opens with the verdict `word` and inlines each
+ * figure. */
+static void write_artefacts(const char *name, int figures, const char *word, char *dir)
 {
     char file[64];
     snprintf(file, sizeof file, "%s.jsonl", name);
@@ -151,15 +161,26 @@ static struct rpt_results *write_artefacts(const char *name, int figures, char *
     snprintf(dir, 512, "%s", out_dir(name));
     cr_assert_eq(rpt_write_all(r, dir, RPT_ALL), LG_OK, "%s", lg_errmsg());
     cr_assert_eq(check_figures(r, dir), figures, "%s: figures that apply", name);
+    rpt_results_free(r);
     check_junit(dir);
-    return r;
+    check_html(dir, word, figures);
+}
+
+/* Asserts that summary.md in dir begins with its verdict's heading. */
+static void expect_heading(const char *dir, const char *heading)
+{
+    char *md = slurp(dir, "summary.md");
+    cr_assert_not_null(md, "summary.md is missing");
+    cr_assert(strncmp(md, heading, strlen(heading)) == 0, "summary.md begins %.60s, not %s", md,
+              heading);
+    free(md);
 }
 
 Test(reports, clean_run_makes_every_artefact_and_says_pass)
 {
     char dir[512];
     /* deltas, leaks and timeline; no trend for a 6-session run */
-    struct rpt_results *r = write_artefacts("clean", 3, dir);
+    write_artefacts("clean", 3, "PASS", dir);
     char *junit = slurp(dir, "junit.xml");
     EXPECT_HOLDS(junit, "junit.xml", "<testsuites name=\"leakgate\"",
                  "failures=\"0\" errors=\"0\""); /* a clean run has no failure */
@@ -167,11 +188,8 @@ Test(reports, clean_run_makes_every_artefact_and_says_pass)
     cr_assert_eq(count(junit, "<testcase name=\"session 2 (fp32)\""), 6,
                  "a testcase per measured session on each of the 6 measured channels");
     free(junit);
-    char *md = slurp(dir, "summary.md");
-    cr_assert(strncmp(md, "## leakgate: ✅ PASS", strlen("## leakgate: ✅ PASS")) == 0, "%.60s", md);
-    cr_assert(strstr(md, "No tagged memory outlived its session"));
-    free(md);
-    check_html(dir, "PASS", 3);
+    expect_heading(dir, "## leakgate: ✅ PASS");
+    EXPECT_FILE(dir, "summary.md", "No tagged memory outlived its session");
     char *csv = slurp(dir, "sessions.csv");
     cr_assert_eq(count(csv, "\r\n"), 1 + 8, "a header and a row per session");
     cr_assert(strstr(csv, ",rss_delta,") && strstr(csv, ",rss_abs,"));
@@ -180,32 +198,28 @@ Test(reports, clean_run_makes_every_artefact_and_says_pass)
     for (char *row; (row = strtok(NULL, "\r\n"));)
         cr_assert_eq(count(row, ","), fields, "row %.20s", row);
     free(csv);
-    rpt_results_free(r);
 }
 
 Test(reports, leaking_run_names_the_tags_and_the_retain_site)
 {
     char dir[512];
-    struct rpt_results *r = write_artefacts("leaking", 3, dir);
+    write_artefacts("leaking", 3, "LEAK", dir);
     char *junit = slurp(dir, "junit.xml");
     cr_assert_gt(count(junit, "<failure"), 6 * 6,
                  "each measured session fails on every leaking channel");
-    EXPECT_HOLDS(junit, "junit.xml", "type=\"leak\"",
-                 /* a failure carries the verdict's text */
-                 "verdict leak: 6 of 6 measured sessions left 18.98 MiB live",
-                 /* a channel never measured gets its verdict only */
-                 "<testsuite name=\"leakgate.tagged_device\" tests=\"1\"",
-                 "<skipped message=\"not measured on this machine (cpu)\"/>");
     free(junit);
-    char *md = slurp(dir, "summary.md");
-    cr_assert(strncmp(md, "## leakgate: ❌ LEAK", strlen("## leakgate: ❌ LEAK")) == 0, "%.60s", md);
-    EXPECT_HOLDS(md, "summary.md", "**Exit status 1**",
-                 /* the top tag with its retain site */
-                 "| `varmap/input_embed.cont.weight` | host | 384.00 KiB | 2.25 MiB | 6 | 6/6 | "
-                 "`trainer_new (model/trainer.c:142)` ×6 |",
-                 "| process RSS (`rss`) | ❌ leak |");
-    free(md);
-    check_html(dir, "LEAK", 3);
+    EXPECT_FILE(dir, "junit.xml", "type=\"leak\"",
+                /* a failure carries the verdict's text */
+                "verdict leak: 6 of 6 measured sessions left 18.98 MiB live",
+                /* a channel never measured gets its verdict only */
+                "<testsuite name=\"leakgate.tagged_device\" tests=\"1\"",
+                "<skipped message=\"not measured on this machine (cpu)\"/>");
+    expect_heading(dir, "## leakgate: ❌ LEAK");
+    EXPECT_FILE(dir, "summary.md", "**Exit status 1**",
+                /* the top tag with its retain site */
+                "| `varmap/input_embed.cont.weight` | host | 384.00 KiB | 2.25 MiB | 6 | 6/6 | "
+                "`trainer_new (model/trainer.c:142)` ×6 |",
+                "| process RSS (`rss`) | ❌ leak |");
     char *html = slurp(dir, "report.html");
     EXPECT_HOLDS(html, "report.html", "<code>varmap/enc_lstm.w_ih</code>",
                  "<details><summary>stack 1 (1 allocation)</summary><pre>vm_tensor_new "
@@ -216,43 +230,34 @@ Test(reports, leaking_run_names_the_tags_and_the_retain_site)
                  "id='deltas-gpPt0'", "id='timeline-gpPt0'");
     cr_assert_eq(count(html, "id='gpPt0'"), 0);
     free(html);
-    rpt_results_free(r);
 }
 
 Test(reports, partial_run_reports_no_verdict)
 {
     char dir[512];
-    struct rpt_results *r = write_artefacts("partial", 3, dir);
-    char *junit = slurp(dir, "junit.xml");
-    EXPECT_HOLDS(junit, "junit.xml",
-                 "<error message=\"no verdict: the run was cut short after 5 session(s) (its last "
-                 "line was cut mid-write)\" type=\"partial\"",
-                 /* sessions beyond budget fail even without a verdict */
-                 "beyond budget 0 (exact) (no verdict: the run was cut short)");
-    free(junit);
-    char *md = slurp(dir, "summary.md");
-    EXPECT_HOLDS(md, "summary.md", "NO VERDICT (run cut short)",
-                 /* observed, not judged */
-                 "| tagged host bytes (`tagged_host`) | 3 | 1.75 MiB | ❌ 3 |",
-                 "`adam.m/enc_lstm.w_hh`");
-    free(md);
-    check_html(dir, "NO VERDICT", 3);
-    rpt_results_free(r);
+    write_artefacts("partial", 3, "NO VERDICT", dir);
+    EXPECT_FILE(dir, "junit.xml",
+                "<error message=\"no verdict: the run was cut short after 5 session(s) (its last "
+                "line was cut mid-write)\" type=\"partial\"",
+                /* sessions beyond budget fail even without a verdict */
+                "beyond budget 0 (exact) (no verdict: the run was cut short)");
+    EXPECT_FILE(dir, "summary.md", "NO VERDICT (run cut short)",
+                /* observed, not judged */
+                "| tagged host bytes (`tagged_host`) | 3 | 1.75 MiB | ❌ 3 |",
+                "`adam.m/enc_lstm.w_hh`");
 }
 
 Test(reports, soak_run_gets_the_trend_figure)
 {
     char dir[512];
-    struct rpt_results *r = write_artefacts("soak", 4, dir);
+    write_artefacts("soak", 4, "LEAK", dir);
+    EXPECT_FILE(dir, "trend.svg", "process RSS — LEAK",
+                /* the verdict's slope, in KiB */
+                "Theil–Sen +96.33 KiB/session (budget 32.00 KiB/session)",
+                /* the axis in a human unit picked from the data */
+                "Δ vs baseline (MiB)");
+    struct rpt_results *r = load("soak.jsonl");
     cr_assert(rpt_figure_applies(r, RPT_FIG_TREND));
-    char *svg = slurp(dir, "trend.svg");
-    EXPECT_HOLDS(svg, "trend.svg", "process RSS — LEAK",
-                 /* the verdict's slope, in KiB */
-                 "Theil–Sen +96.33 KiB/session (budget 32.00 KiB/session)",
-                 /* the axis in a human unit picked from the data */
-                 "Δ vs baseline (MiB)");
-    free(svg);
-    check_html(dir, "LEAK", 4);
     rpt_results_free(r);
     r = load("clean.jsonl");
     cr_assert_not(rpt_figure_applies(r, RPT_FIG_TREND), "not a soak");
@@ -262,17 +267,12 @@ Test(reports, soak_run_gets_the_trend_figure)
 Test(reports, device_run_plots_the_device_channels)
 {
     char dir[512];
-    struct rpt_results *r = write_artefacts("device", 3, dir);
-    char *svg = slurp(dir, "deltas.svg");
-    EXPECT_HOLDS(svg, "deltas.svg", "tagged device bytes — LEAK",
-                 "whole GPU used, every process (driver view) — LEAK", "tagged host bytes — PASS",
-                 "budget ±2.00 MiB");
-    free(svg);
-    char *md = slurp(dir, "summary.md");
-    EXPECT_HOLDS(md, "summary.md",
-                 "| `act/dec.attn.scores` | device | 4.00 MiB | 20.00 MiB | 5 | 5/5 | — |");
-    free(md);
-    rpt_results_free(r);
+    write_artefacts("device", 3, "LEAK", dir);
+    EXPECT_FILE(dir, "deltas.svg", "tagged device bytes — LEAK",
+                "whole GPU used, every process (driver view) — LEAK", "tagged host bytes — PASS",
+                "budget ±2.00 MiB");
+    EXPECT_FILE(dir, "summary.md",
+                "| `act/dec.attn.scores` | device | 4.00 MiB | 20.00 MiB | 5 | 5/5 | — |");
 }
 
 Test(reports, a_long_timeline_is_thinned_not_dropped)
