@@ -12,8 +12,6 @@
 #include "lg_test_model.h"
 #include "optim.h"
 
-TestSuite(autograd, .init = lg_test_setup, .fini = lg_test_teardown);
-
 /* out_of_memory_is_an_error_not_a_crash asks for 16 PiB: under AddressSanitizer that must
  * come back as NULL, as it does from jemalloc, rather than abort */
 #if defined(__has_feature)
@@ -26,11 +24,45 @@ const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
 #endif
 
+/* Each test's context and the tensors it keeps (those param() and input() make): the suite's
+ * .fini frees the context, releases the tensors (a leaf takes its gradient with it), then
+ * asserts that nothing else is live (lg_test_teardown). */
+static struct ag_ctx *ctx;
+static struct tn_tensor *owned[8];
+static int n_owned;
+
+static void free_owned(void)
+{
+    ag_ctx_free(ctx);
+    ctx = NULL;
+    while (n_owned) tn_release(owned[--n_owned]);
+    lg_test_teardown();
+}
+
+TestSuite(autograd, .init = lg_test_setup, .fini = free_owned);
+
+/* The test's context (freed by the fixture). */
+static struct ag_ctx *new_ctx(struct ag_options o)
+{
+    cr_assert_null(ctx, "one context per test");
+    ctx = ag_ctx_new(T, &o);
+    cr_assert_not_null(ctx);
+    return ctx;
+}
+
+/* t, released by the fixture after the context. */
+static struct tn_tensor *keep(struct tn_tensor *t)
+{
+    cr_assert_not_null(t);
+    cr_assert_lt(n_owned, (int)LG_ARRAY_LEN(owned), "more tensors than owned[] holds");
+    return owned[n_owned++] = t;
+}
+
 static struct tn_tensor *param(const char *name, int nd, const int64_t *shape, uint64_t seed)
 {
     struct tn_rng r;
     tn_rng_seed(&r, seed);
-    return lg_leaf(name, nd, shape, &r, 0.5f);
+    return keep(lg_leaf(name, nd, shape, &r, 0.5f));
 }
 
 static struct tn_tensor *input(const char *name, int nd, const int64_t *shape, uint64_t seed)
@@ -49,7 +81,7 @@ static void assert_tag(const struct tn_tensor *t, const char *want)
 
 Test(autograd, activations_are_named_by_scope_and_op)
 {
-    struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){.training = true, .seed = 1});
+    new_ctx((struct ag_options){.training = true, .seed = 1});
     struct tn_tensor *x = input("data/x", 2, (int64_t[]){3, 4}, 1);
     struct tn_tensor *w = param("varmap/enc.fc1.weight", 2, (int64_t[]){5, 4}, 2);
     ag_scope_push(ctx, "enc_vsn");
@@ -69,14 +101,11 @@ Test(autograd, activations_are_named_by_scope_and_op)
     struct tn_tensor *tmp = ag_temp(ctx, TN_F32, 1, (int64_t[]){7}, "scratch");
     cr_assert_not_null(tmp);
     assert_tag(tmp, "act/scratch");
-    ag_ctx_free(ctx);
-    tn_release(w);
-    tn_release(x);
 }
 
 Test(autograd, leaf_gradients_are_named_owned_and_accumulate)
 {
-    struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){.training = true});
+    new_ctx((struct ag_options){.training = true});
     struct tn_tensor *x = input("data/x", 2, (int64_t[]){3, 4}, 3);
     struct tn_tensor *w = param("varmap/head.weight", 2, (int64_t[]){2, 4}, 4);
     struct tn_tensor *b = param("varmap/head.bias", 1, (int64_t[]){2}, 5);
@@ -96,15 +125,11 @@ Test(autograd, leaf_gradients_are_named_owned_and_accumulate)
         cr_assert_not_null(w->grad, "a leaf's gradient outlives the reset: the leaf owns it");
     }
     cr_assert_float_eq(tn_f32(b->grad)[1], 2.0f * first[1], 1e-6);
-    ag_ctx_free(ctx);
-    tn_release(w); /* frees its grad too */
-    tn_release(b);
-    tn_release(x);
 }
 
 Test(autograd, reset_and_backward_release_every_temporary)
 {
-    struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){.training = true, .seed = 3});
+    new_ctx((struct ag_options){.training = true, .seed = 3});
     struct tn_tensor *x = input("data/x", 3, (int64_t[]){2, 5, 6}, 6);
     struct tn_tensor *w = param("varmap/l.weight", 2, (int64_t[]){6, 6}, 7);
     struct tn_tensor *g = param("varmap/ln.weight", 1, (int64_t[]){6}, 8);
@@ -126,16 +151,11 @@ Test(autograd, reset_and_backward_release_every_temporary)
     cr_assert_eq(ag_tape_len(ctx), 0);
     cr_assert_eq(lg_live_bytes_with_prefix("act/", NULL), 0, "no activation outlives the reset");
     cr_assert_eq(lg_live_bytes_with_prefix("act.grad/", NULL), 0);
-    ag_ctx_free(ctx);
-    tn_release(x);
-    tn_release(w);
-    tn_release(g);
-    tn_release(bb);
 }
 
 Test(autograd, outputs_kept_past_reset_are_detached)
 {
-    struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){0});
+    new_ctx((struct ag_options){0});
     struct tn_tensor *w = param("varmap/w", 2, (int64_t[]){2, 2}, 10);
     struct tn_tensor *y = tn_retain(ag_tanh(ctx, w));
     cr_assert(y->requires_grad);
@@ -145,15 +165,13 @@ Test(autograd, outputs_kept_past_reset_are_detached)
     cr_assert_not(y->requires_grad);
     cr_assert_float_eq(tn_f32(y)[0], tanhf(tn_f32(w)[0]), 1e-6);
     tn_release(y);
-    ag_ctx_free(ctx);
-    tn_release(w);
 }
 
 /* A 2-layer MLP trained for three steps with AdamW: after every reset no activation or
  * intermediate gradient is live; ag_ctx_free and the owners' frees leave nothing (fixture). */
 Test(autograd, training_steps_leave_no_tape_memory)
 {
-    struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){.training = true, .seed = 11});
+    new_ctx((struct ag_options){.training = true, .seed = 11});
     struct tn_tensor *p[4] = {
         param("varmap/mlp.fc1.weight", 2, (int64_t[]){16, 8}, 20),
         param("varmap/mlp.fc1.bias", 1, (int64_t[]){16}, 21),
@@ -191,21 +209,17 @@ Test(autograd, training_steps_leave_no_tape_memory)
                      "parameter gradients stay allocated");
     }
     cr_assert_lt(losses[2], losses[0], "the loss goes down (%g → %g)", losses[0], losses[2]);
-    ag_ctx_free(ctx);
     opt_adamw_free(opt);
     opt_free_grads(p, 4);
     cr_assert_eq(lg_live_bytes_with_prefix("grad/", NULL), 0);
-    for (int i = 0; i < 4; i++) tn_release(p[i]);
-    tn_release(x);
-    tn_release(y);
 }
 
 Test(autograd, shape_errors_name_the_op_and_the_shapes)
 {
-    struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){0});
+    new_ctx((struct ag_options){0});
     struct tn_tensor *a = input("data/a", 2, (int64_t[]){4, 3}, 1);
     struct tn_tensor *b = input("data/b", 2, (int64_t[]){5, 2}, 2);
-    struct tn_tensor *ids = tn_new(T, TN_I32, TN_CPU, 1, (int64_t[]){3}, "data/ids");
+    struct tn_tensor *ids = keep(tn_new(T, TN_I32, TN_CPU, 1, (int64_t[]){3}, "data/ids"));
     tn_i32(ids)[0] = 1, tn_i32(ids)[1] = 9, tn_i32(ids)[2] = 0;
     struct {
         struct tn_tensor *got;
@@ -245,15 +259,11 @@ Test(autograd, shape_errors_name_the_op_and_the_shapes)
     struct ag_lstm_out lo = ag_lstm(ctx, a, NULL, NULL, b, b, NULL, NULL);
     cr_assert_null(lo.out);
     cr_assert(strstr(ag_errmsg(ctx), "ag_lstm: x [4, 3] must be [B, T, In]"), "%s", ag_errmsg(ctx));
-    ag_ctx_free(ctx);
-    tn_release(a);
-    tn_release(b);
-    tn_release(ids);
 }
 
 Test(autograd, the_first_error_is_sticky_until_reset)
 {
-    struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){0});
+    new_ctx((struct ag_options){0});
     struct tn_tensor *a = param("varmap/a", 2, (int64_t[]){4, 3}, 1);
     struct tn_tensor *b = input("data/b", 2, (int64_t[]){5, 2}, 2);
     /* a forward written straight through: the first failure propagates as NULL */
@@ -286,14 +296,11 @@ Test(autograd, the_first_error_is_sticky_until_reset)
     cr_assert_eq(ag_backward(ctx, ag_sum_all(ctx, b)), LG_EINVAL);
     cr_assert(strstr(ag_errmsg(ctx), "does not depend on anything that requires a gradient"), "%s",
               ag_errmsg(ctx));
-    ag_ctx_free(ctx);
-    tn_release(a);
-    tn_release(b);
 }
 
 Test(autograd, device_tensors_without_cuda_kernels_are_refused)
 {
-    struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){0});
+    new_ctx((struct ag_options){0});
     struct tn_tensor *a = input("data/a", 2, (int64_t[]){2, 2}, 1);
     struct tn_tensor *b = input("data/b", 2, (int64_t[]){2, 2}, 2);
     b->device = TN_CUDA; /* a stand-in: only the op's dispatch looks at it */
@@ -309,14 +316,11 @@ Test(autograd, device_tensors_without_cuda_kernels_are_refused)
     cr_assert_str_eq(ag_errmsg(ctx), "ag_tanh: no CUDA kernels in this build");
 #endif
     b->device = TN_CPU;
-    ag_ctx_free(ctx);
-    tn_release(a);
-    tn_release(b);
 }
 
 Test(autograd, grad_mode_off_records_nothing)
 {
-    struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){0});
+    new_ctx((struct ag_options){0});
     struct tn_tensor *w = param("varmap/w", 2, (int64_t[]){3, 3}, 1);
     cr_assert(ag_set_grad_enabled(ctx, false));
     struct tn_tensor *y = ag_matmul(ctx, w, w, false, true);
@@ -327,13 +331,11 @@ Test(autograd, grad_mode_off_records_nothing)
     y = ag_matmul(ctx, w, w, false, true);
     cr_assert(y->requires_grad);
     cr_assert_eq(ag_tape_len(ctx), 1);
-    ag_ctx_free(ctx);
-    tn_release(w);
 }
 
 Test(autograd, backward_runs_only_the_nodes_the_loss_reaches)
 {
-    struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){0});
+    new_ctx((struct ag_options){0});
     struct tn_tensor *w1 = param("varmap/w1", 2, (int64_t[]){3, 3}, 1);
     struct tn_tensor *w2 = param("varmap/w2", 2, (int64_t[]){3, 3}, 2);
     struct tn_tensor *used = ag_tanh(ctx, w1);
@@ -348,15 +350,12 @@ Test(autograd, backward_runs_only_the_nodes_the_loss_reaches)
         float t = tanhf(tn_f32(w1)[i]);
         cr_assert_float_eq(tn_f32(w1->grad)[i], 1.0f - t * t, 1e-6);
     }
-    ag_ctx_free(ctx);
-    tn_release(w1);
-    tn_release(w2);
 }
 
 Test(autograd, dropout_is_seeded_scaled_and_off_in_evaluation)
 {
     int64_t n = 20000;
-    struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){.training = true, .seed = 42});
+    new_ctx((struct ag_options){.training = true, .seed = 42});
     struct tn_tensor *x = input("data/x", 1, &n, 1);
     tn_fill(x, 2.0f);
     struct tn_tensor *y1 = ag_dropout(ctx, x, 0.25f);
@@ -381,15 +380,13 @@ Test(autograd, dropout_is_seeded_scaled_and_off_in_evaluation)
     for (int64_t i = 0; i < n; i++) cr_assert_eq(tn_f32(ye)[i], 2.0f);
     cr_assert_null(ag_dropout(ctx, x, 1.0f));
     cr_assert_str_eq(ag_errmsg(ctx), "ag_dropout: probability 1 outside [0, 1)");
-    ag_ctx_free(ctx);
-    tn_release(x);
 }
 
 /* The kernels' own exp/sigmoid/tanh/elu (vectorised, no libm) against libm over a sweep. */
 Test(autograd, activation_math_matches_libm)
 {
     int64_t n = 200001;
-    struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){0});
+    new_ctx((struct ag_options){0});
     struct tn_tensor *x = input("data/x", 1, &n, 1);
     float *px = tn_f32(x);
     for (int64_t i = 0; i < n; i++) px[i] = -30.0f + 60.0f * (float)i / (float)(n - 1);
@@ -417,13 +414,11 @@ Test(autograd, activation_math_matches_libm)
     cr_assert_eq(t[1], 1.0f);
     cr_assert_lt(s[3], 1e-30f);
     cr_assert_eq(s[4], 1.0f);
-    ag_ctx_free(ctx);
-    tn_release(x);
 }
 
 Test(autograd, softmax_with_a_causal_mask_gives_exact_zeros)
 {
-    struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){0});
+    new_ctx((struct ag_options){0});
     struct tn_tensor *x = param("varmap/x", 3, (int64_t[]){2, 4, 4}, 3);
     struct tn_tensor *m = input("data/mask", 2, (int64_t[]){4, 4}, 4);
     for (int i = 0; i < 4; i++)
@@ -443,14 +438,11 @@ Test(autograd, softmax_with_a_causal_mask_gives_exact_zeros)
     cr_assert_eq(ag_backward(ctx, ag_sum_all(ctx, ag_mul(ctx, p, p))), LG_OK, "%s", ag_errmsg(ctx));
     cr_assert_null(m->grad, "the mask is a constant");
     cr_assert_eq(tn_f32(x->grad)[1], 0.0f, "no gradient through a masked position");
-    ag_ctx_free(ctx);
-    tn_release(x);
-    tn_release(m);
 }
 
 Test(autograd, out_of_memory_is_an_error_not_a_crash)
 {
-    struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){0});
+    new_ctx((struct ag_options){0});
     struct tn_tensor *x = param("varmap/x", 1, (int64_t[]){1}, 1);
     ag_scope_push(ctx, "huge");
     struct tn_tensor *y = ag_expand(ctx, x, 3, (int64_t[]){1 << 20, 1 << 20, 1 << 12}); /* 16 PiB */
@@ -461,19 +453,16 @@ Test(autograd, out_of_memory_is_an_error_not_a_crash)
     cr_assert_null(ag_temp(ctx, TN_F32, 1, (int64_t[]){4}, "after"), "the error is sticky");
     ag_ctx_reset(ctx);
     cr_assert_not_null(ag_temp(ctx, TN_F32, 1, (int64_t[]){4}, "after"));
-    ag_ctx_free(ctx);
-    tn_release(x);
 }
 
 Test(autograd, adopt_hands_a_tensor_to_the_context)
 {
-    struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){0});
+    new_ctx((struct ag_options){0});
     struct tn_tensor *t = tn_new_f32(T, "act/mine", 1, (int64_t[]){16});
     cr_assert_eq(ag_adopt(ctx, t), t);
     cr_assert_gt(lg_live_bytes_with_prefix("act/mine", NULL), 0);
     ag_ctx_reset(ctx);
     cr_assert_eq(lg_live_bytes_with_prefix("act/mine", NULL), 0);
     cr_assert_eq(ag_tracker(ctx), T);
-    ag_ctx_free(ctx);
     ag_ctx_free(NULL);
 }
