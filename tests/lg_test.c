@@ -254,6 +254,23 @@ void lg_test_leak_group(struct lg_leak_group *g, const char *tag, const char *sp
     }
 }
 
+const struct lg_ref_leak *lg_expect_one_ref(const struct trk_leaks *lk, const char *kind,
+                                            const char *name, const void *holder,
+                                            const char *const *site)
+{
+    cr_assert_eq(lk->n_refs, 1, "%zu objects still referenced, expected 1", lk->n_refs);
+    const struct lg_ref_leak *r = &lk->refs[0];
+    cr_assert_str_eq(r->kind, kind);
+    cr_assert_str_eq(r->name, name);
+    cr_assert_eq(r->n_retains, 1, "%s %s: %d retains outstanding, expected 1", kind, name,
+                 r->n_retains);
+    cr_assert_eq(r->retains[0].holder, holder, "%s %s is held by another holder", kind, name);
+    for (; *site; site++)
+        cr_assert(strstr(r->retains[0].site, *site), "retain site \"%s\" lacks \"%s\"",
+                  r->retains[0].site, *site);
+    return r;
+}
+
 int64_t lg_live_bytes_with_prefix(const char *prefix, int64_t *total_count)
 {
     struct trk_tag_stat *st = NULL;

@@ -80,6 +80,16 @@ void lg_test_leak_group(struct lg_leak_group *g, const char *tag, const char *sp
                         int64_t count, int n_stacks, const int64_t *counts,
                         const char *const *frames);
 
+/* Expects a session end's leaks to name exactly one object still referenced, `kind` `name`,
+ * held by one retain of `holder` whose site holds every needle of `site` (NULL-terminated);
+ * returns it for further checks. */
+const struct lg_ref_leak *lg_expect_one_ref(const struct trk_leaks *lk, const char *kind,
+                                            const char *name, const void *holder,
+                                            const char *const *site);
+/* LG_EXPECT_ONE_REF(lk, "varmap", "tiny", &trainer, "trainer_new", "test_x.c:") */
+#define LG_EXPECT_ONE_REF(lk, kind, name, holder, ...)                                             \
+    lg_expect_one_ref(lk, kind, name, holder, (const char *const[]){__VA_ARGS__, NULL})
+
 /* Live bytes in T over every tag that starts with `prefix`; *total_count (when not NULL): how
  * many allocations those tags ever made. */
 int64_t lg_live_bytes_with_prefix(const char *prefix, int64_t *total_count);
