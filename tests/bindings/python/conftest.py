@@ -44,6 +44,19 @@ def exec_py(leakgate_bin, out, args, opts=(), env=None, cwd=None):
     return rc, text, lines
 
 
+def plugin_site(tmp_path, name, source):
+    """A site directory (tmp_path/site: put it on PYTHONPATH) where the pytest plugin `name`,
+    the module `source`, is installed as a distribution with a pytest11 entry point, as pip
+    would install a peer's plugin."""
+    site = tmp_path / "site"
+    info = site / (name + "-1.0.dist-info")
+    info.mkdir(parents=True)
+    info.joinpath("METADATA").write_text("Metadata-Version: 2.1\nName: %s\nVersion: 1.0\n" % name)
+    info.joinpath("entry_points.txt").write_text("[pytest11]\n%s = %s\n" % (name, name))
+    (site / (name + ".py")).write_text(source)
+    return site
+
+
 def channel(lines, name):
     v = [x for x in lines if x.get("type") == "verdict"]
     assert v, "no verdict line"

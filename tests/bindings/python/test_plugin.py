@@ -6,7 +6,7 @@ import os
 import sys
 import textwrap
 
-from conftest import run
+from conftest import plugin_site, run
 
 TESTS = textwrap.dedent("""\
     import pytest
@@ -80,13 +80,7 @@ def test_child_loads_the_plugins_the_parent_loads(leakgate_bin, tmp_path):
     # A plugin installed by entry point (pytest11) whose wrapper keeps memory around marked
     # tests: blocked with -p no:NAME (here the -pno:NAME spelling) in the parent, the test's own
     # process under exec must not load it either; loaded, its work is the test's, and named.
-    site = tmp_path / "site"
-    (site / "peerkeep-1.0.dist-info").mkdir(parents=True)
-    (site / "peerkeep-1.0.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: peerkeep\nVersion: 1.0\n")
-    (site / "peerkeep-1.0.dist-info" / "entry_points.txt").write_text(
-        "[pytest11]\npeerkeep = peerkeep\n")
-    (site / "peerkeep.py").write_text(textwrap.dedent("""\
+    site = plugin_site(tmp_path, "peerkeep", textwrap.dedent("""\
         import functools
         import pytest
         KEPT = []

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from conftest import SRC, channel, exec_py, run
+from conftest import SRC, channel, exec_py, plugin_site, run
 
 torch = pytest.importorskip("torch", reason="SKIP: torch is not installed (python3-torch)")
 TRAIN = os.path.join(SRC, "examples", "pytorch-trainer", "train.py")
@@ -134,13 +134,7 @@ def test_session_buggy():
 
 
 def peer_layout(tmp_path):
-    site = tmp_path / "site"
-    (site / "peerprof-1.0.dist-info").mkdir(parents=True)
-    (site / "peerprof-1.0.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: peerprof\nVersion: 1.0\n")
-    (site / "peerprof-1.0.dist-info" / "entry_points.txt").write_text(
-        "[pytest11]\npeerprof = peerprof\n")
-    (site / "peerprof.py").write_text(PEER_PLUGIN)
+    site = plugin_site(tmp_path, "peerprof", PEER_PLUGIN)
     (tmp_path / "test_peer.py").write_text(PEER_TEST % os.path.dirname(TRAIN))
     return {"PYTHONPATH": str(site)}
 
