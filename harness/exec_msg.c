@@ -40,17 +40,6 @@ static void get_snapshot(struct lga_dec *d, struct trk_snapshot *s)
     for (uint32_t i = 0; i < n; i++) *dst[i] = lga_get_i64(d);
 }
 
-/* A raw stack made readable, or a copy of it when there is no map. */
-static char *stack_text(const struct hx_maps *maps, const char *raw)
-{
-    if (!raw || !raw[0]) return NULL;
-    if (maps) {
-        char *t = hx_symbolize_text(maps, raw);
-        if (t) return t;
-    }
-    return strdup(raw);
-}
-
 /* Reads one element of an array into elem (zeroed): LG_OK, or LG_ENOMEM; a message that runs
  * short sets d->bad. */
 typedef int (*get_elem_fn)(struct lga_dec *d, const struct hx_maps *maps, void *elem);
@@ -74,11 +63,17 @@ static int get_array(struct lga_dec *d, const struct hx_maps *maps, void *out, s
     return rc == LG_OK && d->bad ? LG_EFORMAT : rc;
 }
 
-/* A raw stack from the message, made readable (NULL when empty). */
+/* A raw stack from the message made readable, or as sent when there is no map or it cannot
+ * be symbolised; NULL when empty. Freed by the caller. */
 static char *get_stack(struct lga_dec *d, const struct hx_maps *maps)
 {
     char *raw = lga_get_strdup(d);
-    char *text = stack_text(maps, raw);
+    if (raw && !raw[0]) {
+        free(raw);
+        raw = NULL;
+    }
+    char *text = raw && maps ? hx_symbolize_text(maps, raw) : NULL;
+    if (!text) return raw; /* as sent */
     free(raw);
     return text;
 }
