@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_args.h"
 #include "kn_cuda.h"
 #include "trainer.h"
 #include "trk_cuda.h"
@@ -117,22 +118,15 @@ int main(int argc, char **argv)
     const char *presets = "tiny,electricity,foxhunt-815", *vm_preset = "foxhunt-815";
     int steps = 10, repeat = 3;
     bool tf32 = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--presets") && i + 1 < argc)
-            presets = argv[++i];
-        else if (!strcmp(argv[i], "--steps") && i + 1 < argc)
-            steps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--varmap") && i + 1 < argc)
-            vm_preset = argv[++i];
-        else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
-            repeat = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--tf32"))
-            tf32 = true;
-        else {
-            fprintf(stderr, "usage: bench_gpu [--presets P,Q] [--steps K] [--varmap P|none] "
-                            "[--repeat N] [--tf32]\n");
-            return 2;
-        }
+    const struct ba_option opts[] = {
+        {"--presets", BA_STR, &presets},  {"--steps", BA_INT, &steps},
+        {"--varmap", BA_STR, &vm_preset}, {"--repeat", BA_INT, &repeat},
+        {"--tf32", BA_FLAG, &tf32},
+    };
+    if (!ba_parse(argc, argv, opts, LG_ARRAY_LEN(opts))) {
+        fprintf(stderr, "usage: bench_gpu [--presets P,Q] [--steps K] [--varmap P|none] "
+                        "[--repeat N] [--tf32]\n");
+        return 2;
     }
     struct trk_tracker *trk = NULL;
     int rc = trk_tracker_new(&trk, NULL);

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_args.h"
 #include "bench_torch.h"
 #include "kernels.h"
 #include "kn_pool.h"
@@ -169,29 +170,17 @@ static void torch_rounds(struct tft_model *m, struct data_set *ds, const struct 
 int main(int argc, char **argv)
 {
     const char *preset = "electricity", *venv = NULL, *logpath = NULL;
-    int steps = 10, batch = 0, torch = 0, stacks = 0, rounds = 3;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--preset") && i + 1 < argc)
-            preset = argv[++i];
-        else if (!strcmp(argv[i], "--steps") && i + 1 < argc)
-            steps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
-            batch = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
-            rounds = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--torch-venv") && i + 1 < argc)
-            venv = argv[++i];
-        else if (!strcmp(argv[i], "--log") && i + 1 < argc)
-            logpath = argv[++i];
-        else if (!strcmp(argv[i], "--torch"))
-            torch = 1;
-        else if (!strcmp(argv[i], "--stacks"))
-            stacks = 1;
-        else {
-            fprintf(stderr, "usage: bench_train [--preset P] [--steps K] [--batch B] [--stacks] "
-                            "[--torch [--rounds R] [--torch-venv DIR] [--log FILE]]\n");
-            return 2;
-        }
+    int steps = 10, batch = 0, rounds = 3;
+    bool torch = false, stacks = false;
+    const struct ba_option opts[] = {
+        {"--preset", BA_STR, &preset}, {"--steps", BA_INT, &steps},     {"--batch", BA_INT, &batch},
+        {"--rounds", BA_INT, &rounds}, {"--torch-venv", BA_STR, &venv}, {"--log", BA_STR, &logpath},
+        {"--torch", BA_FLAG, &torch},  {"--stacks", BA_FLAG, &stacks},
+    };
+    if (!ba_parse(argc, argv, opts, LG_ARRAY_LEN(opts))) {
+        fprintf(stderr, "usage: bench_train [--preset P] [--steps K] [--batch B] [--stacks] "
+                        "[--torch [--rounds R] [--torch-venv DIR] [--log FILE]]\n");
+        return 2;
     }
     if (rounds < 1 || rounds > MAX_ROUNDS || steps < 1) {
         fprintf(stderr, "bench_train: --steps at least 1, --rounds 1 to %d\n", MAX_ROUNDS);
