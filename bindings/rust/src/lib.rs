@@ -40,20 +40,6 @@ mod ffi {
             line: c_int,
             func: *const c_char,
         ) -> c_int;
-        pub fn leakgate_retain(
-            obj: *const c_void,
-            holder: *const c_void,
-            file: *const c_char,
-            line: c_int,
-            func: *const c_char,
-        ) -> c_int;
-        pub fn leakgate_release(
-            obj: *const c_void,
-            holder: *const c_void,
-            file: *const c_char,
-            line: c_int,
-            func: *const c_char,
-        ) -> c_int;
         pub fn leakgate_untrack(
             obj: *const c_void,
             file: *const c_char,
@@ -62,6 +48,23 @@ mod ffi {
         ) -> c_int;
         pub fn leakgate_session_note(text: *const c_char) -> c_int;
     }
+
+    /// retain and release take the same arguments (the object, its holder, the call site):
+    /// their declarations are written once.
+    macro_rules! ref_calls {
+        ($($name:ident),*) => {
+            extern "C" {
+                $(pub fn $name(
+                    obj: *const c_void,
+                    holder: *const c_void,
+                    file: *const c_char,
+                    line: c_int,
+                    func: *const c_char,
+                ) -> c_int;)*
+            }
+        };
+    }
+    ref_calls!(leakgate_retain, leakgate_release);
 }
 
 /// The header's `LEAKGATE_API_VERSION` this crate was written against.
