@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "lg_test.h"
 
+#include <criterion/hooks.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,6 +31,67 @@ static void rm_tmpdir(void)
     tmpdir[0] = '\0';
 }
 
+/* ---- failures found in a .fini ------------------------------------------------------------
+ * Criterion (2.4) prints an assertion that fails in a test's .fini but still counts the test as
+ * passed, so the fixture's leak check would never fail a test. So what finish() finds is also
+ * appended, one line a test, to a file named after the runner process, and the runner's POST_ALL
+ * hook counts each line as a failed test and prints it: a test that leaks fails its binary. */
+
+static void failures_path(char *buf, size_t size, long runner)
+{
+    snprintf(buf, size, "/tmp/lgtest-fini-failures.%ld", runner);
+}
+
+/* The runner's pid: set by the PRE_ALL hook for the workers it forks. */
+static long runner_pid(void)
+{
+    const char *e = getenv("LG_TEST_RUNNER");
+    return e ? strtol(e, NULL, 10) : (long)getppid();
+}
+
+static void record_fini_failure(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void record_fini_failure(const char *fmt, ...)
+{
+    char line[600], path[64];
+    int n = snprintf(line, sizeof line, "%s::%s: ", criterion_current_test->category,
+                     criterion_current_test->name);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    strcat(line, "\n");
+    failures_path(path, sizeof path, runner_pid());
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0 || write(fd, line, strlen(line)) != (ssize_t)strlen(line))
+        fprintf(stderr, "lg_test: could not record '%s' in %s\n", line, path);
+    if (fd >= 0) close(fd);
+}
+
+ReportHook(PRE_ALL)(struct criterion_test_set *set)
+{
+    (void)set;
+    char pid[24], path[64];
+    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    setenv("LG_TEST_RUNNER", pid, 1);
+    failures_path(path, sizeof path, (long)getpid());
+    unlink(path);
+}
+
+ReportHook(POST_ALL)(struct criterion_global_stats *stats)
+{
+    char path[64], line[600];
+    failures_path(path, sizeof path, (long)getpid());
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    while (fgets(line, sizeof line, f)) {
+        fprintf(stderr, "[FAIL] %s", line);
+        stats->tests_failed++;
+        if (stats->tests_passed) stats->tests_passed--;
+    }
+    fclose(f);
+    unlink(path);
+}
+
 static void finish(int allow_errors)
 {
     if (!T) return; /* a test's own .fini ran before the suite's */
@@ -56,6 +118,11 @@ static void finish(int allow_errors)
     trk_tracker_free(T);
     T = NULL;
     rm_tmpdir();
+    if (host.live_bytes || dev.live_bytes || (nerr && !allow_errors))
+        record_fini_failure("left %lld tagged host bytes in %lld allocations, %lld device bytes, "
+                            "%zu tracker error(s)",
+                            (long long)host.live_bytes, (long long)host.live_count,
+                            (long long)dev.live_bytes, allow_errors ? (size_t)0 : nerr);
     cr_assert_eq(host.live_bytes, 0, "test leaked %lld tagged host bytes in %lld allocations",
                  (long long)host.live_bytes, (long long)host.live_count);
     cr_assert_eq(dev.live_bytes, 0, "test leaked %lld tagged device bytes",
