@@ -161,16 +161,28 @@ static __attribute__((noinline)) uint32_t intern_slow(struct trk_tracker *trk, c
     return id;
 }
 
+struct trk_tag_key trk_tag_key(struct trk_tracker *trk, const char *name)
+{
+    struct trk_tag_key k = {.name = name && *name ? name : "untagged"};
+    k.hash = hash_str(k.name, &k.len);
+    const struct trk_tag_index *x = atomic_load_explicit(&trk->tags.index, memory_order_acquire);
+    __builtin_prefetch(&x->slot[k.hash & (x->cap - 1)]);
+    return k;
+}
+
+uint32_t trk_tag_intern_key(struct trk_tracker *trk, const struct trk_tag_key *k)
+{
+    uint32_t id = k->len < LG_MAX_NAME
+                      ? probe(trk, atomic_load_explicit(&trk->tags.index, memory_order_acquire),
+                              k->name, k->len, k->hash)
+                      : UINT32_MAX;
+    return id != UINT32_MAX ? id : intern_slow(trk, k->name);
+}
+
 uint32_t trk_tag_intern(struct trk_tracker *trk, const char *name)
 {
-    if (!name || !*name) name = "untagged";
-    size_t len;
-    uint64_t h = hash_str(name, &len);
-    uint32_t id =
-        len < LG_MAX_NAME
-            ? probe(trk, atomic_load_explicit(&trk->tags.index, memory_order_acquire), name, len, h)
-            : UINT32_MAX;
-    return id != UINT32_MAX ? id : intern_slow(trk, name);
+    struct trk_tag_key k = trk_tag_key(trk, name);
+    return trk_tag_intern_key(trk, &k);
 }
 
 size_t trk_tag_stats(struct trk_tracker *trk, struct trk_tag_stat **out)

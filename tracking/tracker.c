@@ -309,10 +309,14 @@ TRK_ENTRY static void invalid_free(struct trk_tracker *trk, uintptr_t p, uint32_
 /* Records a new allocation in the ledger; the stack (when on) starts at the first frame outside
  * the tracker's section (TRK_ENTRY). LG_ENOMEM (message set) when the ledger cannot grow; p is
  * left alone. */
-TRK_ENTRY static int record_new(struct trk_tracker *trk, void *p, size_t size, const char *tag,
-                                uint32_t space)
+TRK_ENTRY static int record_new(struct trk_tracker *trk, void *p, size_t size,
+                                const struct trk_tag_key *tag, uint32_t space)
 {
-    uint32_t id = trk_tag_intern(trk, tag);
+    struct trk_ledger *led = &trk->led;
+    /* the slot p goes to, fetched while the tag is looked up; read without the lock, for a
+     * prefetch only (a table that grows meanwhile costs a wasted fetch, never a fault) */
+    if (led->cap) __builtin_prefetch(&led->recs[ptr_hash((uintptr_t)p) & (led->cap - 1)], 1);
+    uint32_t id = trk_tag_intern_key(trk, tag);
     struct trk_rec rec = {.ptr = (uintptr_t)p,
                           .size = size,
                           .tag = id,
@@ -326,14 +330,13 @@ TRK_ENTRY static int record_new(struct trk_tracker *trk, void *p, size_t size, c
         if (rc == LG_OK) count_alloc_locked(trk, id, space, (int64_t)size);
         trk_spin_unlock(&trk->led.lock);
     }
-    if (rc != LG_OK)
-        lg_fail(LG_ENOMEM, "tracker: no memory for the ledger entry of %s", tag ? tag : "untagged");
+    if (rc != LG_OK) lg_fail(LG_ENOMEM, "tracker: no memory for the ledger entry of %s", tag->name);
     return rc;
 }
 
 /* Records a new allocation the tracker made; frees it again when it cannot be recorded. */
-TRK_INLINE void *track_new(struct trk_tracker *trk, void *p, size_t size, const char *tag,
-                           uint32_t space)
+TRK_INLINE void *track_new(struct trk_tracker *trk, void *p, size_t size,
+                           const struct trk_tag_key *tag, uint32_t space)
 {
     if (record_new(trk, p, size, tag, space) == LG_OK) return p;
     if (space == TRK_HOST)
@@ -356,13 +359,23 @@ TRK_INLINE void *host_tracked(struct trk_tracker *trk, void *p, size_t size, con
     (void)trk, (void)tag;
     return p;
 #else
-    return track_new(trk, p, size, tag, TRK_HOST);
+    struct trk_tag_key k = trk_tag_key(trk, tag);
+    return track_new(trk, p, size, &k, TRK_HOST);
 #endif
 }
 
+/* The common path: the tag's lookup begins before the allocation, which hides the fetch of its
+ * index slot. */
 TRK_INLINE void *alloc_impl(struct trk_tracker *trk, size_t size, const char *tag)
 {
+#ifdef LG_NO_TRACKING
     return host_tracked(trk, raw_alloc(trk, size), size, tag);
+#else
+    struct trk_tag_key k = trk_tag_key(trk, tag);
+    void *p = raw_alloc(trk, size);
+    if (!p) return host_tracked(trk, p, size, tag); /* the message */
+    return track_new(trk, p, size, &k, TRK_HOST);
+#endif
 }
 
 TRK_ENTRY void *trk_alloc(struct trk_tracker *trk, size_t size, const char *tag)
@@ -469,7 +482,8 @@ TRK_ENTRY void *trk_dev_alloc(struct trk_tracker *trk, size_t size, const char *
                 lg_fmt_bytes(b, sizeof b, (double)size), tag ? tag : "untagged");
         return NULL;
     }
-    return track_new(trk, p, size, tag, TRK_DEVICE);
+    struct trk_tag_key k = trk_tag_key(trk, tag);
+    return track_new(trk, p, size, &k, TRK_DEVICE);
 }
 
 TRK_ENTRY void trk_dev_free(struct trk_tracker *trk, void *p)
@@ -487,7 +501,8 @@ TRK_ENTRY void trk_dev_free(struct trk_tracker *trk, void *p)
 TRK_ENTRY int trk_dev_adopt(struct trk_tracker *trk, void *p, size_t size, const char *tag)
 {
     LG_ASSERT(p && "trk_dev_adopt needs a device pointer");
-    return record_new(trk, p, size, tag, TRK_DEVICE);
+    struct trk_tag_key k = trk_tag_key(trk, tag);
+    return record_new(trk, p, size, &k, TRK_DEVICE);
 }
 
 bool trk_dev_forget(struct trk_tracker *trk, void *p)

@@ -214,6 +214,17 @@ void trk_meta_free(struct trk_tracker *trk, void *p);
 int trk_tags_init(struct trk_tracker *trk);
 void trk_tags_fini(struct trk_tracker *trk);
 uint32_t trk_tag_intern(struct trk_tracker *trk, const char *name); /* UINT32_MAX on OOM */
+/* trk_tag_intern in two halves, so that the allocation runs between them: trk_tag_key hashes
+ * the name (NULL or "" is "untagged") and starts fetching the index slot its probe begins at,
+ * which is usually out of the cache (a training step's data evicts it between calls); then
+ * trk_tag_intern_key finishes the lookup (interning a new name). */
+struct trk_tag_key {
+    const char *name;
+    size_t len;
+    uint64_t hash;
+};
+struct trk_tag_key trk_tag_key(struct trk_tracker *trk, const char *name);
+uint32_t trk_tag_intern_key(struct trk_tracker *trk, const struct trk_tag_key *k);
 static inline struct trk_tag *trk_tag_get(struct trk_tracker *trk, uint32_t id)
 {
     return &trk->tags.chunks[id / TRK_TAG_CHUNK][id % TRK_TAG_CHUNK];
