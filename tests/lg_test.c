@@ -55,6 +55,7 @@ static void record_fini_failure(const char *fmt, ...)
     char line[600], path[64];
     int n = snprintf(line, sizeof line, "%s::%s: ", criterion_current_test->category,
                      criterion_current_test->name);
+    if (n < 0 || (size_t)n > sizeof line - 2) n = (int)sizeof line - 2; /* a name that long: cut */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
