@@ -185,6 +185,19 @@ uint32_t trk_tag_intern(struct trk_tracker *trk, const char *name)
     return trk_tag_intern_key(trk, &k);
 }
 
+uint32_t trk_tag_id(struct trk_tracker *trk, const char *name)
+{
+    uint32_t id = trk_tag_intern(trk, name);
+    if (id == UINT32_MAX) lg_fail(LG_ENOMEM, "tracker: no memory for the tag %s", name);
+    return id;
+}
+
+bool trk_tag_is(struct trk_tracker *trk, uint32_t id, const char *name)
+{
+    if (id >= atomic_load_explicit(&trk->tags.count, memory_order_acquire)) return false;
+    return strcmp(trk_tag_get(trk, id)->name, name) == 0;
+}
+
 size_t trk_tag_stats(struct trk_tracker *trk, struct trk_tag_stat **out)
 {
     uint32_t n = atomic_load(&trk->tags.count);

@@ -214,6 +214,14 @@ TRK_INLINE void ledger_erase_locked(struct trk_ledger *led, struct trk_rec *r)
     led->used--;
 }
 
+/* Starts fetching the ledger slot p is likely to go to; read without the lock, for a prefetch
+ * only (a table that grows meanwhile costs a wasted fetch, never a fault). */
+TRK_INLINE void prefetch_ledger_slot(struct trk_tracker *trk, const void *p)
+{
+    struct trk_ledger *led = &trk->led;
+    if (led->cap) __builtin_prefetch(&led->recs[ptr_hash((uintptr_t)p) & (led->cap - 1)], 1);
+}
+
 static bool ledger_find(struct trk_tracker *trk, uintptr_t p, struct trk_rec *out)
 {
     trk_spin_lock(&trk->led.lock);
@@ -247,6 +255,7 @@ TRK_INLINE bool ledger_remove(struct trk_tracker *trk, uintptr_t p, uint32_t spa
                               struct trk_rec *out)
 {
     struct trk_ledger *led = &trk->led;
+    prefetch_ledger_slot(trk, (const void *)p); /* in flight while the lock is taken */
     trk_spin_lock(&led->lock);
     struct trk_rec *r = ledger_find_locked(led, p);
     bool ok = r && r->space == space;
@@ -306,17 +315,13 @@ TRK_ENTRY static void invalid_free(struct trk_tracker *trk, uintptr_t p, uint32_
 
 /* ---- host allocations ---------------------------------------------------------------------- */
 
-/* Records a new allocation in the ledger; the stack (when on) starts at the first frame outside
- * the tracker's section (TRK_ENTRY). LG_ENOMEM (message set) when the ledger cannot grow; p is
- * left alone. */
-TRK_ENTRY static int record_new(struct trk_tracker *trk, void *p, size_t size,
-                                const struct trk_tag_key *tag, uint32_t space)
+/* Records a new allocation under tag id (UINT32_MAX: the tag could not be interned) in the
+ * ledger; the stack (when on) starts at the first frame outside the tracker's section
+ * (TRK_ENTRY). LG_ENOMEM (message set, naming `name`) when it cannot be recorded; p is left
+ * alone. */
+TRK_ENTRY static int record_new(struct trk_tracker *trk, void *p, size_t size, uint32_t id,
+                                uint32_t space, const char *name)
 {
-    struct trk_ledger *led = &trk->led;
-    /* the slot p goes to, fetched while the tag is looked up; read without the lock, for a
-     * prefetch only (a table that grows meanwhile costs a wasted fetch, never a fault) */
-    if (led->cap) __builtin_prefetch(&led->recs[ptr_hash((uintptr_t)p) & (led->cap - 1)], 1);
-    uint32_t id = trk_tag_intern_key(trk, tag);
     struct trk_rec rec = {.ptr = (uintptr_t)p,
                           .size = size,
                           .tag = id,
@@ -330,20 +335,29 @@ TRK_ENTRY static int record_new(struct trk_tracker *trk, void *p, size_t size,
         if (rc == LG_OK) count_alloc_locked(trk, id, space, (int64_t)size);
         trk_spin_unlock(&trk->led.lock);
     }
-    if (rc != LG_OK) lg_fail(LG_ENOMEM, "tracker: no memory for the ledger entry of %s", tag->name);
+    if (rc != LG_OK) lg_fail(LG_ENOMEM, "tracker: no memory for the ledger entry of %s", name);
     return rc;
 }
 
 /* Records a new allocation the tracker made; frees it again when it cannot be recorded. */
-TRK_INLINE void *track_new(struct trk_tracker *trk, void *p, size_t size,
-                           const struct trk_tag_key *tag, uint32_t space)
+TRK_INLINE void *track_new(struct trk_tracker *trk, void *p, size_t size, uint32_t id,
+                           uint32_t space, const char *name)
 {
-    if (record_new(trk, p, size, tag, space) == LG_OK) return p;
+    if (record_new(trk, p, size, id, space, name) == LG_OK) return p;
     if (space == TRK_HOST)
         raw_free(trk, p);
     else
         trk->dev.free(trk->dev.ctx, p);
     return NULL;
+}
+
+/* As track_new, the tag looked up now (its fetch begun by trk_tag_key) while p's ledger slot is
+ * fetched. */
+TRK_INLINE void *track_new_key(struct trk_tracker *trk, void *p, size_t size,
+                               const struct trk_tag_key *k, uint32_t space)
+{
+    prefetch_ledger_slot(trk, p);
+    return track_new(trk, p, size, trk_tag_intern_key(trk, k), space, k->name);
 }
 
 /* p (just allocated, or NULL when the allocator failed) entered in the ledger under tag. */
@@ -360,7 +374,7 @@ TRK_INLINE void *host_tracked(struct trk_tracker *trk, void *p, size_t size, con
     return p;
 #else
     struct trk_tag_key k = trk_tag_key(trk, tag);
-    return track_new(trk, p, size, &k, TRK_HOST);
+    return track_new_key(trk, p, size, &k, TRK_HOST);
 #endif
 }
 
@@ -374,13 +388,28 @@ TRK_INLINE void *alloc_impl(struct trk_tracker *trk, size_t size, const char *ta
     struct trk_tag_key k = trk_tag_key(trk, tag);
     void *p = raw_alloc(trk, size);
     if (!p) return host_tracked(trk, p, size, tag); /* the message */
-    return track_new(trk, p, size, &k, TRK_HOST);
+    return track_new_key(trk, p, size, &k, TRK_HOST);
 #endif
 }
 
 TRK_ENTRY void *trk_alloc(struct trk_tracker *trk, size_t size, const char *tag)
 {
     return alloc_impl(trk, size, tag);
+}
+
+TRK_ENTRY void *trk_alloc_id(struct trk_tracker *trk, size_t size, uint32_t tag)
+{
+    LG_ASSERT(tag < atomic_load_explicit(&trk->tags.count, memory_order_acquire) &&
+              "trk_alloc_id needs an id from trk_tag_id");
+    const char *name = trk_tag_get(trk, tag)->name;
+    void *p = raw_alloc(trk, size);
+#ifdef LG_NO_TRACKING
+    return host_tracked(trk, p, size, name);
+#else
+    if (!p) return host_tracked(trk, p, size, name); /* the message */
+    prefetch_ledger_slot(trk, p);
+    return track_new(trk, p, size, tag, TRK_HOST, name);
+#endif
 }
 
 TRK_ENTRY void *trk_alloc_aligned(struct trk_tracker *trk, size_t size, size_t align,
@@ -483,7 +512,7 @@ TRK_ENTRY void *trk_dev_alloc(struct trk_tracker *trk, size_t size, const char *
         return NULL;
     }
     struct trk_tag_key k = trk_tag_key(trk, tag);
-    return track_new(trk, p, size, &k, TRK_DEVICE);
+    return track_new_key(trk, p, size, &k, TRK_DEVICE);
 }
 
 TRK_ENTRY void trk_dev_free(struct trk_tracker *trk, void *p)
@@ -502,7 +531,7 @@ TRK_ENTRY int trk_dev_adopt(struct trk_tracker *trk, void *p, size_t size, const
 {
     LG_ASSERT(p && "trk_dev_adopt needs a device pointer");
     struct trk_tag_key k = trk_tag_key(trk, tag);
-    return record_new(trk, p, size, &k, TRK_DEVICE);
+    return record_new(trk, p, size, trk_tag_intern_key(trk, &k), TRK_DEVICE, k.name);
 }
 
 bool trk_dev_forget(struct trk_tracker *trk, void *p)

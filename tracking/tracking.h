@@ -78,6 +78,19 @@ bool trk_tag_of(struct trk_tracker *trk, const void *p, char *buf, size_t size);
  * and returns true when p is a live host allocation of trk; returns false, recording nothing,
  * when it is not (the caller then hands p to its own allocator). */
 bool trk_free_if_owned(struct trk_tracker *trk, void *p);
+/* Tags resolved once. A caller that allocates under the same names over and over (a training
+ * step's activations) may turn a name into its tag id once and allocate under the id, skipping
+ * the hash and lookup of the name that trk_alloc does on every call:
+ *
+ *   uint32_t id = trk_tag_id(trk, "act/enc.fc1");           // once; TRK_NO_TAG if out of memory
+ *   float *y = trk_alloc_id(trk, n * sizeof(float), id);     // as trk_alloc(.., "act/enc.fc1")
+ *
+ * An id stays valid for the tracker's life; trk_tag_is checks that a remembered id still names
+ * what the caller is about to allocate. */
+#define TRK_NO_TAG UINT32_MAX
+uint32_t trk_tag_id(struct trk_tracker *trk, const char *name); /* NULL or "": "untagged" */
+bool trk_tag_is(struct trk_tracker *trk, uint32_t id, const char *name);
+void *trk_alloc_id(struct trk_tracker *trk, size_t size, uint32_t id);
 /* As trk_alloc with a larger alignment (a power of two; at least 64 is used). */
 void *trk_alloc_aligned(struct trk_tracker *trk, size_t size, size_t align, const char *tag);
 

@@ -90,6 +90,7 @@ void ag_ctx_reset(struct ag_ctx *ctx)
     ctx->ntemps = 0;
     ctx->err = LG_OK;
     ctx->errmsg[0] = '\0';
+    tn_pool_rewind(ctx->pool); /* the next step makes its tensors in the same order */
 }
 
 void ag_ctx_free(struct ag_ctx *ctx)

@@ -151,7 +151,10 @@ static struct tn_tensor *new_tensor(struct trk_tracker *trk, struct tn_pool *poo
     st->trk = trk;
     st->refs = 1;
     t->st = st;
-    if (dev == TN_CPU)
+    if (dev == TN_CPU && pool) {
+        uint32_t id = tn_pool_tag_id(pool, t->name);
+        st->data = id != TRK_NO_TAG ? trk_alloc_id(trk, st->nbytes, id) : NULL;
+    } else if (dev == TN_CPU)
         st->data = trk_alloc(trk, st->nbytes, t->name);
     else
         st->data = tn_device_alloc(trk, st->nbytes, t->name);

@@ -97,6 +97,9 @@ struct tn_pool *tn_pool_new(struct trk_tracker *trk, const char *tag);
 /* Gives the pool up: slabs with no live tensor are freed now, the others with their last
  * tensor. NULL does nothing. */
 void tn_pool_free(struct tn_pool *pool);
+/* A new step begins: the pool's memo of tag ids (tn_pool_impl.h) starts again from its first
+ * entry. Only a hint; a pool never rewound still tracks every tensor under its own name. */
+void tn_pool_rewind(struct tn_pool *pool);
 /* As tn_new, the tensor's structs from `pool` (the data is still tracked under `name`). */
 struct tn_tensor *tn_new_pooled(struct tn_pool *pool, enum tn_dtype dt, enum tn_device dev,
                                 int ndim, const int64_t *shape, const char *name);

@@ -14,6 +14,7 @@
 #include "tn_pool_impl.h"
 
 #define TN_SLAB_CELLS 64
+#define TN_POOL_MEMO  4096 /* tag ids remembered: more than a training step's tensors */
 
 struct tn_slab {
     struct tn_pool *pool;
@@ -30,6 +31,10 @@ struct tn_pool {
     int slabs; /* alive */
     struct tn_slab *all;
     struct tn_cell *free;
+    /* the tag ids of the data allocations since the last rewind, in order (tn_pool_tag_id);
+     * read and written with relaxed atomics: a stale id only costs a lookup */
+    unsigned memo_pos;
+    uint32_t memo[TN_POOL_MEMO];
 };
 
 static void pool_lock(struct tn_pool *p)
@@ -132,6 +137,22 @@ struct tn_pool *tn_cell_pool(const struct tn_cell *c)
 {
     struct tn_pool *p = c->slab->pool;
     return __atomic_load_n(&p->dead, __ATOMIC_ACQUIRE) ? NULL : p;
+}
+
+uint32_t tn_pool_tag_id(struct tn_pool *p, const char *name)
+{
+    unsigned k = __atomic_fetch_add(&p->memo_pos, 1, __ATOMIC_RELAXED);
+    if (k >= TN_POOL_MEMO) return trk_tag_id(p->trk, name);
+    uint32_t id = __atomic_load_n(&p->memo[k], __ATOMIC_RELAXED);
+    if (trk_tag_is(p->trk, id, name)) return id;
+    id = trk_tag_id(p->trk, name);
+    __atomic_store_n(&p->memo[k], id, __ATOMIC_RELAXED);
+    return id;
+}
+
+void tn_pool_rewind(struct tn_pool *p)
+{
+    if (p) __atomic_store_n(&p->memo_pos, 0, __ATOMIC_RELAXED);
 }
 
 struct trk_tracker *tn_pool_tracker(const struct tn_pool *pool) { return pool->trk; }

@@ -27,6 +27,12 @@ struct tn_cell *tn_cell_get(struct tn_pool *pool, int uses);
 void tn_cell_put(struct tn_cell *c, int use);
 /* The pool of a slot while it is not given up (a view's struct comes from there), else NULL. */
 struct tn_pool *tn_cell_pool(const struct tn_cell *c);
+/* The tag id of `name` for the pool's next data allocation. A training step makes the same
+ * tensors in the same order every time, so the pool remembers the id of each allocation since
+ * the last tn_pool_rewind (tensor.h) and checks the k-th name against the k-th id: one string
+ * compare instead of the tracker's hash and lookup of the name. TRK_NO_TAG (message set) when
+ * the name cannot be interned. */
+uint32_t tn_pool_tag_id(struct tn_pool *pool, const char *name);
 /* The tracker a pool allocates from. */
 struct trk_tracker *tn_pool_tracker(const struct tn_pool *pool);
 

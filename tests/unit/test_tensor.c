@@ -42,6 +42,44 @@ Test(tensor, a_pooled_tensor_costs_one_tracked_allocation)
     cr_assert_eq(live_count(), base - 1, "the pool and its slab are gone");
 }
 
+/* A pool remembers the tag id of each data allocation in order and checks each name against
+ * the id remembered at its place: a step that makes other tensors than the last one (or the
+ * same ones in another order) must still tag each under its own name. */
+Test(tensor, a_pools_memo_of_tag_ids_never_mislabels)
+{
+    struct tn_pool *pool = tn_pool_new(T, "meta/act.tensor");
+    static const char *const steps[][3] = {
+        {"act/a", "act/b", "act/c"}, /* the memo is filled */
+        {"act/a", "act/b", "act/c"}, /* every name hits */
+        {"act/c", "act/a", "act/d"}, /* another order, and a new name */
+        {"act/a", "act/b", "act/c"},
+    };
+    for (size_t s = 0; s < LG_ARRAY_LEN(steps); s++) {
+        struct tn_tensor *t[3];
+        for (int i = 0; i < 3; i++) {
+            t[i] = tn_new_pooled(pool, TN_F32, TN_CPU, 1, (int64_t[]){4}, steps[s][i]);
+            cr_assert_not_null(t[i]);
+        }
+        for (int i = 0; i < 3; i++) {
+            char tag[LG_MAX_NAME];
+            cr_assert(trk_tag_of(T, tn_data(t[i]), tag, sizeof tag));
+            cr_assert_str_eq(tag, steps[s][i], "step %zu, tensor %d", s, i);
+            tn_release(t[i]);
+        }
+        tn_pool_rewind(pool);
+    }
+    /* never rewound: the memo runs out and every name is still looked up */
+    for (int i = 0; i < 5000; i++) {
+        struct tn_tensor *x =
+            tn_new_pooled(pool, TN_F32, TN_CPU, 1, (int64_t[]){1}, i % 2 ? "act/odd" : "act/even");
+        char tag[LG_MAX_NAME];
+        cr_assert(trk_tag_of(T, tn_data(x), tag, sizeof tag));
+        cr_assert_str_eq(tag, i % 2 ? "act/odd" : "act/even");
+        tn_release(x);
+    }
+    tn_pool_free(pool);
+}
+
 Test(tensor, views_outlive_their_tensor_and_slots_are_reused)
 {
     struct tn_pool *pool = tn_pool_new(T, "meta/act.tensor");

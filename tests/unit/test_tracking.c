@@ -171,6 +171,42 @@ Test(tracking, zero_size_and_long_tags)
     trk_free(T, NULL); /* does nothing */
 }
 
+Test(tracking, an_id_resolved_once_tags_like_its_name)
+{
+    uint32_t id = trk_tag_id(T, "act/enc.fc1");
+    cr_assert_neq(id, TRK_NO_TAG);
+    cr_assert_eq(trk_tag_id(T, "act/enc.fc1"), id, "a name has one id");
+    cr_assert(trk_tag_is(T, id, "act/enc.fc1"));
+    cr_assert_not(trk_tag_is(T, id, "act/enc.fc"), "a prefix is another name");
+    cr_assert_not(trk_tag_is(T, id, "act/enc.fc12"));
+    cr_assert_not(trk_tag_is(T, id + 1000, "act/enc.fc1"), "an id never handed out names nothing");
+    cr_assert_not(trk_tag_is(T, TRK_NO_TAG, "act/enc.fc1"));
+    void *a = trk_alloc_id(T, 100, id);
+    void *b = trk_alloc(T, 300, "act/enc.fc1");
+    cr_assert(a && b);
+    char tag[LG_MAX_NAME];
+    cr_assert(trk_tag_of(T, a, tag, sizeof tag));
+    cr_assert_str_eq(tag, "act/enc.fc1");
+    struct trk_tag_stat *st = NULL;
+    size_t n = trk_tag_stats(T, &st);
+    const struct trk_tag_stat *s = find_stat(st, n, "act/enc.fc1");
+    cr_assert_not_null(s);
+    cr_assert_eq(s->live_count, 2, "both calls count under one tag");
+    cr_assert_eq(s->live_bytes, 400);
+    free(st);
+    trk_free(T, a);
+    trk_free(T, b);
+    /* an id-tagged allocation that outlives its session is reported under its name */
+    trk_session_begin(T);
+    void *kept = trk_alloc_id(T, 64, id);
+    struct trk_leaks *lk = NULL;
+    cr_assert_eq(trk_session_end(T, &lk), LG_EBUSY);
+    cr_assert_eq(lk->n_groups, 1);
+    cr_assert_str_eq(lk->groups[0].tag, "act/enc.fc1");
+    trk_leaks_free(lk);
+    trk_free(T, kept);
+}
+
 Test(tracking, session_end_lists_what_a_generation_left)
 {
     void *outside = trk_alloc(T, 1000, "data/train");
