@@ -9,7 +9,7 @@
 /* ---- LSTM cell (gate order i, f, g, o) ------------------------------------------------------- */
 
 /* One row of the cell; cp NULL means c_prev = 0 (two loops, each vectorised). */
-static inline void cell_row(float *restrict gi, float *restrict gf, float *restrict gg,
+static inline __attribute__((always_inline)) void cell_row(float *restrict gi, float *restrict gf, float *restrict gg,
                             float *restrict go, float *restrict c, float *restrict h,
                             const float *restrict cp, int64_t H)
 {
@@ -70,7 +70,7 @@ void kn_cpu_lstm_cell(float *gates, float *c, float *h, const float *c_prev, int
 }
 
 /* One row back through the cell. */
-static inline void dcell_row(float *restrict di, float *restrict df, float *restrict dgg,
+static inline __attribute__((always_inline)) void dcell_row(float *restrict di, float *restrict df, float *restrict dgg,
                              float *restrict dgo, float *restrict dc, const float *restrict dout,
                              const float *restrict dh_rec, const float *restrict gi,
                              const float *restrict gf, const float *restrict gg,
@@ -225,7 +225,7 @@ static inline __attribute__((always_inline)) void dgan_rows(const struct dgan *a
 }
 
 /* Rows [r0, r1) through dgan_rows with the flags of the call (a kn_wb_rows_fn). */
-static void dgan_any(const void *p, float *dw, float *db, int64_t r0, int64_t r1)
+KN_SIMD static void dgan_any(const void *p, float *dw, float *db, int64_t r0, int64_t r1)
 {
     const struct dgan *a = p;
     bool sk = a->dskip != NULL, dz = a->dz != NULL, acc = a->dz_acc;
