@@ -9,9 +9,10 @@
 /* ---- LSTM cell (gate order i, f, g, o) ------------------------------------------------------- */
 
 /* One row of the cell; cp NULL means c_prev = 0 (two loops, each vectorised). */
-static inline __attribute__((always_inline)) void cell_row(float *restrict gi, float *restrict gf, float *restrict gg,
-                            float *restrict go, float *restrict c, float *restrict h,
-                            const float *restrict cp, int64_t H)
+static inline __attribute__((always_inline)) void cell_row(float *restrict gi, float *restrict gf,
+                                                           float *restrict gg, float *restrict go,
+                                                           float *restrict c, float *restrict h,
+                                                           const float *restrict cp, int64_t H)
 {
     if (cp) {
         for (int64_t j = 0; j < H; j++) {
@@ -70,12 +71,11 @@ void kn_cpu_lstm_cell(float *gates, float *c, float *h, const float *c_prev, int
 }
 
 /* One row back through the cell. */
-static inline __attribute__((always_inline)) void dcell_row(float *restrict di, float *restrict df, float *restrict dgg,
-                             float *restrict dgo, float *restrict dc, const float *restrict dout,
-                             const float *restrict dh_rec, const float *restrict gi,
-                             const float *restrict gf, const float *restrict gg,
-                             const float *restrict go, const float *restrict c,
-                             const float *restrict cp, int64_t H)
+static inline __attribute__((always_inline)) void
+dcell_row(float *restrict di, float *restrict df, float *restrict dgg, float *restrict dgo,
+          float *restrict dc, const float *restrict dout, const float *restrict dh_rec,
+          const float *restrict gi, const float *restrict gf, const float *restrict gg,
+          const float *restrict go, const float *restrict c, const float *restrict cp, int64_t H)
 {
     for (int64_t j = 0; j < H; j++) {
         float i = gi[j], f = gf[j], g = gg[j], o = go[j];
