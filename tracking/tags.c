@@ -188,7 +188,8 @@ uint32_t trk_tag_intern(struct trk_tracker *trk, const char *name)
 uint32_t trk_tag_id(struct trk_tracker *trk, const char *name)
 {
     uint32_t id = trk_tag_intern(trk, name);
-    if (id == UINT32_MAX) lg_fail(LG_ENOMEM, "tracker: no memory for the tag %s", name);
+    if (id == UINT32_MAX)
+        lg_fail(LG_ENOMEM, "tracker: no memory for the tag %s", name && *name ? name : "untagged");
     return id;
 }
 
