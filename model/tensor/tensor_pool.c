@@ -141,7 +141,9 @@ struct tn_pool *tn_cell_pool(const struct tn_cell *c)
 
 uint32_t tn_pool_tag_id(struct tn_pool *p, const char *name)
 {
-    unsigned k = __atomic_fetch_add(&p->memo_pos, 1, __ATOMIC_RELAXED);
+    /* a load and a store, not a locked add: two threads that take one k both check the name */
+    unsigned k = __atomic_load_n(&p->memo_pos, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->memo_pos, k + 1, __ATOMIC_RELAXED);
     if (k >= TN_POOL_MEMO) return trk_tag_id(p->trk, name);
     uint32_t id = __atomic_load_n(&p->memo[k], __ATOMIC_RELAXED);
     if (trk_tag_is(p->trk, id, name)) return id;
