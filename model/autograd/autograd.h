@@ -147,6 +147,20 @@ struct tn_tensor *ag_gate_add_norm(struct ag_ctx *ctx, struct tn_tensor *z, stru
 struct tn_tensor *ag_weighted_sum(struct ag_ctx *ctx, struct tn_tensor **xs, int n,
                                   struct tn_tensor *v);
 
+/* One input of ag_linear_concat: x [..., H] (w and b NULL), or a factored input
+ * ξ = x ⊗ w + b given by x [..., 1] and a factor w, b (NULL: none) of H elements each — a real
+ * variable's embedding, x·wᵀ + b with w [H, 1], never materialised. */
+struct ag_term {
+    struct tn_tensor *x, *w, *b;
+};
+#define AG_MAX_TERMS 32
+/* concat_j(ξ_j)·Wᵀ + bias over the last axis without building the concatenation: W [out, n·H]
+ * is read in column blocks W_j [out, H] in place, and a factored term costs no product over its
+ * rows (W_j·ξ_j = x ⊗ (W_j·w) + W_j·b). Every x has the first's leading dims; bias [out] or
+ * NULL; n ≤ AG_MAX_TERMS. */
+struct tn_tensor *ag_linear_concat(struct ag_ctx *ctx, const struct ag_term *terms, int n,
+                                   struct tn_tensor *w, struct tn_tensor *bias);
+
 /* One LSTM layer over a sequence, fused (gate order i, f, g, o):
  *   x [B, T, In], h0 [B, H], c0 [B, H], w_ih [4H, In], w_hh [4H, H], b_ih [4H], b_hh [4H]
  *   → out [B, T, H] (h at every step) and c_last [B, H].

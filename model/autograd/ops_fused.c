@@ -3,6 +3,8 @@
  * passes over memory:
  *   ag_gate_add_norm   LN(skip + a ⊙ σ(g)) for z = [a, g]: split, sigmoid, mul, add, layernorm
  *   ag_weighted_sum    Σ_j v[..., j] · x_j: stack, reshape, mul, sum
+ *   ag_linear_concat   concat_j(ξ_j)·Wᵀ + b: slice W per input, linear, add, and for factored
+ *                      inputs the products W_j·w_j, W_j·b_j, their concatenation and a matmul
  * Their finite-difference checks are in tests/reference/test_gradcheck.c, and the unit tests
  * compare them with the chains they replace. */
 #include "ag_impl.h"
@@ -125,4 +127,173 @@ struct tn_tensor *ag_weighted_sum(struct ag_ctx *ctx, struct tn_tensor **xs, int
     }
     if (in != in_small) trk_free(ag_tracker(ctx), in);
     return ret;
+}
+
+/* ---- linear over a concatenation ------------------------------------------------------------- */
+
+/* in: 0 W, 1 bias, then x, w, b of every term; ia: 0 n, 1 rows, 2 H, 3 out, 4 factored terms.
+ * saved: 0 (when some term is factored) X [rows, nf], U [nf, out], C [out], then room for the
+ * backward's dU [nf, out] and dC [out]: one allocation. */
+static int linear_concat_backward(struct ag_ctx *ctx, struct ag_node *nd)
+{
+    const struct kn_backend *kb = nd->kb;
+    int n = (int)nd->ia[0], R = (int)nd->ia[1], H = (int)nd->ia[2], out = (int)nd->ia[3];
+    int nf = (int)nd->ia[4], ldw = n * H;
+    struct tn_tensor *W = nd->in[0], *bias = nd->in[1];
+    const float *dy = tn_f32(nd->out[0]->grad), *pw = tn_f32(W);
+    /* every gradient first, so that a failure leaves none half made: a new one that is
+     * written by a GEMM (beta 0) is zeroed before returning */
+    float *dx[AG_MAX_TERMS], *dwf[AG_MAX_TERMS], *dbf[AG_MAX_TERMS];
+    bool fx[AG_MAX_TERMS] = {false}, fw = false;
+    int rc = LG_OK;
+    float *db = ag_grad(ctx, bias, &rc), *dW = rc ? NULL : ag_grad_w(ctx, W, &fw, &rc);
+    for (int j = 0; j < n && !rc; j++) {
+        struct tn_tensor *x = nd->in[2 + 3 * j], *fwt = nd->in[3 + 3 * j], *fbt = nd->in[4 + 3 * j];
+        dx[j] = fwt ? ag_grad(ctx, x, &rc) : ag_grad_w(ctx, x, &fx[j], &rc);
+        dwf[j] = rc ? NULL : ag_grad(ctx, fwt, &rc);
+        dbf[j] = rc ? NULL : ag_grad(ctx, fbt, &rc);
+    }
+    if (rc) {
+        if (fw && dW) kb->zero(dW, tn_numel(W));
+        for (int j = 0; j < n; j++)
+            if (fx[j] && dx[j]) kb->zero(dx[j], tn_numel(nd->in[2 + 3 * j]));
+        return rc;
+    }
+    if (db) kb->dbias(db, dy, R, out);
+    float *X = nf ? tn_f32(nd->saved[0]) : NULL, *U = X ? X + (int64_t)R * nf : NULL;
+    float *dU = U ? U + (int64_t)(nf + 1) * out : NULL, *dC = dU ? dU + (int64_t)nf * out : NULL;
+    if (nf) {
+        kb->zero(dC, out); /* dC = Σ_r dy[r, :], dU = Xᵀ·dy: what the factors' products get */
+        kb->dbias(dC, dy, R, out);
+        kb->gemm(dU, X, dy, true, false, nf, out, R, 1.0f, nf, out, 0.0f, out);
+    }
+    for (int j = 0, f = 0; j < n; j++) {
+        struct tn_tensor *x = nd->in[2 + 3 * j], *fwt = nd->in[3 + 3 * j], *fbt = nd->in[4 + 3 * j];
+        const float *wj = pw + (int64_t)j * H;
+        float *dwj = dW ? dW + (int64_t)j * H : NULL;
+        float beta_w = fw ? 0.0f : 1.0f;
+        if (!fwt) { /* y += x·W_jᵀ: dx = dy·W_j, dW_j += dyᵀ·x */
+            if (dx[j])
+                kb->gemm(dx[j], dy, wj, false, false, R, H, out, 1.0f, out, ldw,
+                         fx[j] ? 0.0f : 1.0f, H);
+            if (dwj)
+                kb->gemm(dwj, dy, tn_f32(x), true, false, out, H, R, 1.0f, out, H, beta_w, ldw);
+            continue;
+        }
+        /* y += x ⊗ u + c with u = W_j·w, c = W_j·b */
+        const float *uf = U + (int64_t)f * out, *duf = dU + (int64_t)f * out;
+        if (dx[j]) kb->gemm(dx[j], dy, uf, false, true, R, 1, out, 1.0f, out, out, 1.0f, 1);
+        if (dwf[j]) kb->gemm(dwf[j], duf, wj, false, false, 1, H, out, 1.0f, out, ldw, 1.0f, H);
+        if (dbf[j]) kb->gemm(dbf[j], dC, wj, false, false, 1, H, out, 1.0f, out, ldw, 1.0f, H);
+        if (dwj) {
+            kb->gemm(dwj, duf, tn_f32(fwt), true, false, out, H, 1, 1.0f, out, H, beta_w, ldw);
+            if (fbt)
+                kb->gemm(dwj, dC, tn_f32(fbt), true, false, out, H, 1, 1.0f, out, H, 1.0f, ldw);
+        }
+        f++;
+    }
+    return LG_OK;
+}
+
+/* Leading dims of a term's input (all but the last axis) equal to the first term's. */
+static bool same_lead(const struct tn_tensor *a, const struct tn_tensor *b)
+{
+    if (a->ndim != b->ndim) return false;
+    for (int i = 0; i < a->ndim - 1; i++)
+        if (a->ne[i] != b->ne[i]) return false;
+    return true;
+}
+
+struct tn_tensor *ag_linear_concat(struct ag_ctx *ctx, const struct ag_term *terms, int n,
+                                   struct tn_tensor *w, struct tn_tensor *bias)
+{
+    static const char *const op = "ag_linear_concat";
+    if (n < 1 || n > AG_MAX_TERMS)
+        return ag_fail(ctx, LG_EINVAL, "%s: %d terms (1 to %d)", op, n, AG_MAX_TERMS);
+    struct tn_tensor *in[2 + 3 * AG_MAX_TERMS];
+    in[0] = w;
+    in[1] = bias;
+    for (int j = 0; j < n; j++) {
+        in[2 + 3 * j] = terms[j].x;
+        in[3 + 3 * j] = terms[j].w;
+        in[4 + 3 * j] = terms[j].b;
+    }
+    int nin = 2 + 3 * n;
+    if (!ag_inputs_ok(ctx, op, 1, &in[0])) return NULL;
+    for (int j = 0; j < n; j++)
+        if (!ag_inputs_ok(ctx, op, 1, &terms[j].x)) return NULL;
+    const struct kn_backend *kb = ag_kernels(ctx, op, nin, in);
+    if (!kb) return NULL;
+    for (int i = 0; i < nin; i++)
+        if (in[i] && !ag_check_f32(ctx, op, in[i]->name, in[i])) return NULL;
+    const struct tn_tensor *x0 = terms[0].x;
+    int64_t out = w->ndim == 2 ? w->ne[0] : 0, H = w->ndim == 2 ? w->ne[1] / n : 0;
+    if (w->ndim != 2 || H < 1 || w->ne[1] != H * n || x0->ndim < 1)
+        return ag_fail(ctx, LG_EINVAL, "%s: weight %s must be [out, %d·H]", op, AG_SHAPE(w), n);
+    if (bias && (bias->ndim != 1 || bias->ne[0] != out))
+        return ag_fail(ctx, LG_EINVAL, "%s: bias %s does not match weight %s", op, AG_SHAPE(bias),
+                       AG_SHAPE(w));
+    int64_t R = tn_numel(x0) / (x0->ne[x0->ndim - 1] ? x0->ne[x0->ndim - 1] : 1);
+    int nf = 0;
+    for (int j = 0; j < n; j++) {
+        const struct ag_term *t = &terms[j];
+        bool ok = same_lead(t->x, x0) && t->x->ne[t->x->ndim - 1] == (t->w ? 1 : H) &&
+                  (!t->w || tn_numel(t->w) == H) && (!t->b || (t->w && tn_numel(t->b) == H));
+        if (!ok)
+            return ag_fail(ctx, LG_EINVAL,
+                           "%s: term %d: x %s (w %s, b %s) must be [..., %lld] like term 1's "
+                           "leading dims, or [..., 1] with a factor w and b of %lld elements",
+                           op, j + 1, AG_SHAPE(t->x), t->w ? AG_SHAPE(t->w) : "none",
+                           t->b ? AG_SHAPE(t->b) : "none", (long long)H, (long long)H);
+        nf += t->w != NULL;
+    }
+    if (R > INT32_MAX || out > INT32_MAX || H * n > INT32_MAX)
+        return ag_fail(ctx, LG_EINVAL, "%s: x %s exceeds the GEMM's int sizes", op, AG_SHAPE(x0));
+    int64_t shape[TN_MAX_DIMS];
+    for (int i = 0; i < x0->ndim; i++) shape[i] = x0->ne[i];
+    shape[x0->ndim - 1] = out;
+    struct tn_tensor *y = ag_out(ctx, "linear", TN_F32, x0->device, x0->ndim, shape);
+    struct tn_tensor *fac = NULL;
+    if (y && nf)
+        fac = ag_out(ctx, "linear.factors", TN_F32, x0->device, 1,
+                     (int64_t[]){R * nf + (int64_t)(2 * nf + 2) * out});
+    if (!y || (nf && !fac)) return NULL;
+    int r = (int)R, o = (int)out, h = (int)H, ldw = n * h;
+    const float *pw = tn_f32(w);
+    float *py = tn_f32(y);
+    if (nf) { /* C = bias + Σ W_j·b_j, U_f = W_j·w_j, X = [x_f ...]: y = C + X·U */
+        float *X = tn_f32(fac), *U = X + R * nf, *C = U + (int64_t)nf * out;
+        if (bias)
+            kb->copy2d(C, tn_f32(bias), 1, out, out, out);
+        else
+            kb->zero(C, out);
+        for (int j = 0, f = 0; j < n; j++) {
+            const struct ag_term *t = &terms[j];
+            if (!t->w) continue;
+            const float *wj = pw + (int64_t)j * H;
+            kb->gemm(U + (int64_t)f * out, tn_f32(t->w), wj, false, true, 1, o, h, 1.0f, h, ldw,
+                     0.0f, o);
+            if (t->b) kb->gemm(C, tn_f32(t->b), wj, false, true, 1, o, h, 1.0f, h, ldw, 1.0f, o);
+            kb->copy2d(X + f, tn_f32(t->x), R, 1, nf, 1);
+            f++;
+        }
+        kb->bias_fill(py, C, NULL, R, out);
+        kb->gemm(py, X, U, false, false, r, o, nf, 1.0f, nf, o, 1.0f, o);
+    } else if (bias) {
+        kb->bias_fill(py, tn_f32(bias), NULL, R, out);
+    }
+    bool first = !nf && !bias; /* the first product writes y (beta 0) */
+    for (int j = 0; j < n; j++) {
+        if (terms[j].w) continue;
+        kb->gemm(py, tn_f32(terms[j].x), pw + (int64_t)j * H, false, true, r, o, h, 1.0f, h, ldw,
+                 first ? 0.0f : 1.0f, o);
+        first = false;
+    }
+    if (ag_wants_grad(ctx, nin, in)) {
+        struct ag_node *nd = ag_record(ctx, op, linear_concat_backward, kb, nin, in, 1, &y, 0);
+        if (!nd) return NULL;
+        ag_set_ia(nd, 5, (const int64_t[]){n, R, H, out, nf});
+        if (fac) ag_save(nd, 0, fac);
+    }
+    return y;
 }

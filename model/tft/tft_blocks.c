@@ -148,41 +148,20 @@ struct tn_tensor *tft_grn_forward(struct tft_model *m, struct ag_ctx *ctx, const
     return grn_tail(m, ctx, g, h, skip, c);
 }
 
-/* W·concat_j(ξ_j) + bias without building the concatenation, W [out, n·H] taken in column
- * blocks W_j [out, H]. A factored input ξ_j = x_j·w_jᵀ + b_j (a real variable's embedding)
- * needs no product over its rows: W_j ξ_j = x_j ⊗ (W_j w_j) + W_j b_j, and all of them together
- * are one skinny product X·U, X = [x_j ...] [..., n_f], U = [(W_j w_j)ᵀ ...] [n_f, out]. Other
- * inputs are multiplied as usual. Exact in real arithmetic; only the rounding differs. */
+/* W·concat_j(ξ_j) + bias without building the concatenation, as one op (ag_linear_concat): a
+ * real variable's ξ_j = x_j·w_jᵀ + b_j (its embedding) enters factored, W_j ξ_j = x_j ⊗ (W_j w_j)
+ * + W_j b_j, so no product runs over its rows. Exact in real arithmetic; only the rounding
+ * differs from the concatenation's product. */
+_Static_assert(TFT_MAX_VARS <= AG_MAX_TERMS, "a VSN's inputs are one ag_linear_concat");
 static struct tn_tensor *linear_concat(struct ag_ctx *ctx, const struct tft_linear *l,
-                                       struct tn_tensor **xs, const struct tft_factor *f, int n,
-                                       int H)
+                                       struct tn_tensor **xs, const struct tft_factor *f, int n)
 {
-    struct tn_tensor *acc = NULL, *xf[TFT_MAX_VARS], *uf[TFT_MAX_VARS];
-    struct tn_tensor *cst = l->b ? ag_reshape(ctx, l->b, 2, (int64_t[]){1, l->b->ne[0]}) : NULL;
-    int nf = 0;
+    struct ag_term terms[TFT_MAX_VARS];
+    for (int j = 0; j < n; j++)
+        terms[j] =
+            f[j].x ? (struct ag_term){f[j].x, f[j].w, f[j].b} : (struct ag_term){xs[j], NULL, NULL};
     ag_scope_push(ctx, l->name);
-    for (int j = 0; j < n; j++) {
-        struct tn_tensor *wj =
-            n == 1 ? l->w : ag_slice(ctx, l->w, 1, (int64_t)j * H, H); /* [out, H] */
-        if (f[j].x) {
-            xf[nf] = f[j].x; /* [..., 1] */
-            uf[nf++] = ag_linear(ctx, ag_reshape(ctx, f[j].w, 2, (int64_t[]){1, H}), wj,
-                                 NULL); /* [1, out] */
-            struct tn_tensor *cj =
-                ag_linear(ctx, ag_reshape(ctx, f[j].b, 2, (int64_t[]){1, H}), wj, NULL);
-            cst = cst ? ag_add(ctx, cst, cj) : cj;
-        } else {
-            struct tn_tensor *term = ag_linear(ctx, xs[j], wj, NULL);
-            acc = acc ? ag_add(ctx, acc, term) : term;
-        }
-    }
-    if (nf) {
-        struct tn_tensor *X = nf == 1 ? xf[0] : ag_concat(ctx, xf, nf, -1); /* [..., n_f] */
-        struct tn_tensor *U = nf == 1 ? uf[0] : ag_concat(ctx, uf, nf, 0);  /* [n_f, out] */
-        struct tn_tensor *term = ag_matmul(ctx, X, U, false, false);        /* [..., out] */
-        acc = acc ? ag_add(ctx, acc, term) : term;
-    }
-    struct tn_tensor *y = cst ? ag_add(ctx, acc, cst) : acc;
+    struct tn_tensor *y = ag_linear_concat(ctx, terms, n, l->w, l->b);
     ag_scope_pop(ctx);
     return y;
 }
@@ -195,22 +174,21 @@ struct tn_tensor *tft_vsn_forward(struct tft_model *m, struct ag_ctx *ctx, const
                                   const struct tft_factor *f)
 {
     struct tn_tensor *proc[TFT_MAX_VARS];
-    int H = m->cfg.hidden;
     bool factored = f && !m->hook.linear;
     for (int j = 0; j < v->n; j++) {
         if (!xs[j]) return NULL;
         const struct tft_grn *g = &v->var_grn[j];
         if (factored && f[j].x) /* d_in = d_out: the skip is ξ itself */
             proc[j] =
-                grn_tail(m, ctx, g, linear_concat(ctx, &g->fc1, &xs[j], &f[j], 1, H), xs[j], NULL);
+                grn_tail(m, ctx, g, linear_concat(ctx, &g->fc1, &xs[j], &f[j], 1), xs[j], NULL);
         else
             proc[j] = tft_grn_forward(m, ctx, g, xs[j], NULL);
     }
     if (v->n == 1) return proc[0];
     struct tn_tensor *gate;
     if (factored) {
-        struct tn_tensor *h = linear_concat(ctx, &v->flat.fc1, xs, f, v->n, H);
-        struct tn_tensor *skip = linear_concat(ctx, &v->flat.skip, xs, f, v->n, H);
+        struct tn_tensor *h = linear_concat(ctx, &v->flat.fc1, xs, f, v->n);
+        struct tn_tensor *skip = linear_concat(ctx, &v->flat.skip, xs, f, v->n);
         gate = grn_tail(m, ctx, &v->flat, h, skip, c);
     } else {
         struct tn_tensor *flat = ag_concat(ctx, xs, v->n, -1); /* [..., n·H] */

@@ -321,6 +321,40 @@ Test(gradcheck, weighted_sum_of_every_term_and_the_weights)
     }
 }
 
+/* in: W, bias (or NULL), then per term x, or x, w and (kind 1) b; a: n, then each term's kind
+ * (0 plain, 1 factored, 2 factored without b) */
+static struct tn_tensor *f_linear_concat(struct ag_ctx *ctx, struct tn_tensor **in, const int *a)
+{
+    struct ag_term t[4];
+    int k = 2;
+    for (int j = 0; j < a[0]; j++) {
+        t[j] = (struct ag_term){in[k++], NULL, NULL};
+        if (a[1 + j] > 0) t[j].w = in[k++];
+        if (a[1 + j] == 1) t[j].b = in[k++];
+    }
+    return ag_linear_concat(ctx, t, a[0], in[0], in[1]);
+}
+
+Test(gradcheck, linear_concat_of_plain_and_factored_terms)
+{
+    tn_rng_seed(&rng, 23);
+    static const int layouts[3][4] = {{3, 0, 1, 2}, {1, 1}, {2, 2, 0}};
+    for (int k = 0; k < 3; k++) {
+        const int *a = layouts[k];
+        int64_t H = rnd(1, 4), out = rnd(1, 4), r0 = rnd(1, 3), r1 = rnd(1, 3);
+        struct gc c = {"linear_concat", f_linear_concat, a, 2, {0}, LINEAR};
+        c.in[0] = leaf("w", 2, (int64_t[]){out, a[0] * H});
+        c.in[1] = k == 1 ? NULL : leaf("bias", 1, (int64_t[]){out}); /* none in layout 2 */
+        for (int j = 0; j < a[0]; j++) {
+            c.in[c.nin++] = leaf("x", 3, (int64_t[]){r0, r1, a[1 + j] ? 1 : H});
+            if (a[1 + j] > 0) c.in[c.nin++] = leaf("fw", 2, (int64_t[]){H, 1});
+            if (a[1 + j] == 1) c.in[c.nin++] = leaf("fb", 1, (int64_t[]){H});
+        }
+        if (k == 2) c.in[c.nin - 1]->requires_grad = false; /* a constant input */
+        gradcheck(&c);
+    }
+}
+
 /* ---- embedding ------------------------------------------------------------------------------- */
 
 static struct tn_tensor *f_embedding(struct ag_ctx *ctx, struct tn_tensor **in, const int *a)

@@ -258,9 +258,10 @@ typedef struct tn_tensor *(*op_fn)(struct ag_ctx *ctx, struct tn_tensor **in, in
 
 static void compare_ops(op_fn fused, op_fn chain, struct tn_tensor **in, int n, double rtol)
 {
+    cr_assert_leq(n, 12);
     kn_set_threads(2);
     struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){.training = true, .seed = 5});
-    struct tn_tensor *grads[2][8] = {{0}}, *outs[2];
+    struct tn_tensor *grads[2][12] = {{0}}, *outs[2];
     op_fn fns[2] = {fused, chain};
     for (int k = 0; k < 2; k++) {
         struct tn_tensor *y = fns[k](ctx, in, n);
@@ -338,4 +339,78 @@ Test(kernels, weighted_sum_is_stack_mul_sum)
     in[4] = leaf("v", 3, (int64_t[]){16, 40, 4});
     compare_ops(wsum_fused, wsum_chain, in, 5, 1e-6);
     for (int i = 0; i < 5; i++) tn_release(in[i]);
+}
+
+/* in: W [out, 4H], bias, x0 [B, T, H], x1 [B, T, 1] with w1 [H, 1] and b1 [H], x2 [B, T, H],
+ * x3 [B, T, 1] with w3, b3: plain and factored terms interleaved */
+static struct tn_tensor *lcat_fused(struct ag_ctx *ctx, struct tn_tensor **in, int n)
+{
+    (void)n;
+    struct ag_term t[4] = {
+        {in[2], NULL, NULL}, {in[3], in[4], in[5]}, {in[6], NULL, NULL}, {in[7], in[8], in[9]}};
+    return ag_linear_concat(ctx, t, 4, in[0], in[1]);
+}
+
+/* The chain it replaced in the TFT's variable selection: each block of W sliced out, a linear
+ * per plain input, the factors' products W_j·w_j and W_j·b_j, and X·U. */
+static struct tn_tensor *lcat_chain(struct ag_ctx *ctx, struct tn_tensor **in, int n)
+{
+    (void)n;
+    struct tn_tensor *W = in[0], *acc = NULL, *xf[2], *uf[2];
+    int64_t H = W->ne[1] / 4;
+    struct tn_tensor *cst = ag_reshape(ctx, in[1], 2, (int64_t[]){1, W->ne[0]});
+    int nf = 0;
+    for (int j = 0, k = 2; j < 4; j++) {
+        struct tn_tensor *wj = ag_slice(ctx, W, 1, j * H, H);
+        if (j % 2) {
+            xf[nf] = in[k];
+            uf[nf++] = ag_linear(ctx, ag_reshape(ctx, in[k + 1], 2, (int64_t[]){1, H}), wj, NULL);
+            cst =
+                ag_add(ctx, cst,
+                       ag_linear(ctx, ag_reshape(ctx, in[k + 2], 2, (int64_t[]){1, H}), wj, NULL));
+            k += 3;
+        } else {
+            struct tn_tensor *term = ag_linear(ctx, in[k++], wj, NULL);
+            acc = acc ? ag_add(ctx, acc, term) : term;
+        }
+    }
+    struct tn_tensor *X = ag_concat(ctx, xf, 2, -1), *U = ag_concat(ctx, uf, 2, 0);
+    return ag_add(ctx, ag_add(ctx, acc, ag_matmul(ctx, X, U, false, false)), cst);
+}
+
+Test(kernels, linear_concat_is_slice_linear_add_concat_matmul)
+{
+    tn_rng_seed(&rng, 5);
+    int64_t B = 16, Tn = 40, H = 32, out = 48;
+    struct tn_tensor *in[10] = {
+        leaf("w", 2, (int64_t[]){out, 4 * H}), leaf("bias", 1, (int64_t[]){out}),
+        leaf("x0", 3, (int64_t[]){B, Tn, H}),  leaf("x1", 3, (int64_t[]){B, Tn, 1}),
+        leaf("w1", 2, (int64_t[]){H, 1}),      leaf("b1", 1, (int64_t[]){H}),
+        leaf("x2", 3, (int64_t[]){B, Tn, H}),  leaf("x3", 3, (int64_t[]){B, Tn, 1}),
+        leaf("w3", 2, (int64_t[]){H, 1}),      leaf("b3", 1, (int64_t[]){H})};
+    compare_ops(lcat_fused, lcat_chain, in, 10, 1e-5);
+    for (int i = 0; i < 10; i++) tn_release(in[i]);
+}
+
+static struct tn_tensor *lcat_bad(struct ag_ctx *ctx, struct tn_tensor **in, int n)
+{
+    struct ag_term t[3] = {{in[1], NULL, NULL}, {in[2], in[3], NULL}, {in[1], NULL, NULL}};
+    return ag_linear_concat(ctx, t, n, in[0], NULL);
+}
+
+Test(kernels, linear_concat_names_the_term_that_does_not_fit)
+{
+    tn_rng_seed(&rng, 6);
+    struct tn_tensor *in[4] = {leaf("w", 2, (int64_t[]){3, 8}), leaf("x0", 2, (int64_t[]){5, 4}),
+                               leaf("x1", 2, (int64_t[]){5, 2}), leaf("w1", 2, (int64_t[]){4, 1})};
+    struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){.training = true});
+    cr_assert_null(lcat_bad(ctx, in, 2), "a factored x [5, 2] is not [..., 1]");
+    cr_assert_eq(ag_error(ctx), LG_EINVAL);
+    cr_assert(strstr(ag_errmsg(ctx), "term 2") && strstr(ag_errmsg(ctx), "[5, 2]"), "%s",
+              ag_errmsg(ctx));
+    ag_ctx_reset(ctx);
+    cr_assert_null(lcat_bad(ctx, in, 3), "3 terms of a weight [3, 8]");
+    cr_assert(strstr(ag_errmsg(ctx), "[out, 3·H]"), "%s", ag_errmsg(ctx));
+    ag_ctx_free(ctx);
+    for (int i = 0; i < 4; i++) tn_release(in[i]);
 }
