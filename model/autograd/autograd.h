@@ -97,6 +97,14 @@ struct tn_tensor *ag_matmul(struct ag_ctx *ctx, struct tn_tensor *a, struct tn_t
 /* y = x·Wᵀ + b over the last axis: x [..., in], W [out, in], b [out] or NULL. */
 struct tn_tensor *ag_linear(struct ag_ctx *ctx, struct tn_tensor *x, struct tn_tensor *w,
                             struct tn_tensor *b);
+/* ag_linear with an epilogue applied to its own output in place: AG_EPI_ELU is ag_elu of it,
+ * AG_EPI_DROPOUT ag_dropout of it with probability p (the same draw; identity when not training
+ * or p = 0). One output instead of two and, in backward, one gradient: the output's gradient is
+ * turned into the product's in place, so after ag_backward it holds dL/d(x·Wᵀ + b), not dL/dy.
+ * Tagged "act/<scope>.linear.elu" / ".linear.dropout". */
+enum ag_epilogue { AG_EPI_NONE, AG_EPI_ELU, AG_EPI_DROPOUT };
+struct tn_tensor *ag_linear_ex(struct ag_ctx *ctx, struct tn_tensor *x, struct tn_tensor *w,
+                               struct tn_tensor *b, enum ag_epilogue epi, float p);
 /* Elementwise with numpy broadcasting (shapes aligned from the right). */
 struct tn_tensor *ag_add(struct ag_ctx *ctx, struct tn_tensor *a, struct tn_tensor *b);
 struct tn_tensor *ag_sub(struct ag_ctx *ctx, struct tn_tensor *a, struct tn_tensor *b);

@@ -116,13 +116,14 @@ struct tn_tensor *ag_matmul(struct ag_ctx *ctx, struct tn_tensor *a, struct tn_t
 
 /* ---- linear ---------------------------------------------------------------------------------- */
 
-/* ia: 0 rows, 1 in, 2 out */
+/* ia: 0 rows, 1 in, 2 out, 3 the epilogue (0: none; enum kn_epilogue), 4 its dropout seed;
+ * fa: 0 its dropout probability, 1 its scale; saved: 0 the output, for an ELU's backward */
 static int linear_backward(struct ag_ctx *ctx, struct ag_node *nd)
 {
     const struct kn_backend *kb = nd->kb;
     struct tn_tensor *x = nd->in[0], *w = nd->in[1], *b = nd->in[2];
     int R = (int)nd->ia[0], in = (int)nd->ia[1], out = (int)nd->ia[2];
-    const float *dy = tn_f32(nd->out[0]->grad);
+    float *dy = tn_f32(nd->out[0]->grad);
     int rc = LG_OK;
     bool fx = false, fw = false; /* a new gradient is written by the GEMM (beta 0) */
     float *dx = ag_grad_w(ctx, x, &fx, &rc), *dw = rc ? NULL : ag_grad_w(ctx, w, &fw, &rc),
@@ -132,6 +133,9 @@ static int linear_backward(struct ag_ctx *ctx, struct ag_node *nd)
         if (fw && dw) kb->zero(dw, tn_numel(w));
         return rc;
     }
+    if (nd->ia[3]) /* the output's gradient becomes the product's, in place */
+        kb->depilogue(dy, nd->saved[0] ? tn_f32(nd->saved[0]) : NULL, (enum kn_epilogue)nd->ia[3],
+                      nd->fa[0], nd->fa[1], (uint64_t)nd->ia[4], (int64_t)R * out);
     if (dx)
         kb->gemm(dx, dy, tn_f32(w), false, false, R, in, out, 1.0f, out, in, fx ? 0.0f : 1.0f, in);
     if (dw)
@@ -140,14 +144,15 @@ static int linear_backward(struct ag_ctx *ctx, struct ag_node *nd)
     return LG_OK;
 }
 
-struct tn_tensor *ag_linear(struct ag_ctx *ctx, struct tn_tensor *x, struct tn_tensor *w,
-                            struct tn_tensor *b)
+struct tn_tensor *ag_linear_ex(struct ag_ctx *ctx, struct tn_tensor *x, struct tn_tensor *w,
+                               struct tn_tensor *b, enum ag_epilogue epi, float p)
 {
+    static const char *const op = "ag_linear";
     struct tn_tensor *in[3] = {x, w, b};
-    if (!ag_inputs_ok(ctx, "ag_linear", 2, in)) return NULL;
-    const struct kn_backend *kb = ag_kernels(ctx, "ag_linear", 3, in);
-    if (!kb || !ag_check_f32(ctx, "ag_linear", "x", x) || !ag_check_f32(ctx, "ag_linear", "w", w) ||
-        (b && !ag_check_f32(ctx, "ag_linear", "b", b)))
+    if (!ag_inputs_ok(ctx, op, 2, in)) return NULL;
+    const struct kn_backend *kb = ag_kernels(ctx, op, 3, in);
+    if (!kb || !ag_check_f32(ctx, op, "x", x) || !ag_check_f32(ctx, op, "w", w) ||
+        (b && !ag_check_f32(ctx, op, "b", b)))
         return NULL;
     if (w->ndim != 2 || x->ndim < 1 || x->ne[x->ndim - 1] != w->ne[1])
         return ag_fail(ctx, LG_EINVAL, "ag_linear: x %s does not match weight %s [out, in]",
@@ -158,18 +163,44 @@ struct tn_tensor *ag_linear(struct ag_ctx *ctx, struct tn_tensor *x, struct tn_t
                        AG_SHAPE(w));
     if (!fits_int(R) || !fits_int(nin) || !fits_int(nout))
         return ag_fail(ctx, LG_EINVAL, "ag_linear: x %s exceeds the GEMM's int sizes", AG_SHAPE(x));
+    if (epi == AG_EPI_DROPOUT && !(p >= 0.0f && p < 1.0f))
+        return ag_fail(ctx, LG_EINVAL, "ag_linear: dropout probability %g outside [0, 1)",
+                       (double)p);
+    if (epi == AG_EPI_DROPOUT && (!ctx->opt.training || p == 0.0f))
+        epi = AG_EPI_NONE; /* ag_dropout's identity */
+    static const char *const name[] = {"linear", "linear.elu", "linear.dropout"};
     int64_t shape[TN_MAX_DIMS];
     for (int i = 0; i < x->ndim; i++) shape[i] = x->ne[i];
     shape[x->ndim - 1] = nout;
-    struct tn_tensor *y = ag_out(ctx, "linear", TN_F32, x->device, x->ndim, shape);
+    struct tn_tensor *y = ag_out(ctx, name[epi], TN_F32, x->device, x->ndim, shape);
     if (!y) return NULL;
     if (b) kb->bias_fill(tn_f32(y), tn_f32(b), NULL, R, nout);
     kb->gemm(tn_f32(y), tn_f32(x), tn_f32(w), false, true, (int)R, (int)nout, (int)nin, 1.0f,
              (int)nin, (int)nin, b ? 1.0f : 0.0f, (int)nout);
+    /* one draw a dropout, as ag_dropout takes */
+    uint64_t seed = epi == AG_EPI_DROPOUT ? tn_rng_next(&ctx->rng) : 0;
+    float scale = epi == AG_EPI_DROPOUT ? 1.0f / (1.0f - p) : 1.0f;
+    if (epi)
+        kb->epilogue(tn_f32(y), epi == AG_EPI_ELU ? KN_EPI_ELU : KN_EPI_DROPOUT, p, scale, seed,
+                     R * nout);
     if (ag_wants_grad(ctx, 3, in)) {
-        struct ag_node *nd = ag_record(ctx, "ag_linear", linear_backward, kb, 3, in, 1, &y, 0);
+        struct ag_node *nd = ag_record(ctx, op, linear_backward, kb, 3, in, 1, &y, 0);
         if (!nd) return NULL;
-        ag_set_ia(nd, 3, (const int64_t[]){R, nin, nout});
+        ag_set_ia(nd, 5,
+                  (const int64_t[]){R, nin, nout,
+                                    epi == AG_EPI_ELU       ? KN_EPI_ELU
+                                    : epi == AG_EPI_DROPOUT ? KN_EPI_DROPOUT
+                                                            : 0,
+                                    (int64_t)seed});
+        nd->fa[0] = p;
+        nd->fa[1] = scale;
+        if (epi == AG_EPI_ELU) ag_save(nd, 0, y);
     }
     return y;
+}
+
+struct tn_tensor *ag_linear(struct ag_ctx *ctx, struct tn_tensor *x, struct tn_tensor *w,
+                            struct tn_tensor *b)
+{
+    return ag_linear_ex(ctx, x, w, b, AG_EPI_NONE, 0.0f);
 }

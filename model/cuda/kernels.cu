@@ -452,6 +452,51 @@ void kn_cuda_ddropout(float *dx, const float *dy, const int8_t *mask, float scal
     KN_CHECK_LAUNCH("k_ddropout");
 }
 
+/* ---- epilogues in place: the CPU's ELU and dropout draw ------------------------------------- */
+
+__global__ void k_epilogue(float *y /* [n] */, int kind, float p, float scale, uint32_t s0,
+                           uint32_t s1, int64_t n)
+{
+    KN_LOOP(i, n)
+    {
+        float v = y[i];
+        if (kind == KN_EPI_ELU)
+            y[i] = v > 0.0f ? v : kn_dexp(v) - 1.0f;
+        else
+            y[i] = kn_dropout_keep(i, s0, s1, p) ? v * scale : 0.0f;
+    }
+}
+
+void kn_cuda_epilogue(float *y, enum kn_epilogue kind, float p, float scale, uint64_t seed,
+                      int64_t n)
+{
+    if (n <= 0) return;
+    k_epilogue<<<kn_grid(n), KN_THREADS>>>(y, (int)kind, p, scale, (uint32_t)seed,
+                                           (uint32_t)(seed >> 32), n);
+    KN_CHECK_LAUNCH("k_epilogue");
+}
+
+__global__ void k_depilogue(float *d /* [n] */, const float *y /* [n] */, int kind, float p,
+                            float scale, uint32_t s0, uint32_t s1, int64_t n)
+{
+    KN_LOOP(i, n)
+    {
+        if (kind == KN_EPI_ELU)
+            d[i] = y[i] > 0.0f ? d[i] : d[i] * (y[i] + 1.0f);
+        else
+            d[i] = kn_dropout_keep(i, s0, s1, p) ? d[i] * scale : 0.0f;
+    }
+}
+
+void kn_cuda_depilogue(float *d, const float *y, enum kn_epilogue kind, float p, float scale,
+                       uint64_t seed, int64_t n)
+{
+    if (n <= 0) return;
+    k_depilogue<<<kn_grid(n), KN_THREADS>>>(d, y, (int)kind, p, scale, (uint32_t)seed,
+                                            (uint32_t)(seed >> 32), n);
+    KN_CHECK_LAUNCH("k_depilogue");
+}
+
 /* ---- reductions over an axis ----------------------------------------------------------------- */
 
 /* inner > 1: y[o, i] = alpha·(x[o, 0, i] + x[o, 1, i] + ...), summed in order as on the CPU */

@@ -35,6 +35,8 @@ struct kn_geom {
 };
 
 enum kn_binop { KN_ADD = 0, KN_SUB = 1, KN_MUL = 2 };
+/* What an op applies to its own output in place (kn_backend.epilogue). */
+enum kn_epilogue { KN_EPI_ELU = 1, KN_EPI_DROPOUT = 2 };
 
 struct kn_backend {
     const char *name; /* "cpu", "cuda" */
@@ -93,6 +95,16 @@ struct kn_backend {
                     float p, float scale, uint64_t seed, int64_t n);
     void (*ddropout)(float *dx /* [n] */, const float *dy /* [n] */, const int8_t *mask /* [n] */,
                      float scale, int64_t n);
+
+    /* An op's epilogue in place (ag_linear_ex): y = elu(y), or inverted dropout with the draw of
+     * `dropout` for (p, seed) — the same elements dropped, no mask kept; p, scale and seed are
+     * unused for ELU. */
+    void (*epilogue)(float *y /* [n] in-place */, enum kn_epilogue kind, float p, float scale,
+                     uint64_t seed, int64_t n);
+    /* Its backward in place: d = d ⊙ elu'(y) (from the output y), or d = keep ? d·scale : 0 with
+     * the forward's draw (y unused) */
+    void (*depilogue)(float *d /* [n] in-place */, const float *y /* [n] */, enum kn_epilogue kind,
+                      float p, float scale, uint64_t seed, int64_t n);
 
     /* ---- rows: softmax, layer norm ---- */
     void (*softmax)(float *y /* [rows, n] */, const float *x /* [rows, n] */, int64_t rows,
@@ -206,7 +218,7 @@ struct kn_backend {
     X(gemm) X(gemm_batched) X(bias_fill) X(dbias)                                                  \
     /* elementwise */                                                                              \
     X(binary) X(dmul) X(sigmoid) X(dsigmoid) X(tanh) X(dtanh) X(elu) X(delu) X(dropout)            \
-    X(ddropout)                                                                                    \
+    X(ddropout) X(epilogue) X(depilogue)                                                           \
     /* rows, reductions, embedding */                                                              \
     X(softmax) X(dsoftmax) X(layernorm) X(dlayernorm) X(sum_axis) X(dsum_axis) X(sumsq)            \
     X(sumsq_many) X(embedding) X(dembedding)                                                       \

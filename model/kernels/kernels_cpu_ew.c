@@ -326,3 +326,44 @@ void kn_cpu_ddropout(float *dx, const float *dy, const int8_t *mask, float scale
 {
     EW_RUN(n, ddropout_chunk, .o = dx, .a = dy, .m = mask, .f0 = scale);
 }
+
+/* ---- epilogues: an op's own output (and, backward, its gradient) transformed in place -------- */
+
+EW_CHUNK(epilogue_chunk)
+{
+    const struct ew *w = w_;
+    float *restrict y = w->o;
+    if (w->op == KN_EPI_ELU) {
+        for (int64_t i = b_; i < e_; i++) y[i] = y[i] > 0.0f ? y[i] : kn_exp(y[i]) - 1.0f;
+        return;
+    }
+    float p = w->f0, scale = w->f1;
+    uint32_t s0 = (uint32_t)w->u, s1 = (uint32_t)(w->u >> 32);
+    for (int64_t i = b_; i < e_; i++) y[i] = kn_dropout_keep(i, s0, s1, p) ? y[i] * scale : 0.0f;
+}
+
+void kn_cpu_epilogue(float *y, enum kn_epilogue kind, float p, float scale, uint64_t seed,
+                     int64_t n)
+{
+    EW_RUN(n, epilogue_chunk, .o = y, .op = (int)kind, .f0 = p, .f1 = scale, .u = seed);
+}
+
+EW_CHUNK(depilogue_chunk)
+{
+    const struct ew *w = w_;
+    float *restrict d = w->o;
+    if (w->op == KN_EPI_ELU) {
+        const float *restrict y = w->a;
+        for (int64_t i = b_; i < e_; i++) d[i] = y[i] > 0.0f ? d[i] : d[i] * (y[i] + 1.0f);
+        return;
+    }
+    float p = w->f0, scale = w->f1;
+    uint32_t s0 = (uint32_t)w->u, s1 = (uint32_t)(w->u >> 32);
+    for (int64_t i = b_; i < e_; i++) d[i] = kn_dropout_keep(i, s0, s1, p) ? d[i] * scale : 0.0f;
+}
+
+void kn_cpu_depilogue(float *d, const float *y, enum kn_epilogue kind, float p, float scale,
+                      uint64_t seed, int64_t n)
+{
+    EW_RUN(n, depilogue_chunk, .o = d, .a = y, .op = (int)kind, .f0 = p, .f1 = scale, .u = seed);
+}

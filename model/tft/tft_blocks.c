@@ -120,10 +120,31 @@ struct tn_tensor *tft_gan_forward(struct tft_model *m, struct ag_ctx *ctx, const
     return ag_gate_add_norm(ctx, z, skip, g->norm.w, g->norm.b, LN_EPS);
 }
 
-/* The GRN after its first layer: h = fc1(a), skip = skip(a) (a itself when d_in = d_out).
- * η2 = ELU(h + ctx(c)); η1 = fc2(η2); out = LN(skip + GLU(dropout(η1))) */
+/* A linear layer and what follows it, fused into the linear's output (ag_linear_ex) unless a
+ * linear hook is installed: then the hook's layer, and the epilogue as its own op. */
+static struct tn_tensor *linear_then(struct tft_model *m, struct ag_ctx *ctx,
+                                     const struct tft_linear *l, struct tn_tensor *x,
+                                     enum ag_epilogue epi)
+{
+    if (!x) return NULL;
+    if (m->hook.linear) {
+        struct tn_tensor *y = tft_apply_linear(m, ctx, l, x);
+        return epi == AG_EPI_ELU       ? ag_elu(ctx, y)
+               : epi == AG_EPI_DROPOUT ? ag_dropout(ctx, y, m->cfg.dropout)
+                                       : y;
+    }
+    ag_scope_push(ctx, l->name);
+    struct tn_tensor *y = ag_linear_ex(ctx, x, l->w, l->b, epi, m->cfg.dropout);
+    ag_scope_pop(ctx);
+    return y;
+}
+
+/* The GRN after its first layer: h = fc1(a), ELU'd already when `elu_done`; skip = skip(a) (a
+ * itself when d_in = d_out). η2 = ELU(h + ctx(c)); η1 = fc2(η2); out = LN(skip + GLU(dropout(η1)))
+ */
 static struct tn_tensor *grn_tail(struct tft_model *m, struct ag_ctx *ctx, const struct tft_grn *g,
-                                  struct tn_tensor *h, struct tn_tensor *skip, struct tn_tensor *c)
+                                  struct tn_tensor *h, bool elu_done, struct tn_tensor *skip,
+                                  struct tn_tensor *c)
 {
     if (!h) return NULL;
     if (c && g->ctx.w) {
@@ -132,9 +153,8 @@ static struct tn_tensor *grn_tail(struct tft_model *m, struct ag_ctx *ctx, const
             hc = ag_reshape(ctx, hc, 3, (int64_t[]){hc->ne[0], 1, hc->ne[1]});
         h = ag_add(ctx, h, hc);
     }
-    h = ag_elu(ctx, h);
-    h = tft_apply_linear(m, ctx, &g->fc2, h);
-    h = ag_dropout(ctx, h, m->cfg.dropout);
+    if (!elu_done) h = ag_elu(ctx, h);
+    h = linear_then(m, ctx, &g->fc2, h, AG_EPI_DROPOUT);
     struct tn_tensor *z = tft_apply_linear(m, ctx, &g->glu.fc, h);
     return ag_gate_add_norm(ctx, z, skip, g->norm.w, g->norm.b, LN_EPS);
 }
@@ -143,9 +163,10 @@ struct tn_tensor *tft_grn_forward(struct tft_model *m, struct ag_ctx *ctx, const
                                   struct tn_tensor *a, struct tn_tensor *c)
 {
     if (!a) return NULL;
-    struct tn_tensor *h = tft_apply_linear(m, ctx, &g->fc1, a);
+    bool fuse_elu = !(c && g->ctx.w); /* with a context, the ELU follows its add */
+    struct tn_tensor *h = linear_then(m, ctx, &g->fc1, a, fuse_elu ? AG_EPI_ELU : AG_EPI_NONE);
     struct tn_tensor *skip = g->skip.w ? tft_apply_linear(m, ctx, &g->skip, a) : a;
-    return grn_tail(m, ctx, g, h, skip, c);
+    return grn_tail(m, ctx, g, h, fuse_elu, skip, c);
 }
 
 /* W·concat_j(ξ_j) + bias without building the concatenation, as one op (ag_linear_concat): a
@@ -179,8 +200,8 @@ struct tn_tensor *tft_vsn_forward(struct tft_model *m, struct ag_ctx *ctx, const
         if (!xs[j]) return NULL;
         const struct tft_grn *g = &v->var_grn[j];
         if (factored && f[j].x) /* d_in = d_out: the skip is ξ itself */
-            proc[j] =
-                grn_tail(m, ctx, g, linear_concat(ctx, &g->fc1, &xs[j], &f[j], 1), xs[j], NULL);
+            proc[j] = grn_tail(m, ctx, g, linear_concat(ctx, &g->fc1, &xs[j], &f[j], 1), false,
+                               xs[j], NULL);
         else
             proc[j] = tft_grn_forward(m, ctx, g, xs[j], NULL);
     }
@@ -189,7 +210,7 @@ struct tn_tensor *tft_vsn_forward(struct tft_model *m, struct ag_ctx *ctx, const
     if (factored) {
         struct tn_tensor *h = linear_concat(ctx, &v->flat.fc1, xs, f, v->n);
         struct tn_tensor *skip = linear_concat(ctx, &v->flat.skip, xs, f, v->n);
-        gate = grn_tail(m, ctx, &v->flat, h, skip, c);
+        gate = grn_tail(m, ctx, &v->flat, h, false, skip, c);
     } else {
         struct tn_tensor *flat = ag_concat(ctx, xs, v->n, -1); /* [..., n·H] */
         gate = tft_grn_forward(m, ctx, &v->flat, flat, c);

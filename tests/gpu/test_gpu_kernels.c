@@ -304,6 +304,29 @@ Test(gpu_kernels, dropout_drops_the_same_elements)
     kn_pair_free(&dy);
 }
 
+Test(gpu_kernels, epilogues_in_place_match_the_host)
+{
+    lg_gpu_begin();
+    int64_t n = 100003;
+    uint64_t seed = 0xfeedfacecafebeefull;
+    for (int k = 0; k < 2; k++) {
+        enum kn_epilogue kind = k ? KN_EPI_DROPOUT : KN_EPI_ELU;
+        const char *what = k ? "dropout" : "elu";
+        struct kn_pair y = kn_pair_new(n, 110 + k, -8, 8), d = kn_pair_new(n, 112 + k, -1, 1);
+        kn_cpu.epilogue(y.h, kind, 0.2f, 1.25f, seed, n);
+        kn_cuda.epilogue(y.d, kind, 0.2f, 1.25f, seed, n);
+        kn_pair_expect(&y, k ? 0 : 2e-6, what);
+        /* backward from the host's y on both sides, so only the kernel differs */
+        lg_gpu_free(y.d);
+        y.d = lg_gpu_upload(y.h, (size_t)n * sizeof(float), "data/pair.device");
+        kn_cpu.depilogue(d.h, y.h, kind, 0.2f, 1.25f, seed, n);
+        kn_cuda.depilogue(d.d, y.d, kind, 0.2f, 1.25f, seed, n);
+        kn_pair_expect(&d, 0, k ? "ddropout in place" : "delu in place");
+        kn_pair_free(&y);
+        kn_pair_free(&d);
+    }
+}
+
 /* ---- reductions ------------------------------------------------------------------------------ */
 
 Test(gpu_kernels, sum_axis_dsum_axis_sumsq)

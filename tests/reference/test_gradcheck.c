@@ -321,6 +321,28 @@ Test(gradcheck, weighted_sum_of_every_term_and_the_weights)
     }
 }
 
+static struct tn_tensor *f_linear_ex(struct ag_ctx *ctx, struct tn_tensor **in, const int *a)
+{
+    return ag_linear_ex(ctx, in[0], in[1], in[2], (enum ag_epilogue)a[0], 0.3f);
+}
+
+Test(gradcheck, linear_with_an_elu_or_dropout_epilogue)
+{
+    tn_rng_seed(&rng, 24);
+    static const int epi[2] = {AG_EPI_ELU, AG_EPI_DROPOUT};
+    for (int k = 0; k < 2; k++) {
+        int64_t in = rnd(1, 5), out = rnd(2, 5), r0 = rnd(2, 4);
+        struct gc c = {"linear_ex",
+                       f_linear_ex,
+                       &epi[k],
+                       3,
+                       {leaf("x", 2, (int64_t[]){r0, in}), leaf("w", 2, (int64_t[]){out, in}),
+                        leaf("b", 1, (int64_t[]){out})},
+                       CURVED};
+        gradcheck(&c);
+    }
+}
+
 /* in: W, bias (or NULL), then per term x, or x, w and (kind 1) b; a: n, then each term's kind
  * (0 plain, 1 factored, 2 factored without b) */
 static struct tn_tensor *f_linear_concat(struct ag_ctx *ctx, struct tn_tensor **in, const int *a)

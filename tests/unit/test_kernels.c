@@ -414,3 +414,62 @@ Test(kernels, linear_concat_names_the_term_that_does_not_fit)
     ag_ctx_free(ctx);
     for (int i = 0; i < 4; i++) tn_release(in[i]);
 }
+
+/* in: x, w, b; each side reseeds, so both draw the same dropout */
+static struct tn_tensor *elu_fused(struct ag_ctx *ctx, struct tn_tensor **in, int n)
+{
+    (void)n;
+    return ag_linear_ex(ctx, in[0], in[1], in[2], AG_EPI_ELU, 0.0f);
+}
+
+static struct tn_tensor *elu_chain(struct ag_ctx *ctx, struct tn_tensor **in, int n)
+{
+    (void)n;
+    return ag_elu(ctx, ag_linear(ctx, in[0], in[1], in[2]));
+}
+
+static struct tn_tensor *dropout_fused(struct ag_ctx *ctx, struct tn_tensor **in, int n)
+{
+    (void)n;
+    ag_reseed(ctx, 7);
+    return ag_linear_ex(ctx, in[0], in[1], in[2], AG_EPI_DROPOUT, 0.25f);
+}
+
+static struct tn_tensor *dropout_chain(struct ag_ctx *ctx, struct tn_tensor **in, int n)
+{
+    (void)n;
+    ag_reseed(ctx, 7);
+    return ag_dropout(ctx, ag_linear(ctx, in[0], in[1], in[2]), 0.25f);
+}
+
+Test(kernels, linear_epilogues_are_linear_then_elu_or_dropout)
+{
+    tn_rng_seed(&rng, 7);
+    int64_t B = 16, Tn = 40, in = 96, out = 160;
+    struct tn_tensor *x[3] = {leaf("x", 3, (int64_t[]){B, Tn, in}),
+                              leaf("w", 2, (int64_t[]){out, in}), leaf("b", 1, (int64_t[]){out})};
+    compare_ops(elu_fused, elu_chain, x, 3, 1e-6);
+    compare_ops(dropout_fused, dropout_chain, x, 3, 1e-6);
+    for (int i = 0; i < 3; i++) tn_release(x[i]);
+}
+
+Test(kernels, a_linear_epilogue_makes_one_output_and_one_gradient)
+{
+    tn_rng_seed(&rng, 8);
+    struct tn_tensor *x = leaf("x", 2, (int64_t[]){4, 3}), *w = leaf("w", 2, (int64_t[]){5, 3});
+    struct ag_ctx *ctx = ag_ctx_new(T, &(struct ag_options){.training = true, .seed = 1});
+    int64_t before = 0, after = 0;
+    lg_live_bytes_with_prefix("act", &before);
+    struct tn_tensor *y = ag_linear_ex(ctx, x, w, NULL, AG_EPI_DROPOUT, 0.5f);
+    cr_assert_not_null(y, "%s", ag_errmsg(ctx));
+    cr_assert_str_eq(y->name, "act/linear.dropout");
+    cr_assert_eq(ag_backward(ctx, ag_sum_all(ctx, y)), LG_OK, "%s", ag_errmsg(ctx));
+    lg_live_bytes_with_prefix("act", &after);
+    /* y, its gradient, the sum and its gradient: no mask, no pre-dropout tensor */
+    cr_assert_eq(after - before, 4, "%lld tensors", (long long)(after - before));
+    cr_assert_null(ag_linear_ex(ctx, x, w, NULL, AG_EPI_DROPOUT, 1.0f));
+    cr_assert(strstr(ag_errmsg(ctx), "probability 1"), "%s", ag_errmsg(ctx));
+    ag_ctx_free(ctx);
+    tn_release(x);
+    tn_release(w);
+}
