@@ -1,4 +1,5 @@
-/* ops_matmul.c — matmul (batched, either operand transposed) and linear, on the gemm kernels.
+/* ops_matmul.c — matmul (batched, either operand transposed) and linear, on the gemm kernels;
+ * a linear may end in an ELU or a dropout applied to its own output in place (ag_linear_ex).
  * No transpose is ever materialised: every product passes its operands' layout to the GEMM.
  *
  * With C = op(A)·op(B): d op(A) = dC·op(B)ᵀ and d op(B) = op(A)ᵀ·dC, so
