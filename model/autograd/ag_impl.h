@@ -37,6 +37,29 @@ struct ag_ctx {
  * input's, as grad_of makes it. */
 int ag_view_backward(struct ag_ctx *ctx, struct ag_node *nd);
 
+/* An op's epilogue (ag_linear_ex, ag_linear_concat; ops_matmul.c): what it applies to its own
+ * output in place, with a dropout's draw taken at the forward. kind 0: none. */
+struct ag_epi {
+    enum kn_epilogue kind;
+    float p, scale;
+    uint64_t seed;
+};
+/* Resolves epi for this context (a dropout is none when not training or p = 0) and takes a
+ * dropout's draw, as ag_dropout does; false (error recorded, naming op) for a probability
+ * outside [0, 1). */
+bool ag_epi_begin(struct ag_ctx *ctx, const char *op, enum ag_epilogue epi, float p,
+                  struct ag_epi *out);
+/* "linear", "linear.elu", "linear.dropout": the op's output name with its epilogue. */
+const char *ag_epi_name(const struct ag_epi *e);
+/* Applies it to y [n] in place. */
+void ag_epi_apply(const struct kn_backend *kb, const struct ag_epi *e, float *y, int64_t n);
+/* Keeps it on the node (ia[at], ia[at + 1], fa[0], fa[1]); an ELU's output y in saved[slot]. */
+void ag_epi_record(struct ag_node *nd, const struct ag_epi *e, int at, int slot,
+                   struct tn_tensor *y);
+/* The backward's first step: the output's gradient dy [n] becomes the pre-epilogue's, in
+ * place. Nothing when the node has no epilogue. */
+void ag_epi_backward(const struct ag_node *nd, int at, int slot, float *dy, int64_t n);
+
 /* Frees a context's list of node chunks (autograd.c). */
 void ag_chunks_free(struct trk_tracker *trk, struct ag_chunk *c);
 

@@ -165,9 +165,10 @@ struct ag_term {
 /* concat_j(ξ_j)·Wᵀ + bias over the last axis without building the concatenation: W [out, n·H]
  * is read in column blocks W_j [out, H] in place, and a factored term costs no product over its
  * rows (W_j·ξ_j = x ⊗ (W_j·w) + W_j·b). Every x has the first's leading dims; bias [out] or
- * NULL; n ≤ AG_MAX_TERMS. */
+ * NULL; n ≤ AG_MAX_TERMS. An epilogue as ag_linear_ex's (AG_EPI_NONE: none). */
 struct tn_tensor *ag_linear_concat(struct ag_ctx *ctx, const struct ag_term *terms, int n,
-                                   struct tn_tensor *w, struct tn_tensor *bias);
+                                   struct tn_tensor *w, struct tn_tensor *bias,
+                                   enum ag_epilogue epi, float p);
 
 /* One LSTM layer over a sequence, fused (gate order i, f, g, o):
  *   x [B, T, In], h0 [B, H], c0 [B, H], w_ih [4H, In], w_hh [4H, H], b_ih [4H], b_hh [4H]

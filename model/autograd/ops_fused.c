@@ -131,16 +131,18 @@ struct tn_tensor *ag_weighted_sum(struct ag_ctx *ctx, struct tn_tensor **xs, int
 
 /* ---- linear over a concatenation ------------------------------------------------------------- */
 
-/* in: 0 W, 1 bias, then x, w, b of every term; ia: 0 n, 1 rows, 2 H, 3 out, 4 factored terms.
- * saved: 0 (when some term is factored) X [rows, nf], U [nf, out], C [out], then room for the
- * backward's dU [nf, out] and dC [out]: one allocation. */
+/* in: 0 W, 1 bias, then x, w, b of every term; ia: 0 n, 1 rows, 2 H, 3 out, 4 factored terms,
+ * 5-6 the epilogue (ag_epi_record). saved: 0 (when some term is factored) X [rows, nf],
+ * U [nf, out], C [out], then room for the backward's dU [nf, out] and dC [out]: one
+ * allocation; 1 the output, for an ELU epilogue. */
 static int linear_concat_backward(struct ag_ctx *ctx, struct ag_node *nd)
 {
     const struct kn_backend *kb = nd->kb;
     int n = (int)nd->ia[0], R = (int)nd->ia[1], H = (int)nd->ia[2], out = (int)nd->ia[3];
     int nf = (int)nd->ia[4], ldw = n * H;
     struct tn_tensor *W = nd->in[0], *bias = nd->in[1];
-    const float *dy = tn_f32(nd->out[0]->grad), *pw = tn_f32(W);
+    float *dy = tn_f32(nd->out[0]->grad);
+    const float *pw = tn_f32(W);
     /* every gradient first, so that a failure leaves none half made: a new one that is
      * written by a GEMM (beta 0) is zeroed before returning */
     float *dx[AG_MAX_TERMS], *dwf[AG_MAX_TERMS], *dbf[AG_MAX_TERMS];
@@ -159,6 +161,7 @@ static int linear_concat_backward(struct ag_ctx *ctx, struct ag_node *nd)
             if (fx[j] && dx[j]) kb->zero(dx[j], tn_numel(nd->in[2 + 3 * j]));
         return rc;
     }
+    ag_epi_backward(nd, 5, 1, dy, (int64_t)R * out); /* dy becomes the products' gradient */
     if (db) kb->dbias(db, dy, R, out);
     float *X = nf ? tn_f32(nd->saved[0]) : NULL, *U = X ? X + (int64_t)R * nf : NULL;
     float *dU = U ? U + (int64_t)(nf + 1) * out : NULL, *dC = dU ? dU + (int64_t)nf * out : NULL;
@@ -205,7 +208,8 @@ static bool same_lead(const struct tn_tensor *a, const struct tn_tensor *b)
 }
 
 struct tn_tensor *ag_linear_concat(struct ag_ctx *ctx, const struct ag_term *terms, int n,
-                                   struct tn_tensor *w, struct tn_tensor *bias)
+                                   struct tn_tensor *w, struct tn_tensor *bias,
+                                   enum ag_epilogue epi, float p)
 {
     static const char *const op = "ag_linear_concat";
     if (n < 1 || n > AG_MAX_TERMS)
@@ -249,10 +253,12 @@ struct tn_tensor *ag_linear_concat(struct ag_ctx *ctx, const struct ag_term *ter
     }
     if (R > INT32_MAX || out > INT32_MAX || H * n > INT32_MAX)
         return ag_fail(ctx, LG_EINVAL, "%s: x %s exceeds the GEMM's int sizes", op, AG_SHAPE(x0));
+    struct ag_epi e;
+    if (!ag_epi_begin(ctx, op, epi, p, &e)) return NULL;
     int64_t shape[TN_MAX_DIMS];
     for (int i = 0; i < x0->ndim; i++) shape[i] = x0->ne[i];
     shape[x0->ndim - 1] = out;
-    struct tn_tensor *y = ag_out(ctx, "linear", TN_F32, x0->device, x0->ndim, shape);
+    struct tn_tensor *y = ag_out(ctx, ag_epi_name(&e), TN_F32, x0->device, x0->ndim, shape);
     struct tn_tensor *fac = NULL;
     if (y && nf)
         fac = ag_out(ctx, "linear.factors", TN_F32, x0->device, 1,
@@ -289,10 +295,12 @@ struct tn_tensor *ag_linear_concat(struct ag_ctx *ctx, const struct ag_term *ter
                  first ? 0.0f : 1.0f, o);
         first = false;
     }
+    ag_epi_apply(kb, &e, py, R * out);
     if (ag_wants_grad(ctx, nin, in)) {
         struct ag_node *nd = ag_record(ctx, op, linear_concat_backward, kb, nin, in, 1, &y, 0);
         if (!nd) return NULL;
         ag_set_ia(nd, 5, (const int64_t[]){n, R, H, out, nf});
+        ag_epi_record(nd, &e, 5, 1, y);
         if (fac) ag_save(nd, 0, fac);
     }
     return y;

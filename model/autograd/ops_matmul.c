@@ -134,9 +134,7 @@ static int linear_backward(struct ag_ctx *ctx, struct ag_node *nd)
         if (fw && dw) kb->zero(dw, tn_numel(w));
         return rc;
     }
-    if (nd->ia[3]) /* the output's gradient becomes the product's, in place */
-        kb->depilogue(dy, nd->saved[0] ? tn_f32(nd->saved[0]) : NULL, (enum kn_epilogue)nd->ia[3],
-                      nd->fa[0], nd->fa[1], (uint64_t)nd->ia[4], (int64_t)R * out);
+    ag_epi_backward(nd, 3, 0, dy, (int64_t)R * out); /* dy becomes the product's gradient */
     if (dx)
         kb->gemm(dx, dy, tn_f32(w), false, false, R, in, out, 1.0f, out, in, fx ? 0.0f : 1.0f, in);
     if (dw)
@@ -164,38 +162,22 @@ struct tn_tensor *ag_linear_ex(struct ag_ctx *ctx, struct tn_tensor *x, struct t
                        AG_SHAPE(w));
     if (!fits_int(R) || !fits_int(nin) || !fits_int(nout))
         return ag_fail(ctx, LG_EINVAL, "ag_linear: x %s exceeds the GEMM's int sizes", AG_SHAPE(x));
-    if (epi == AG_EPI_DROPOUT && !(p >= 0.0f && p < 1.0f))
-        return ag_fail(ctx, LG_EINVAL, "ag_linear: dropout probability %g outside [0, 1)",
-                       (double)p);
-    if (epi == AG_EPI_DROPOUT && (!ctx->opt.training || p == 0.0f))
-        epi = AG_EPI_NONE; /* ag_dropout's identity */
-    static const char *const name[] = {"linear", "linear.elu", "linear.dropout"};
+    struct ag_epi e;
+    if (!ag_epi_begin(ctx, op, epi, p, &e)) return NULL;
     int64_t shape[TN_MAX_DIMS];
     for (int i = 0; i < x->ndim; i++) shape[i] = x->ne[i];
     shape[x->ndim - 1] = nout;
-    struct tn_tensor *y = ag_out(ctx, name[epi], TN_F32, x->device, x->ndim, shape);
+    struct tn_tensor *y = ag_out(ctx, ag_epi_name(&e), TN_F32, x->device, x->ndim, shape);
     if (!y) return NULL;
     if (b) kb->bias_fill(tn_f32(y), tn_f32(b), NULL, R, nout);
     kb->gemm(tn_f32(y), tn_f32(x), tn_f32(w), false, true, (int)R, (int)nout, (int)nin, 1.0f,
              (int)nin, (int)nin, b ? 1.0f : 0.0f, (int)nout);
-    /* one draw a dropout, as ag_dropout takes */
-    uint64_t seed = epi == AG_EPI_DROPOUT ? tn_rng_next(&ctx->rng) : 0;
-    float scale = epi == AG_EPI_DROPOUT ? 1.0f / (1.0f - p) : 1.0f;
-    if (epi)
-        kb->epilogue(tn_f32(y), epi == AG_EPI_ELU ? KN_EPI_ELU : KN_EPI_DROPOUT, p, scale, seed,
-                     R * nout);
+    ag_epi_apply(kb, &e, tn_f32(y), R * nout);
     if (ag_wants_grad(ctx, 3, in)) {
         struct ag_node *nd = ag_record(ctx, op, linear_backward, kb, 3, in, 1, &y, 0);
         if (!nd) return NULL;
-        ag_set_ia(nd, 5,
-                  (const int64_t[]){R, nin, nout,
-                                    epi == AG_EPI_ELU       ? KN_EPI_ELU
-                                    : epi == AG_EPI_DROPOUT ? KN_EPI_DROPOUT
-                                                            : 0,
-                                    (int64_t)seed});
-        nd->fa[0] = p;
-        nd->fa[1] = scale;
-        if (epi == AG_EPI_ELU) ag_save(nd, 0, y);
+        ag_set_ia(nd, 3, (const int64_t[]){R, nin, nout});
+        ag_epi_record(nd, &e, 3, 0, y);
     }
     return y;
 }
@@ -204,4 +186,51 @@ struct tn_tensor *ag_linear(struct ag_ctx *ctx, struct tn_tensor *x, struct tn_t
                             struct tn_tensor *b)
 {
     return ag_linear_ex(ctx, x, w, b, AG_EPI_NONE, 0.0f);
+}
+
+/* ---- epilogues (ag_impl.h) ------------------------------------------------------------------- */
+
+bool ag_epi_begin(struct ag_ctx *ctx, const char *op, enum ag_epilogue epi, float p,
+                  struct ag_epi *out)
+{
+    *out = (struct ag_epi){0, p, 1.0f, 0};
+    if (epi == AG_EPI_ELU) out->kind = KN_EPI_ELU;
+    if (epi != AG_EPI_DROPOUT) return true;
+    if (!(p >= 0.0f && p < 1.0f)) {
+        ag_fail(ctx, LG_EINVAL, "%s: dropout probability %g outside [0, 1)", op, (double)p);
+        return false;
+    }
+    if (!ctx->opt.training || p == 0.0f) return true; /* ag_dropout's identity */
+    *out = (struct ag_epi){KN_EPI_DROPOUT, p, 1.0f / (1.0f - p), tn_rng_next(&ctx->rng)};
+    return true;
+}
+
+const char *ag_epi_name(const struct ag_epi *e)
+{
+    return e->kind == KN_EPI_ELU       ? "linear.elu"
+           : e->kind == KN_EPI_DROPOUT ? "linear.dropout"
+                                       : "linear";
+}
+
+void ag_epi_apply(const struct kn_backend *kb, const struct ag_epi *e, float *y, int64_t n)
+{
+    if (e->kind) kb->epilogue(y, e->kind, e->p, e->scale, e->seed, n);
+}
+
+void ag_epi_record(struct ag_node *nd, const struct ag_epi *e, int at, int slot,
+                   struct tn_tensor *y)
+{
+    nd->ia[at] = e->kind;
+    nd->ia[at + 1] = (int64_t)e->seed;
+    nd->fa[0] = e->p;
+    nd->fa[1] = e->scale;
+    if (e->kind == KN_EPI_ELU) ag_save(nd, slot, y);
+}
+
+void ag_epi_backward(const struct ag_node *nd, int at, int slot, float *dy, int64_t n)
+{
+    if (!nd->ia[at]) return;
+    const float *y = nd->saved[slot] ? tn_f32(nd->saved[slot]) : NULL;
+    nd->kb->depilogue(dy, y, (enum kn_epilogue)nd->ia[at], nd->fa[0], nd->fa[1],
+                      (uint64_t)nd->ia[at + 1], n);
 }

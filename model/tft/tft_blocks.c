@@ -175,14 +175,15 @@ struct tn_tensor *tft_grn_forward(struct tft_model *m, struct ag_ctx *ctx, const
  * differs from the concatenation's product. */
 _Static_assert(TFT_MAX_VARS <= AG_MAX_TERMS, "a VSN's inputs are one ag_linear_concat");
 static struct tn_tensor *linear_concat(struct ag_ctx *ctx, const struct tft_linear *l,
-                                       struct tn_tensor **xs, const struct tft_factor *f, int n)
+                                       struct tn_tensor **xs, const struct tft_factor *f, int n,
+                                       enum ag_epilogue epi)
 {
     struct ag_term terms[TFT_MAX_VARS];
     for (int j = 0; j < n; j++)
         terms[j] =
             f[j].x ? (struct ag_term){f[j].x, f[j].w, f[j].b} : (struct ag_term){xs[j], NULL, NULL};
     ag_scope_push(ctx, l->name);
-    struct tn_tensor *y = ag_linear_concat(ctx, terms, n, l->w, l->b);
+    struct tn_tensor *y = ag_linear_concat(ctx, terms, n, l->w, l->b, epi, 0.0f);
     ag_scope_pop(ctx);
     return y;
 }
@@ -200,17 +201,19 @@ struct tn_tensor *tft_vsn_forward(struct tft_model *m, struct ag_ctx *ctx, const
         if (!xs[j]) return NULL;
         const struct tft_grn *g = &v->var_grn[j];
         if (factored && f[j].x) /* d_in = d_out: the skip is ξ itself */
-            proc[j] = grn_tail(m, ctx, g, linear_concat(ctx, &g->fc1, &xs[j], &f[j], 1), false,
-                               xs[j], NULL);
+            proc[j] = grn_tail(m, ctx, g, linear_concat(ctx, &g->fc1, &xs[j], &f[j], 1, AG_EPI_ELU),
+                               true, xs[j], NULL);
         else
             proc[j] = tft_grn_forward(m, ctx, g, xs[j], NULL);
     }
     if (v->n == 1) return proc[0];
     struct tn_tensor *gate;
     if (factored) {
-        struct tn_tensor *h = linear_concat(ctx, &v->flat.fc1, xs, f, v->n);
-        struct tn_tensor *skip = linear_concat(ctx, &v->flat.skip, xs, f, v->n);
-        gate = grn_tail(m, ctx, &v->flat, h, false, skip, c);
+        bool fuse_elu = !(c && v->flat.ctx.w); /* with a context, the ELU follows its add */
+        struct tn_tensor *h =
+            linear_concat(ctx, &v->flat.fc1, xs, f, v->n, fuse_elu ? AG_EPI_ELU : AG_EPI_NONE);
+        struct tn_tensor *skip = linear_concat(ctx, &v->flat.skip, xs, f, v->n, AG_EPI_NONE);
+        gate = grn_tail(m, ctx, &v->flat, h, fuse_elu, skip, c);
     } else {
         struct tn_tensor *flat = ag_concat(ctx, xs, v->n, -1); /* [..., n·H] */
         gate = tft_grn_forward(m, ctx, &v->flat, flat, c);

@@ -344,7 +344,7 @@ Test(gradcheck, linear_with_an_elu_or_dropout_epilogue)
 }
 
 /* in: W, bias (or NULL), then per term x, or x, w and (kind 1) b; a: n, then each term's kind
- * (0 plain, 1 factored, 2 factored without b) */
+ * (0 plain, 1 factored, 2 factored without b), and a[4] the epilogue */
 static struct tn_tensor *f_linear_concat(struct ag_ctx *ctx, struct tn_tensor **in, const int *a)
 {
     struct ag_term t[4];
@@ -354,17 +354,20 @@ static struct tn_tensor *f_linear_concat(struct ag_ctx *ctx, struct tn_tensor **
         if (a[1 + j] > 0) t[j].w = in[k++];
         if (a[1 + j] == 1) t[j].b = in[k++];
     }
-    return ag_linear_concat(ctx, t, a[0], in[0], in[1]);
+    return ag_linear_concat(ctx, t, a[0], in[0], in[1], (enum ag_epilogue)a[4], 0.3f);
 }
 
 Test(gradcheck, linear_concat_of_plain_and_factored_terms)
 {
     tn_rng_seed(&rng, 23);
-    static const int layouts[3][4] = {{3, 0, 1, 2}, {1, 1}, {2, 2, 0}};
+    static const int layouts[3][5] = {
+        {3, 0, 1, 2, AG_EPI_NONE}, {1, 1, 0, 0, AG_EPI_ELU}, {2, 2, 0, 0, AG_EPI_DROPOUT}};
     for (int k = 0; k < 3; k++) {
         const int *a = layouts[k];
         int64_t H = rnd(1, 4), out = rnd(1, 4), r0 = rnd(1, 3), r1 = rnd(1, 3);
         struct gc c = {"linear_concat", f_linear_concat, a, 2, {0}, LINEAR};
+        if (a[4] == AG_EPI_ELU)
+            c = (struct gc){"linear_concat", f_linear_concat, a, 2, {0}, CURVED};
         c.in[0] = leaf("w", 2, (int64_t[]){out, a[0] * H});
         c.in[1] = k == 1 ? NULL : leaf("bias", 1, (int64_t[]){out}); /* none in layout 2 */
         for (int j = 0; j < a[0]; j++) {

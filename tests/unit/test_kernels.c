@@ -348,7 +348,7 @@ static struct tn_tensor *lcat_fused(struct ag_ctx *ctx, struct tn_tensor **in, i
     (void)n;
     struct ag_term t[4] = {
         {in[2], NULL, NULL}, {in[3], in[4], in[5]}, {in[6], NULL, NULL}, {in[7], in[8], in[9]}};
-    return ag_linear_concat(ctx, t, 4, in[0], in[1]);
+    return ag_linear_concat(ctx, t, 4, in[0], in[1], AG_EPI_NONE, 0.0f);
 }
 
 /* The chain it replaced in the TFT's variable selection: each block of W sliced out, a linear
@@ -395,7 +395,7 @@ Test(kernels, linear_concat_is_slice_linear_add_concat_matmul)
 static struct tn_tensor *lcat_bad(struct ag_ctx *ctx, struct tn_tensor **in, int n)
 {
     struct ag_term t[3] = {{in[1], NULL, NULL}, {in[2], in[3], NULL}, {in[1], NULL, NULL}};
-    return ag_linear_concat(ctx, t, n, in[0], NULL);
+    return ag_linear_concat(ctx, t, n, in[0], NULL, AG_EPI_NONE, 0.0f);
 }
 
 Test(kernels, linear_concat_names_the_term_that_does_not_fit)
@@ -472,4 +472,49 @@ Test(kernels, a_linear_epilogue_makes_one_output_and_one_gradient)
     ag_ctx_free(ctx);
     tn_release(x);
     tn_release(w);
+}
+
+/* ag_linear_concat with an ELU or dropout epilogue against the op without one and the
+ * standalone op (in: as lcat_fused's) */
+static struct tn_tensor *lcat_elu_fused(struct ag_ctx *ctx, struct tn_tensor **in, int n)
+{
+    (void)n;
+    struct ag_term t[4] = {
+        {in[2], NULL, NULL}, {in[3], in[4], in[5]}, {in[6], NULL, NULL}, {in[7], in[8], in[9]}};
+    return ag_linear_concat(ctx, t, 4, in[0], in[1], AG_EPI_ELU, 0.0f);
+}
+
+static struct tn_tensor *lcat_elu_chain(struct ag_ctx *ctx, struct tn_tensor **in, int n)
+{
+    return ag_elu(ctx, lcat_fused(ctx, in, n));
+}
+
+static struct tn_tensor *lcat_dropout_fused(struct ag_ctx *ctx, struct tn_tensor **in, int n)
+{
+    (void)n;
+    ag_reseed(ctx, 11);
+    struct ag_term t[4] = {
+        {in[2], NULL, NULL}, {in[3], in[4], in[5]}, {in[6], NULL, NULL}, {in[7], in[8], in[9]}};
+    return ag_linear_concat(ctx, t, 4, in[0], in[1], AG_EPI_DROPOUT, 0.4f);
+}
+
+static struct tn_tensor *lcat_dropout_chain(struct ag_ctx *ctx, struct tn_tensor **in, int n)
+{
+    ag_reseed(ctx, 11);
+    return ag_dropout(ctx, lcat_fused(ctx, in, n), 0.4f);
+}
+
+Test(kernels, linear_concat_epilogues_are_the_op_then_elu_or_dropout)
+{
+    tn_rng_seed(&rng, 9);
+    int64_t B = 8, Tn = 20, H = 16, out = 24;
+    struct tn_tensor *in[10] = {
+        leaf("w", 2, (int64_t[]){out, 4 * H}), leaf("bias", 1, (int64_t[]){out}),
+        leaf("x0", 3, (int64_t[]){B, Tn, H}),  leaf("x1", 3, (int64_t[]){B, Tn, 1}),
+        leaf("w1", 2, (int64_t[]){H, 1}),      leaf("b1", 1, (int64_t[]){H}),
+        leaf("x2", 3, (int64_t[]){B, Tn, H}),  leaf("x3", 3, (int64_t[]){B, Tn, 1}),
+        leaf("w3", 2, (int64_t[]){H, 1}),      leaf("b3", 1, (int64_t[]){H})};
+    compare_ops(lcat_elu_fused, lcat_elu_chain, in, 10, 1e-6);
+    compare_ops(lcat_dropout_fused, lcat_dropout_chain, in, 10, 1e-6);
+    for (int i = 0; i < 10; i++) tn_release(in[i]);
 }
