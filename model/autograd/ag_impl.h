@@ -44,13 +44,12 @@ struct ag_epi {
     float p, scale;
     uint64_t seed;
 };
-/* Resolves epi for this context (a dropout is none when not training or p = 0) and takes a
- * dropout's draw, as ag_dropout does; false (error recorded, naming op) for a probability
- * outside [0, 1). */
-bool ag_epi_begin(struct ag_ctx *ctx, const char *op, enum ag_epilogue epi, float p,
-                  struct ag_epi *out);
-/* "linear", "linear.elu", "linear.dropout": the op's output name with its epilogue. */
-const char *ag_epi_name(const struct ag_epi *e);
+/* The output of a linear op with an epilogue: x's shape with the last axis `out`, named
+ * "linear", "linear.elu" or "linear.dropout". *e is epi resolved for this context (a dropout is
+ * none when not training or p = 0), with a dropout's draw taken as ag_dropout takes it. NULL
+ * (error recorded, naming op) for a probability outside [0, 1) or out of memory. */
+struct tn_tensor *ag_epi_out(struct ag_ctx *ctx, const char *op, enum ag_epilogue epi, float p,
+                             const struct tn_tensor *x, int64_t out, struct ag_epi *e);
 /* Applies it to y [n] in place. */
 void ag_epi_apply(const struct kn_backend *kb, const struct ag_epi *e, float *y, int64_t n);
 /* Keeps it on the node (ia[at], ia[at + 1], fa[0], fa[1]); an ELU's output y in saved[slot]. */

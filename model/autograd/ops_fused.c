@@ -254,11 +254,7 @@ struct tn_tensor *ag_linear_concat(struct ag_ctx *ctx, const struct ag_term *ter
     if (R > INT32_MAX || out > INT32_MAX || H * n > INT32_MAX)
         return ag_fail(ctx, LG_EINVAL, "%s: x %s exceeds the GEMM's int sizes", op, AG_SHAPE(x0));
     struct ag_epi e;
-    if (!ag_epi_begin(ctx, op, epi, p, &e)) return NULL;
-    int64_t shape[TN_MAX_DIMS];
-    for (int i = 0; i < x0->ndim; i++) shape[i] = x0->ne[i];
-    shape[x0->ndim - 1] = out;
-    struct tn_tensor *y = ag_out(ctx, ag_epi_name(&e), TN_F32, x0->device, x0->ndim, shape);
+    struct tn_tensor *y = ag_epi_out(ctx, op, epi, p, x0, out, &e);
     struct tn_tensor *fac = NULL;
     if (y && nf)
         fac = ag_out(ctx, "linear.factors", TN_F32, x0->device, 1,

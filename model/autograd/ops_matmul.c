@@ -163,11 +163,7 @@ struct tn_tensor *ag_linear_ex(struct ag_ctx *ctx, struct tn_tensor *x, struct t
     if (!fits_int(R) || !fits_int(nin) || !fits_int(nout))
         return ag_fail(ctx, LG_EINVAL, "ag_linear: x %s exceeds the GEMM's int sizes", AG_SHAPE(x));
     struct ag_epi e;
-    if (!ag_epi_begin(ctx, op, epi, p, &e)) return NULL;
-    int64_t shape[TN_MAX_DIMS];
-    for (int i = 0; i < x->ndim; i++) shape[i] = x->ne[i];
-    shape[x->ndim - 1] = nout;
-    struct tn_tensor *y = ag_out(ctx, ag_epi_name(&e), TN_F32, x->device, x->ndim, shape);
+    struct tn_tensor *y = ag_epi_out(ctx, op, epi, p, x, nout, &e);
     if (!y) return NULL;
     if (b) kb->bias_fill(tn_f32(y), tn_f32(b), NULL, R, nout);
     kb->gemm(tn_f32(y), tn_f32(x), tn_f32(w), false, true, (int)R, (int)nout, (int)nin, 1.0f,
@@ -190,26 +186,19 @@ struct tn_tensor *ag_linear(struct ag_ctx *ctx, struct tn_tensor *x, struct tn_t
 
 /* ---- epilogues (ag_impl.h) ------------------------------------------------------------------- */
 
-bool ag_epi_begin(struct ag_ctx *ctx, const char *op, enum ag_epilogue epi, float p,
-                  struct ag_epi *out)
+struct tn_tensor *ag_epi_out(struct ag_ctx *ctx, const char *op, enum ag_epilogue epi, float p,
+                             const struct tn_tensor *x, int64_t out, struct ag_epi *e)
 {
-    *out = (struct ag_epi){0, p, 1.0f, 0};
-    if (epi == AG_EPI_ELU) out->kind = KN_EPI_ELU;
-    if (epi != AG_EPI_DROPOUT) return true;
-    if (!(p >= 0.0f && p < 1.0f)) {
-        ag_fail(ctx, LG_EINVAL, "%s: dropout probability %g outside [0, 1)", op, (double)p);
-        return false;
-    }
-    if (!ctx->opt.training || p == 0.0f) return true; /* ag_dropout's identity */
-    *out = (struct ag_epi){KN_EPI_DROPOUT, p, 1.0f / (1.0f - p), tn_rng_next(&ctx->rng)};
-    return true;
-}
-
-const char *ag_epi_name(const struct ag_epi *e)
-{
-    return e->kind == KN_EPI_ELU       ? "linear.elu"
-           : e->kind == KN_EPI_DROPOUT ? "linear.dropout"
-                                       : "linear";
+    *e = (struct ag_epi){epi == AG_EPI_ELU ? KN_EPI_ELU : 0, p, 1.0f, 0};
+    if (epi == AG_EPI_DROPOUT && !(p >= 0.0f && p < 1.0f))
+        return ag_fail(ctx, LG_EINVAL, "%s: dropout probability %g outside [0, 1)", op, (double)p);
+    if (epi == AG_EPI_DROPOUT && ctx->opt.training && p > 0.0f) /* else ag_dropout's identity */
+        *e = (struct ag_epi){KN_EPI_DROPOUT, p, 1.0f / (1.0f - p), tn_rng_next(&ctx->rng)};
+    static const char *const name[] = {"linear", "linear.elu", "linear.dropout"};
+    int64_t shape[TN_MAX_DIMS];
+    for (int i = 0; i < x->ndim; i++) shape[i] = x->ne[i];
+    shape[x->ndim - 1] = out;
+    return ag_out(ctx, name[e->kind], TN_F32, x->device, x->ndim, shape);
 }
 
 void ag_epi_apply(const struct kn_backend *kb, const struct ag_epi *e, float *y, int64_t n)

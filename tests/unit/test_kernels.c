@@ -343,12 +343,18 @@ Test(kernels, weighted_sum_is_stack_mul_sum)
 
 /* in: W [out, 4H], bias, x0 [B, T, H], x1 [B, T, 1] with w1 [H, 1] and b1 [H], x2 [B, T, H],
  * x3 [B, T, 1] with w3, b3: plain and factored terms interleaved */
+static struct tn_tensor *lcat_with(struct ag_ctx *ctx, struct tn_tensor **in, enum ag_epilogue epi,
+                                   float p)
+{
+    struct ag_term t[4] = {
+        {in[2], NULL, NULL}, {in[3], in[4], in[5]}, {in[6], NULL, NULL}, {in[7], in[8], in[9]}};
+    return ag_linear_concat(ctx, t, 4, in[0], in[1], epi, p);
+}
+
 static struct tn_tensor *lcat_fused(struct ag_ctx *ctx, struct tn_tensor **in, int n)
 {
     (void)n;
-    struct ag_term t[4] = {
-        {in[2], NULL, NULL}, {in[3], in[4], in[5]}, {in[6], NULL, NULL}, {in[7], in[8], in[9]}};
-    return ag_linear_concat(ctx, t, 4, in[0], in[1], AG_EPI_NONE, 0.0f);
+    return lcat_with(ctx, in, AG_EPI_NONE, 0.0f);
 }
 
 /* The chain it replaced in the TFT's variable selection: each block of W sliced out, a linear
@@ -376,20 +382,6 @@ static struct tn_tensor *lcat_chain(struct ag_ctx *ctx, struct tn_tensor **in, i
     }
     struct tn_tensor *X = ag_concat(ctx, xf, 2, -1), *U = ag_concat(ctx, uf, 2, 0);
     return ag_add(ctx, ag_add(ctx, acc, ag_matmul(ctx, X, U, false, false)), cst);
-}
-
-Test(kernels, linear_concat_is_slice_linear_add_concat_matmul)
-{
-    tn_rng_seed(&rng, 5);
-    int64_t B = 16, Tn = 40, H = 32, out = 48;
-    struct tn_tensor *in[10] = {
-        leaf("w", 2, (int64_t[]){out, 4 * H}), leaf("bias", 1, (int64_t[]){out}),
-        leaf("x0", 3, (int64_t[]){B, Tn, H}),  leaf("x1", 3, (int64_t[]){B, Tn, 1}),
-        leaf("w1", 2, (int64_t[]){H, 1}),      leaf("b1", 1, (int64_t[]){H}),
-        leaf("x2", 3, (int64_t[]){B, Tn, H}),  leaf("x3", 3, (int64_t[]){B, Tn, 1}),
-        leaf("w3", 2, (int64_t[]){H, 1}),      leaf("b3", 1, (int64_t[]){H})};
-    compare_ops(lcat_fused, lcat_chain, in, 10, 1e-5);
-    for (int i = 0; i < 10; i++) tn_release(in[i]);
 }
 
 static struct tn_tensor *lcat_bad(struct ag_ctx *ctx, struct tn_tensor **in, int n)
@@ -479,9 +471,7 @@ Test(kernels, a_linear_epilogue_makes_one_output_and_one_gradient)
 static struct tn_tensor *lcat_elu_fused(struct ag_ctx *ctx, struct tn_tensor **in, int n)
 {
     (void)n;
-    struct ag_term t[4] = {
-        {in[2], NULL, NULL}, {in[3], in[4], in[5]}, {in[6], NULL, NULL}, {in[7], in[8], in[9]}};
-    return ag_linear_concat(ctx, t, 4, in[0], in[1], AG_EPI_ELU, 0.0f);
+    return lcat_with(ctx, in, AG_EPI_ELU, 0.0f);
 }
 
 static struct tn_tensor *lcat_elu_chain(struct ag_ctx *ctx, struct tn_tensor **in, int n)
@@ -493,9 +483,7 @@ static struct tn_tensor *lcat_dropout_fused(struct ag_ctx *ctx, struct tn_tensor
 {
     (void)n;
     ag_reseed(ctx, 11);
-    struct ag_term t[4] = {
-        {in[2], NULL, NULL}, {in[3], in[4], in[5]}, {in[6], NULL, NULL}, {in[7], in[8], in[9]}};
-    return ag_linear_concat(ctx, t, 4, in[0], in[1], AG_EPI_DROPOUT, 0.4f);
+    return lcat_with(ctx, in, AG_EPI_DROPOUT, 0.4f);
 }
 
 static struct tn_tensor *lcat_dropout_chain(struct ag_ctx *ctx, struct tn_tensor **in, int n)
@@ -504,16 +492,18 @@ static struct tn_tensor *lcat_dropout_chain(struct ag_ctx *ctx, struct tn_tensor
     return ag_dropout(ctx, lcat_fused(ctx, in, n), 0.4f);
 }
 
-Test(kernels, linear_concat_epilogues_are_the_op_then_elu_or_dropout)
+/* The op against the chain it replaced, then each epilogue against the op and the standalone op. */
+Test(kernels, linear_concat_is_slice_linear_add_concat_matmul_and_its_epilogues)
 {
-    tn_rng_seed(&rng, 9);
-    int64_t B = 8, Tn = 20, H = 16, out = 24;
+    tn_rng_seed(&rng, 5);
+    int64_t B = 16, Tn = 40, H = 32, out = 48;
     struct tn_tensor *in[10] = {
         leaf("w", 2, (int64_t[]){out, 4 * H}), leaf("bias", 1, (int64_t[]){out}),
         leaf("x0", 3, (int64_t[]){B, Tn, H}),  leaf("x1", 3, (int64_t[]){B, Tn, 1}),
         leaf("w1", 2, (int64_t[]){H, 1}),      leaf("b1", 1, (int64_t[]){H}),
         leaf("x2", 3, (int64_t[]){B, Tn, H}),  leaf("x3", 3, (int64_t[]){B, Tn, 1}),
         leaf("w3", 2, (int64_t[]){H, 1}),      leaf("b3", 1, (int64_t[]){H})};
+    compare_ops(lcat_fused, lcat_chain, in, 10, 1e-5);
     compare_ops(lcat_elu_fused, lcat_elu_chain, in, 10, 1e-6);
     compare_ops(lcat_dropout_fused, lcat_dropout_chain, in, 10, 1e-6);
     for (int i = 0; i < 10; i++) tn_release(in[i]);
