@@ -139,9 +139,9 @@ static struct tn_tensor *linear_then(struct tft_model *m, struct ag_ctx *ctx,
     return y;
 }
 
-/* The GRN after its first layer: h = fc1(a), ELU'd already when `elu_done`; skip = skip(a) (a
- * itself when d_in = d_out). η2 = ELU(h + ctx(c)); η1 = fc2(η2); out = LN(skip + GLU(dropout(η1)))
- */
+/* The GRN after its first layer, h = fc1(a) (ELU'd already when `elu_done`) and skip = skip(a)
+ * (a itself when d_in = d_out): η2 = ELU(h + ctx(c)), η1 = fc2(η2),
+ * out = LN(skip + GLU(dropout(η1))). */
 static struct tn_tensor *grn_tail(struct tft_model *m, struct ag_ctx *ctx, const struct tft_grn *g,
                                   struct tn_tensor *h, bool elu_done, struct tn_tensor *skip,
                                   struct tn_tensor *c)
