@@ -370,11 +370,7 @@ __global__ void k_tanh(float *y /* [n] */, const float *x /* [n] */, int64_t n)
 
 __global__ void k_elu(float *y /* [n] */, const float *x /* [n] */, int64_t n)
 {
-    KN_LOOP(i, n)
-    {
-        float e = kn_dexp(x[i]) - 1.0f;
-        y[i] = x[i] > 0.0f ? x[i] : e;
-    }
+    KN_LOOP(i, n) y[i] = kn_elu(x[i]);
 }
 
 __global__ void k_dsigmoid(float *dx /* [n] */, const float *y /* [n] */, const float *dy /* [n] */,
@@ -389,11 +385,10 @@ __global__ void k_dtanh(float *dx /* [n] */, const float *y /* [n] */, const flo
     KN_LOOP(i, n) dx[i] += dy[i] * (1.0f - y[i] * y[i]);
 }
 
-/* y > 0 exactly where x > 0; below, dy/dx = e^x = y + 1 */
 __global__ void k_delu(float *dx /* [n] */, const float *y /* [n] */, const float *dy /* [n] */,
                        int64_t n)
 {
-    KN_LOOP(i, n) dx[i] += y[i] > 0.0f ? dy[i] : dy[i] * (y[i] + 1.0f);
+    KN_LOOP(i, n) dx[i] += kn_delu(y[i], dy[i]);
 }
 
 #define KN_MAP(fn, kernel)                                                                         \
@@ -459,11 +454,10 @@ __global__ void k_epilogue(float *y /* [n] */, int kind, float p, float scale, u
 {
     KN_LOOP(i, n)
     {
-        float v = y[i];
         if (kind == KN_EPI_ELU)
-            y[i] = v > 0.0f ? v : kn_dexp(v) - 1.0f;
+            y[i] = kn_elu(y[i]);
         else
-            y[i] = kn_dropout_keep(i, s0, s1, p) ? v * scale : 0.0f;
+            y[i] = kn_dropout_keep(i, s0, s1, p) ? y[i] * scale : 0.0f;
     }
 }
 
@@ -482,7 +476,7 @@ __global__ void k_depilogue(float *d /* [n] */, const float *y /* [n] */, int ki
     KN_LOOP(i, n)
     {
         if (kind == KN_EPI_ELU)
-            d[i] = y[i] > 0.0f ? d[i] : d[i] * (y[i] + 1.0f);
+            d[i] = kn_delu(y[i], d[i]);
         else
             d[i] = kn_dropout_keep(i, s0, s1, p) ? d[i] * scale : 0.0f;
     }

@@ -96,9 +96,9 @@ struct kn_backend {
     void (*ddropout)(float *dx /* [n] */, const float *dy /* [n] */, const int8_t *mask /* [n] */,
                      float scale, int64_t n);
 
-    /* An op's epilogue in place (ag_linear_ex): y = elu(y), or inverted dropout with the draw of
-     * `dropout` for (p, seed) — the same elements dropped, no mask kept; p, scale and seed are
-     * unused for ELU. */
+    /* An op's epilogue in place (ag_linear_ex, ag_linear_concat): y = elu(y), or inverted dropout
+     * with the draw of `dropout` for (p, seed) — the same elements dropped, no mask kept; p, scale
+     * and seed are unused for ELU. */
     void (*epilogue)(float *y /* [n] in-place */, enum kn_epilogue kind, float p, float scale,
                      uint64_t seed, int64_t n);
     /* Its backward in place: d = d ⊙ elu'(y) (from the output y), or d = keep ? d·scale : 0 with

@@ -285,9 +285,8 @@ KN_UNARY(sigmoid, kn_sigmoid(x))
 KN_DUNARY(dsigmoid, dy *y *(1.0f - y))
 KN_UNARY(tanh, kn_tanh(x))
 KN_DUNARY(dtanh, dy *(1.0f - y * y))
-KN_UNARY(elu, x > 0.0f ? x : kn_exp(x) - 1.0f)
-/* y > 0 exactly where x > 0; below, dy/dx = e^x = y + 1 */
-KN_DUNARY(delu, y > 0.0f ? dy : dy * (y + 1.0f))
+KN_UNARY(elu, kn_elu(x))
+KN_DUNARY(delu, kn_delu(y, dy))
 
 /* ---- dropout --------------------------------------------------------------------------------- */
 
@@ -334,7 +333,7 @@ EW_CHUNK(epilogue_chunk)
     const struct ew *w = w_;
     float *restrict y = w->o;
     if (w->op == KN_EPI_ELU) {
-        for (int64_t i = b_; i < e_; i++) y[i] = y[i] > 0.0f ? y[i] : kn_exp(y[i]) - 1.0f;
+        for (int64_t i = b_; i < e_; i++) y[i] = kn_elu(y[i]);
         return;
     }
     float p = w->f0, scale = w->f1;
@@ -354,7 +353,7 @@ EW_CHUNK(depilogue_chunk)
     float *restrict d = w->o;
     if (w->op == KN_EPI_ELU) {
         const float *restrict y = w->a;
-        for (int64_t i = b_; i < e_; i++) d[i] = y[i] > 0.0f ? d[i] : d[i] * (y[i] + 1.0f);
+        for (int64_t i = b_; i < e_; i++) d[i] = kn_delu(y[i], d[i]);
         return;
     }
     float p = w->f0, scale = w->f1;

@@ -59,6 +59,11 @@ KN_HD static inline float kn_exp(float x)
 
 KN_HD static inline float kn_sigmoid(float x) { return 1.0f / (1.0f + kn_exp(-x)); }
 
+/* ELU (alpha 1), and its derivative from the output: y > 0 exactly where x > 0; below,
+ * dy/dx = e^x = y + 1. */
+KN_HD static inline float kn_elu(float x) { return x > 0.0f ? x : kn_exp(x) - 1.0f; }
+KN_HD static inline float kn_delu(float y, float dy) { return y > 0.0f ? dy : dy * (y + 1.0f); }
+
 /* tanh: an odd Taylor polynomial below |x| = 0.2 (where 1 − 2/(e^{2x}+1) would lose digits
  * to cancellation), 1 − 2/(e^{2|x|}+1) with the sign put back above. */
 KN_HD static inline float kn_tanh(float x)
