@@ -15,6 +15,8 @@
  * backward is sum_all(y) (one extra pass forward, one backward), the time includes
  * ag_ctx_reset. */
 #include <cblas.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -45,10 +47,38 @@ struct gemm_case {
     bool linear;
 };
 
-/* Best seconds of the ag op (when ag) and of the direct BLAS call(s), interleaved. */
-static void bench_gemm(struct ag_ctx *ctx, const struct gemm_case *c, bool ag, double *t_ag,
-                       double *t_blas)
+/* The largest error of 512 sampled entries of y = a·bᵀ (each batch entry its own product)
+ * against a sum in double precision, relative to sum_k |a_ik·b_jk|, the scale a float product's
+ * rounding grows with (~1e-7 for a correct kernel; a wrong one is off by ~1). The figures below
+ * are kept only for kernels that compute the product: OpenBLAS's choice of kernels is made per
+ * CPU, and some of its releases have had wrong ones for some CPUs. */
+static double sampled_err(const struct gemm_case *c, const float *y, const float *a, const float *b)
 {
+    uint64_t s = 88172645463325252ull; /* xorshift64: the same samples every run */
+    double worst = 0;
+    for (int t = 0; t < 512; t++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        int64_t e = (int64_t)(s % (uint64_t)(c->batch * c->m * c->n));
+        int64_t bi = e / (c->m * c->n), i = e / c->n % c->m, j = e % c->n;
+        const float *ar = a + (bi * c->m + i) * c->k;
+        const float *br = b + (c->linear ? j : bi * c->n + j) * c->k;
+        double sum = 0, mag = 0;
+        for (int64_t q = 0; q < c->k; q++) {
+            sum += (double)ar[q] * br[q];
+            mag += fabs((double)ar[q] * br[q]);
+        }
+        double err = fabs(y[e] - sum) / (mag > 0 ? mag : 1);
+        worst = err > worst ? err : worst;
+    }
+    return worst;
+}
+
+/* Best seconds of the ag op (when ag) and of the direct BLAS call(s), interleaved; *err the
+ * largest sampled error of either's last product. */
+static void bench_gemm(struct ag_ctx *ctx, const struct gemm_case *c, bool ag, double *t_ag,
+                       double *t_blas, double *err)
+{
+    *err = 0;
     int64_t as[3] = {c->batch, c->m, c->k}, bs[3] = {c->batch, c->n, c->k};
     struct tn_tensor *a = rand_t("bench/a", 3, as, false);
     struct tn_tensor *b = c->linear ? rand_t("bench/w", 2, (int64_t[]){c->n, c->k}, false)
@@ -62,6 +92,7 @@ static void bench_gemm(struct ag_ctx *ctx, const struct gemm_case *c, bool ag, d
                 c->linear ? ag_linear(ctx, a, b, NULL) : ag_matmul(ctx, a, b, false, true);
             t1 = lg_now();
             if (!o) fprintf(stderr, "bench_ops: %s\n", ag_errmsg(ctx));
+            if (o && r == rounds - 1) *err = sampled_err(c, tn_f32(o), tn_f32(a), tn_f32(b));
             ag_ctx_reset(ctx);
         }
         double t2 = lg_now();
@@ -80,6 +111,8 @@ static void bench_gemm(struct ag_ctx *ctx, const struct gemm_case *c, bool ag, d
         best_ag = t1 - t0 < best_ag ? t1 - t0 : best_ag;
         best_blas = t3 - t2 < best_blas ? t3 - t2 : best_blas;
     }
+    double e = sampled_err(c, tn_f32(y), tn_f32(a), tn_f32(b));
+    *err = e > *err ? e : *err;
     *t_ag = best_ag;
     *t_blas = best_blas;
     tn_release(a);
@@ -277,7 +310,7 @@ int main(int argc, char **argv)
            threads);
     printf("GEMM: ag op (the pool) vs cblas_sgemm on the same shapes, GFLOP/s (best of %d)\n",
            rounds);
-    printf("%-44s %9s %9s %9s %7s\n", "shape", "ag", "blas 1t", "blas own", "ratio");
+    printf("%-44s %9s %9s %9s %7s %9s\n", "shape", "ag", "blas 1t", "blas own", "ratio", "max err");
     static const struct gemm_case gc[] = {
         {"linear [10752,160]x[160,160]ᵀ", 1, 64 * 168, 160, 160, true},
         {"linear [10752,160]x[320,160]ᵀ (GLU)", 1, 64 * 168, 160, 320, true},
@@ -286,15 +319,28 @@ int main(int argc, char **argv)
         {"matmul [64,24,192]x[64,40,192]ᵀ", 64, 24, 192, 40, false},
     };
     enum { NG = sizeof gc / sizeof gc[0] };
-    double t_ag[NG], t_one[NG], t_own[NG], unused;
-    for (size_t i = 0; i < NG; i++) bench_gemm(ctx, &gc[i], true, &t_ag[i], &t_one[i]);
+    double t_ag[NG], t_one[NG], t_own[NG], err[NG], err_own[NG], unused;
+    for (size_t i = 0; i < NG; i++) bench_gemm(ctx, &gc[i], true, &t_ag[i], &t_one[i], &err[i]);
     openblas_set_num_threads(threads); /* OpenBLAS's own threads, in a pass of their own */
-    for (size_t i = 0; i < NG; i++) bench_gemm(ctx, &gc[i], false, &unused, &t_own[i]);
+    for (size_t i = 0; i < NG; i++) bench_gemm(ctx, &gc[i], false, &unused, &t_own[i], &err_own[i]);
     openblas_set_num_threads(1);
+    int wrong = 0;
     for (size_t i = 0; i < NG; i++) {
         double f = 2.0 * (double)gc[i].batch * gc[i].m * gc[i].n * gc[i].k * 1e-9;
-        printf("%-44s %9.1f %9.1f %9.1f %7.2f\n", gc[i].what, f / t_ag[i], f / t_one[i],
-               f / t_own[i], t_own[i] / t_ag[i]);
+        double e = err[i] > err_own[i] ? err[i] : err_own[i];
+        wrong += e > 1e-4;
+        printf("%-44s %9.1f %9.1f %9.1f %7.2f %9.1e%s\n", gc[i].what, f / t_ag[i], f / t_one[i],
+               f / t_own[i], t_own[i] / t_ag[i], e, e > 1e-4 ? "  WRONG" : "");
+    }
+    if (wrong) {
+        fprintf(stderr,
+                "bench_ops: %d product(s) wrong against a double-precision sum: OpenBLAS's "
+                "%s kernels compute wrong results on this CPU (OPENBLAS_CORETYPE chooses "
+                "others)\n",
+                wrong, openblas_get_corename());
+        ag_ctx_free(ctx);
+        trk_tracker_free(trk);
+        return 1;
     }
     printf("\nops: forward and forward+backward, ms (best of %d)\n", rounds);
     printf("%-44s %10s %12s\n", "op", "fwd ms", "fwd+bwd ms");
