@@ -7,8 +7,9 @@
  * libgomp next to OpenBLAS's pthreads, and spinning OpenMP threads fight OpenBLAS's for two
  * cores), the thread count, the allocator (jemalloc preloaded, decay off as leakgate's arena
  * has it), the PyTorch (Debian's python3-torch 1.13 and a PyTorch 2.x from PyPI in a virtual
- * environment) and torch.compile (2.x). A configuration whose interpreter or library is missing
- * is listed as skipped, with why. */
+ * environment), torch.compile (2.x) and, for the 2.x, MKL's AVX-512 code on an AMD CPU (MKL
+ * runs its AVX2 code there unless told the CPU is Intel's: mkl_intel_cpu.c, preloaded). A
+ * configuration whose interpreter or library is missing is listed as skipped, with why. */
 #define _GNU_SOURCE
 #include "bench_torch.h"
 
@@ -60,17 +61,19 @@ int bt_configs(struct bt_config *out, int max, const char *venv)
         const char *what, *env;
         bool je;
         int threads;
-        bool compile;
+        bool compile, mkl_avx512;
     } plan[] = {
-        {0, "as shipped", "", false, 2, false},
-        {0, "OMP_WAIT_POLICY=PASSIVE", "OMP_WAIT_POLICY=PASSIVE", false, 2, false},
-        {0, "PASSIVE + jemalloc", "OMP_WAIT_POLICY=PASSIVE", true, 2, false},
-        {0, "jemalloc", "", true, 1, false},
-        {1, "as installed", "", false, 2, false},
-        {1, "OMP_WAIT_POLICY=PASSIVE", "OMP_WAIT_POLICY=PASSIVE", false, 2, false},
-        {1, "jemalloc", "", true, 2, false},
-        {1, "jemalloc", "", true, 1, false},
-        {1, "torch.compile + jemalloc", "", true, 2, true},
+        {0, "as shipped", "", false, 2, false, false},
+        {0, "OMP_WAIT_POLICY=PASSIVE", "OMP_WAIT_POLICY=PASSIVE", false, 2, false, false},
+        {0, "PASSIVE + jemalloc", "OMP_WAIT_POLICY=PASSIVE", true, 2, false, false},
+        {0, "jemalloc", "", true, 1, false, false},
+        {1, "as installed", "", false, 2, false, false},
+        {1, "OMP_WAIT_POLICY=PASSIVE", "OMP_WAIT_POLICY=PASSIVE", false, 2, false, false},
+        {1, "jemalloc", "", true, 2, false, false},
+        {1, "jemalloc", "", true, 1, false, false},
+        {1, "torch.compile + jemalloc", "", true, 2, true, false},
+        {1, "jemalloc + MKL AVX-512", "", true, 2, false, true},
+        {1, "torch.compile + jemalloc + MKL AVX-512", "", true, 2, true, true},
     };
     int n = 0;
     for (size_t i = 0; i < sizeof plan / sizeof plan[0] && n < max; i++) {
@@ -90,11 +93,17 @@ int bt_configs(struct bt_config *out, int max, const char *venv)
                                     : "no python3-torch (apt-get install python3-torch)");
         else if (plan[i].je && !je)
             snprintf(c->skip, sizeof c->skip, "no shared libjemalloc to preload");
+        else if (plan[i].mkl_avx512 && !__builtin_cpu_is("amd"))
+            snprintf(c->skip, sizeof c->skip, "not an AMD CPU: MKL chooses its own code");
+        else if (plan[i].mkl_avx512 && access(LG_MKL_INTEL_CPU, R_OK) != 0)
+            snprintf(c->skip, sizeof c->skip, "no %s (build the lg_mkl_intel_cpu target)",
+                     LG_MKL_INTEL_CPU);
         int k = snprintf(c->env, sizeof c->env, "%s", plan[i].env);
         if (plan[i].je && je)
             snprintf(c->env + k, sizeof c->env - (size_t)k,
-                     "%sLD_PRELOAD=%s MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1",
-                     k ? " " : "", je);
+                     "%sLD_PRELOAD=%s%s%s MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1",
+                     k ? " " : "", je, plan[i].mkl_avx512 ? ":" : "",
+                     plan[i].mkl_avx512 ? LG_MKL_INTEL_CPU : "");
     }
     return n;
 }

@@ -21,6 +21,7 @@
  * --torch creates it).
  */
 #define _GNU_SOURCE
+#include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,21 +136,23 @@ static void torch_rounds(struct tft_model *m, struct data_set *ds, const struct 
         if (med[i] > 0 && (ib < 0 || med[i] < best)) best = med[i], ib = i;
     }
     double lgm = median(lg, nlg);
-    printf("%-58s %9s %17s %8s %12s\n", "configuration", "ms/step", "range", "vs best",
+    printf("%-70s %9s %17s %8s %12s\n", "configuration", "ms/step", "range", "vs best",
            "leakgate is");
     for (int i = 0; i < n; i++) {
         if (cfg[i].skip[0] || !got[i]) {
-            printf("%-58s %9s  (%s)\n", cfg[i].name, "-", cfg[i].skip[0] ? cfg[i].skip : "failed");
+            printf("%-70s %9s  (%s)\n", cfg[i].name, "-", cfg[i].skip[0] ? cfg[i].skip : "failed");
             continue;
         }
         double lo = ms[i][0], hi = ms[i][0];
         for (int k = 1; k < got[i]; k++) lo = LG_MIN(lo, ms[i][k]), hi = LG_MAX(hi, ms[i][k]);
-        printf("%-58s %9.1f %8.1f-%-8.1f %7.2fx %8.2fx as fast\n", cfg[i].name, med[i], lo, hi,
+        printf("%-70s %9.1f %8.1f-%-8.1f %7.2fx %8.2fx as fast\n", cfg[i].name, med[i], lo, hi,
                med[i] / best, lgm > 0 ? med[i] / lgm : 0);
     }
     double lo = lg[0], hi = lg[0];
     for (int k = 1; k < nlg; k++) lo = LG_MIN(lo, lg[k]), hi = LG_MAX(hi, lg[k]);
-    printf("%-58s %9.1f %8.1f-%-8.1f\n", "leakgate", lgm, lo, hi);
+    char lgname[96];
+    snprintf(lgname, sizeof lgname, "leakgate (OpenBLAS %s kernels)", openblas_get_corename());
+    printf("%-70s %9.1f %8.1f-%-8.1f\n", lgname, lgm, lo, hi);
     /* the fastest round of each: what noise from other work (which only slows a run down) left
      * least disturbed */
     double fast = 0;
@@ -241,12 +244,14 @@ int main(int argc, char **argv)
     tr_free(tr);
     double rate = gemm_rate(trk);
     if (rate > 0)
-        printf("  GEMM-bound floor: %.2f GFLOP of GEMMs a step at %.0f GFLOP/s (the best GEMM "
-               "rate of this run, %d thread(s)) = %.1f ms; the step is %.2fx its floor (%.0f%% of "
-               "the time at the GEMM rate)\n",
-               step_flops / 1e9, rate / 1e9, kn_threads(), 1e3 * step_flops / rate,
-               (st.seconds / st.steps) / (step_flops / rate),
-               100.0 * (step_flops / rate) / (st.seconds / st.steps));
+        printf(
+            "  GEMM-bound floor: %.2f GFLOP of GEMMs a step at %.0f GFLOP/s (the best GEMM "
+            "rate of this run, %d thread(s), OpenBLAS %s kernels%s) = %.1f ms; the step is %.2fx "
+            "its floor (%.0f%% of the time at the GEMM rate)\n",
+            step_flops / 1e9, rate / 1e9, kn_threads(), openblas_get_corename(),
+            getenv("OPENBLAS_CORETYPE") ? " as OPENBLAS_CORETYPE chose" : "",
+            1e3 * step_flops / rate, (st.seconds / st.steps) / (step_flops / rate),
+            100.0 * (step_flops / rate) / (st.seconds / st.steps));
     if (torch) {
         FILE *log = logpath ? fopen(logpath, "w") : NULL;
         torch_rounds(m, ds, &o, preset, rounds, venv, log);

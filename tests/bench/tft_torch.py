@@ -272,7 +272,7 @@ def main():
     fwd = torch.compile(m) if a.compile else m
     opt = torch.optim.Adam(m.parameters(), lr=1e-3, **({"fused": True} if a.adam == "fused" else {}))
     sync = torch.cuda.synchronize if a.device == "cuda" else (lambda: None)
-    times = []
+    times, losses = [], []
     for step in range(a.warmup + a.steps):
         sync()
         t0 = time.perf_counter()
@@ -284,9 +284,12 @@ def main():
         sync()
         if step >= a.warmup:
             times.append(time.perf_counter() - t0)
+        if step in (0, a.warmup + a.steps - 1):  # outside the timing: .item() waits for the device
+            losses.append(loss.item())
     times.sort()
     med = times[len(times) // 2]
-    print(f"median {med * 1e3:.1f} ms/step, {B / med:.1f} samples/s over {a.steps} steps (batch {B})")
+    print(f"median {med * 1e3:.1f} ms/step, {B / med:.1f} samples/s over {a.steps} steps (batch {B}), "
+          f"loss {losses[0]:.4f} -> {losses[-1]:.4f}")
     print(f"RESULT torch preset={a.preset} device={a.device} batch={B} ms_per_step={med * 1e3:.3f}")
 
 
