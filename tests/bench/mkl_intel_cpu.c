@@ -10,7 +10,4 @@
  * (docs/benchmarks.md). On an Intel CPU it changes nothing. */
 int mkl_serv_intel_cpu_true(void);
 
-int mkl_serv_intel_cpu_true(void)
-{
-    return 1;
-}
+int mkl_serv_intel_cpu_true(void) { return 1; }
