@@ -236,6 +236,22 @@ extern const struct kn_backend kn_cuda; /* model/cuda/kernels.cu; kn_cuda.h for 
  * benchmark divides by the machine's GEMM rate for the step's GEMM-bound floor. */
 double kn_cpu_gemm_flops(void);
 
+/* Where a benchmark's GEMM time goes, by shape. While the profile is on, every kn_cpu_gemm call
+ * and every kn_cpu_gemm_batched call (as a whole: `calls` counts its entries) adds its wall time
+ * and flops to the row of its shape; off (the default), a call pays one relaxed atomic load.
+ * kn_cpu_gemm_profile(true) also empties the table. Rows past KN_GEMM_PROFILE_MAX shapes are
+ * summed into one row of m = n = k = 0. */
+#define KN_GEMM_PROFILE_MAX 256
+struct kn_gemm_shape {
+    int m, n, k;
+    bool ta, tb;
+    int64_t calls;
+    double seconds, flops;
+};
+void kn_cpu_gemm_profile(bool on);
+/* Copies at most `max` rows into out[], the slowest (most seconds) first; returns how many. */
+int kn_cpu_gemm_profile_rows(struct kn_gemm_shape *out, int max);
+
 /* The kernels for a device: &kn_cpu, &kn_cuda in a CUDA build, or NULL when this build has
  * none for it. */
 const struct kn_backend *kn_backend_for(enum tn_device dev);

@@ -9,7 +9,9 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kernels_cpu.h"
 #include "kn_math.h"
@@ -200,8 +202,75 @@ double kn_cpu_gemm_flops(void)
     return (double)atomic_load_explicit(&gemm_flops, memory_order_relaxed);
 }
 
-void kn_cpu_gemm(float *c, const float *a, const float *b, bool ta, bool tb, int m, int n, int k,
-                 float alpha, int lda, int ldb, float beta, int ldc)
+/* ---- the per-shape profile (kernels.h) ------------------------------------------------------- */
+
+static atomic_bool prof_on;
+static pthread_mutex_t prof_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct kn_gemm_shape prof_rows[KN_GEMM_PROFILE_MAX + 1]; /* + the row for the rest */
+static int prof_n;
+
+void kn_cpu_gemm_profile(bool on)
+{
+    pthread_mutex_lock(&prof_mu);
+    if (on) {
+        memset(prof_rows, 0, sizeof prof_rows);
+        prof_n = 0;
+    }
+    atomic_store(&prof_on, on);
+    pthread_mutex_unlock(&prof_mu);
+}
+
+static double prof_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void prof_add(int m, int n, int k, bool ta, bool tb, int64_t calls, double seconds)
+{
+    pthread_mutex_lock(&prof_mu);
+    struct kn_gemm_shape *r = prof_rows;
+    while (r < prof_rows + prof_n &&
+           !(r->m == m && r->n == n && r->k == k && r->ta == ta && r->tb == tb))
+        r++;
+    if (r == prof_rows + prof_n) {
+        if (prof_n < KN_GEMM_PROFILE_MAX)
+            *r = (struct kn_gemm_shape){m, n, k, ta, tb, 0, 0, 0}, prof_n++;
+        else
+            r = prof_rows + KN_GEMM_PROFILE_MAX; /* the rest: m = n = k = 0 */
+    }
+    r->calls += calls;
+    r->seconds += seconds;
+    r->flops += 2.0 * m * n * k * (double)calls;
+    pthread_mutex_unlock(&prof_mu);
+}
+
+static int prof_cmp(const void *a, const void *b)
+{
+    double x = ((const struct kn_gemm_shape *)a)->seconds;
+    double y = ((const struct kn_gemm_shape *)b)->seconds;
+    return x > y ? -1 : x < y;
+}
+
+int kn_cpu_gemm_profile_rows(struct kn_gemm_shape *out, int max)
+{
+    pthread_mutex_lock(&prof_mu);
+    struct kn_gemm_shape all[KN_GEMM_PROFILE_MAX + 1];
+    int n = prof_n;
+    memcpy(all, prof_rows, (size_t)n * sizeof *all);
+    if (prof_rows[KN_GEMM_PROFILE_MAX].calls) all[n++] = prof_rows[KN_GEMM_PROFILE_MAX];
+    pthread_mutex_unlock(&prof_mu);
+    qsort(all, (size_t)n, sizeof *all, prof_cmp);
+    if (n > max) n = max < 0 ? 0 : max;
+    memcpy(out, all, (size_t)n * sizeof *out);
+    return n;
+}
+
+/* ---- the entry points ------------------------------------------------------------------------ */
+
+static void gemm_run(float *c, const float *a, const float *b, bool ta, bool tb, int m, int n,
+                     int k, float alpha, int lda, int ldb, float beta, int ldc)
 {
     int threads = kn_threads();
     double flops = 2.0 * m * n * k;
@@ -220,6 +289,18 @@ void kn_cpu_gemm(float *c, const float *a, const float *b, bool ta, bool tb, int
     kn_parallel_chunks((len + j.block - 1) / j.block, gemm_block, &j);
 }
 
+void kn_cpu_gemm(float *c, const float *a, const float *b, bool ta, bool tb, int m, int n, int k,
+                 float alpha, int lda, int ldb, float beta, int ldc)
+{
+    if (!atomic_load_explicit(&prof_on, memory_order_relaxed)) {
+        gemm_run(c, a, b, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc);
+        return;
+    }
+    double t0 = prof_now();
+    gemm_run(c, a, b, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc);
+    prof_add(m, n, k, ta, tb, 1, prof_now() - t0);
+}
+
 struct gemm_batch_job {
     float *c;
     const float *a, *b;
@@ -236,9 +317,9 @@ static void gemm_batch_entry(void *p, int64_t i)
           j->alpha, j->lda, j->ldb, j->beta, j->ldc);
 }
 
-void kn_cpu_gemm_batched(float *c, const float *a, const float *b, bool ta, bool tb, int m, int n,
-                         int k, float alpha, int lda, int ldb, float beta, int ldc, int batch,
-                         int64_t stride_a, int64_t stride_b, int64_t stride_c)
+static void gemm_batched_run(float *c, const float *a, const float *b, bool ta, bool tb, int m,
+                             int n, int k, float alpha, int lda, int ldb, float beta, int ldc,
+                             int batch, int64_t stride_a, int64_t stride_b, int64_t stride_c)
 {
     double flops = 2.0 * m * n * k;
     if (stride_c == 0 || flops >= KN_GEMM_SPLIT_FLOPS || batch < 2 ||
@@ -246,14 +327,29 @@ void kn_cpu_gemm_batched(float *c, const float *a, const float *b, bool ta, bool
         /* entries that add into one C run in order; large ones split themselves; a small batch
          * stays on this thread */
         for (int i = 0; i < batch; i++)
-            kn_cpu_gemm(c + i * stride_c, a + i * stride_a, b + i * stride_b, ta, tb, m, n, k,
-                        alpha, lda, ldb, beta, ldc);
+            gemm_run(c + i * stride_c, a + i * stride_a, b + i * stride_b, ta, tb, m, n, k, alpha,
+                     lda, ldb, beta, ldc);
         return;
     }
     struct gemm_batch_job j = {c,   a,   b,   ta,    tb,   m,        n,        k,
                                lda, ldb, ldc, alpha, beta, stride_a, stride_b, stride_c};
     atomic_fetch_add_explicit(&gemm_flops, (uint64_t)(flops * batch), memory_order_relaxed);
     kn_parallel_chunks(batch, gemm_batch_entry, &j);
+}
+
+void kn_cpu_gemm_batched(float *c, const float *a, const float *b, bool ta, bool tb, int m, int n,
+                         int k, float alpha, int lda, int ldb, float beta, int ldc, int batch,
+                         int64_t stride_a, int64_t stride_b, int64_t stride_c)
+{
+    if (!atomic_load_explicit(&prof_on, memory_order_relaxed)) {
+        gemm_batched_run(c, a, b, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc, batch, stride_a,
+                         stride_b, stride_c);
+        return;
+    }
+    double t0 = prof_now();
+    gemm_batched_run(c, a, b, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc, batch, stride_a,
+                     stride_b, stride_c);
+    prof_add(m, n, k, ta, tb, batch, prof_now() - t0);
 }
 
 /* ---- the table ------------------------------------------------------------------------------- */

@@ -245,6 +245,48 @@ Test(kernels, split_gemms_match_one_call)
         }
 }
 
+/* The profile counts every call of a shape once, a batched call as its entries, and nothing while
+ * it is off; the slowest shape comes first. */
+Test(kernels, gemm_profile_counts_each_shape_while_on)
+{
+    tn_rng_seed(&rng, 3);
+    const struct kn_backend *kb = &kn_cpu;
+    kn_set_threads(2);
+    float *a = rnd_buf(512 * 256), *b = rnd_buf(256 * 384), *c = rnd_buf(4 * 512 * 384);
+    kb->gemm(c, a, b, false, false, 8, 8, 8, 1.0f, 8, 8, 0.0f, 8); /* before: not counted */
+    kn_cpu_gemm_profile(true);
+    for (int i = 0; i < 3; i++)
+        kb->gemm(c, a, b, false, false, 512, 384, 256, 1.0f, 256, 384, 0.0f, 384);
+    kb->gemm(c, a, b, true, false, 16, 24, 32, 1.0f, 16, 24, 0.0f, 24);
+    kb->gemm_batched(c, a, b, false, true, 16, 16, 16, 1.0f, 16, 16, 0.0f, 16, 4, 256, 0, 256);
+    kn_cpu_gemm_profile(false);
+    kb->gemm(c, a, b, true, false, 16, 24, 32, 1.0f, 16, 24, 0.0f, 24); /* after: not counted */
+    struct kn_gemm_shape rows[8];
+    int n = kn_cpu_gemm_profile_rows(rows, 8);
+    cr_assert_eq(n, 3, "three shapes while the profile was on, got %d", n);
+    cr_expect(rows[0].m == 512 && rows[0].n == 384 && rows[0].k == 256 && !rows[0].ta,
+              "the large product is the slowest: got [%d, %d, %d]", rows[0].m, rows[0].n,
+              rows[0].k);
+    cr_expect_eq(rows[0].calls, 3);
+    cr_expect_float_eq(rows[0].flops, 3 * 2.0 * 512 * 384 * 256, 1e-9);
+    for (int i = 0; i < n; i++) {
+        cr_expect(rows[i].seconds > 0, "row %d timed", i);
+        if (i) cr_expect(rows[i].seconds <= rows[i - 1].seconds, "sorted by seconds");
+        if (rows[i].m == 16 && rows[i].k == 32)
+            cr_expect(rows[i].ta && rows[i].calls == 1, "the transposed product once");
+        if (rows[i].m == 16 && rows[i].k == 16)
+            cr_expect(rows[i].tb && rows[i].calls == 4 && rows[i].flops == 4 * 2.0 * 16 * 16 * 16,
+                      "the batched call as its 4 entries");
+    }
+    cr_expect_eq(kn_cpu_gemm_profile_rows(rows, 1), 1, "max caps the rows copied");
+    kn_cpu_gemm_profile(true); /* on again: an empty table */
+    kn_cpu_gemm_profile(false);
+    cr_expect_eq(kn_cpu_gemm_profile_rows(rows, 8), 0);
+    trk_free(T, a);
+    trk_free(T, b);
+    trk_free(T, c);
+}
+
 /* ---- the fused ops against the chains they replace ------------------------------------------ */
 
 static struct tn_tensor *leaf(const char *name, int nd, const int64_t *shape)
