@@ -1,7 +1,8 @@
 /* bench_train — training speed and memory of one session on a preset.
  *
  *   build/tests/bench/bench_train [--preset electricity] [--steps 10] [--batch 64] [--stacks]
- *                                 [--torch [--rounds 3] [--torch-venv DIR] [--log FILE]]
+ *                                 [--gemm-profile] [--torch [--rounds 3] [--torch-venv DIR]
+ *                                 [--log FILE]]
  *
  * Prints steps/s and samples/s of full training steps (forward, pinball loss, backward,
  * global-norm clipping, AdamW) after 2 warm-up steps, and the session's peak tagged memory
@@ -11,14 +12,16 @@
  * backward adds on top (intermediate gradients, "act.grad/") and bookkeeping. It also prints the
  * step's GEMM-bound floor: the step's GEMM flops (counted by the kernels) at the GEMM rate this
  * machine reaches in the same run (a 2048³ product on the same threads), and the step time as a
- * multiple of it.
+ * multiple of it; then the GEMMs' own share of the step, timed call by call (kernels.h's
+ * profile), and with --gemm-profile the shapes that take the most of it.
  *
  * With --torch it then runs tests/bench/tft_torch.py (the same model, the same factored
  * real-variable embeddings) in every PyTorch configuration of bench_torch.c, ROUNDS rounds, each
  * round one leakgate session and one run of every configuration, interleaved, and prints each
  * configuration's median ms/step, its ratio to the best, and leakgate's samples/s against the
- * best's. The PyTorch 2.x lives in DIR (default: torch-venv in the build directory; ci/bench
- * --torch creates it).
+ * best's, and the most any trainer doing the same GEMMs could reach here: the best PyTorch's step
+ * over this run's GEMM-bound floor. The PyTorch 2.x lives in DIR (default: torch-venv in the
+ * build directory; ci/bench --torch creates it).
  */
 #define _GNU_SOURCE
 #include <cblas.h>
@@ -102,8 +105,40 @@ static double median(double *v, int n)
 #define MAX_ROUNDS 16
 #define MAX_CFG    16
 
+/* The GEMM shapes that took the most of the measured session, `top` of them and the rest in one
+ * line, per step. */
+static void print_gemm_profile(int steps, double step_s, int top)
+{
+    static struct kn_gemm_shape rows[KN_GEMM_PROFILE_MAX + 1];
+    int n = kn_cpu_gemm_profile_rows(rows, LG_ARRAY_LEN(rows));
+    static const char *const op[4] = {"A·B", "Aᵀ·B", "A·Bᵀ", "Aᵀ·Bᵀ"};
+    printf(
+        "\n  GEMMs by shape (C[m, n] = op(A)[m, k]·op(B)[k, n]), per step, the slowest first:\n");
+    printf("  %8s %8s %8s %-8s %10s %9s %9s %8s\n", "m", "n", "k", "op", "calls", "ms", "GFLOP/s",
+           "of step");
+    double rest_s = 0, rest_f = 0;
+    int64_t rest_c = 0;
+    for (int i = 0; i < n; i++) {
+        const struct kn_gemm_shape *r = &rows[i];
+        if (i >= top || r->m == 0) {
+            rest_s += r->seconds, rest_f += r->flops, rest_c += r->calls;
+            continue;
+        }
+        /* "%-8s" counts bytes, and ᵀ is three of them */
+        printf("  %8d %8d %8d %-*s %10.1f %9.2f %9.1f %7.1f%%\n", r->m, r->n, r->k,
+               8 + 2 * (r->ta + r->tb), op[r->ta + 2 * r->tb], (double)r->calls / steps,
+               1e3 * r->seconds / steps, r->seconds > 0 ? r->flops / r->seconds / 1e9 : 0.0,
+               100.0 * r->seconds / steps / step_s);
+    }
+    if (rest_c)
+        printf("  %-35s %10.1f %9.2f %9.1f %7.1f%%\n", "every other shape", (double)rest_c / steps,
+               1e3 * rest_s / steps, rest_s > 0 ? rest_f / rest_s / 1e9 : 0.0,
+               100.0 * rest_s / steps / step_s);
+}
+
 static void torch_rounds(struct tft_model *m, struct data_set *ds, const struct tr_options *o,
-                         const char *preset, int rounds, const char *venv, FILE *log)
+                         const char *preset, int rounds, const char *venv, double floor_ms,
+                         FILE *log)
 {
     struct bt_config cfg[MAX_CFG];
     int n = bt_configs(cfg, MAX_CFG, venv);
@@ -166,6 +201,11 @@ static void torch_rounds(struct tft_model *m, struct data_set *ds, const struct 
                cfg[ib].name, best / lgm, lgm, best, rounds);
         printf("  fastest rounds: leakgate %.1f ms/step, PyTorch %.1f ms/step (%s): %.2fx\n", lo,
                fast, cfg[jf].name, fast / lo);
+        if (floor_ms > 0) /* a trainer whose every flop ran at the best GEMM rate, nothing else */
+            printf(
+                "  the most possible here with these GEMMs: best PyTorch %.1f ms / the GEMM-bound "
+                "floor %.1f ms = %.2fx\n",
+                best, floor_ms, best / floor_ms);
     } else
         printf("  no PyTorch configuration ran (see the reasons above)\n");
 }
@@ -174,15 +214,22 @@ int main(int argc, char **argv)
 {
     const char *preset = "electricity", *venv = NULL, *logpath = NULL;
     int steps = 10, batch = 0, rounds = 3;
-    bool torch = false, stacks = false;
+    bool torch = false, stacks = false, gemm_profile = false;
     const struct ba_option opts[] = {
-        {"--preset", BA_STR, &preset}, {"--steps", BA_INT, &steps},     {"--batch", BA_INT, &batch},
-        {"--rounds", BA_INT, &rounds}, {"--torch-venv", BA_STR, &venv}, {"--log", BA_STR, &logpath},
-        {"--torch", BA_FLAG, &torch},  {"--stacks", BA_FLAG, &stacks},
+        {"--preset", BA_STR, &preset},
+        {"--steps", BA_INT, &steps},
+        {"--batch", BA_INT, &batch},
+        {"--rounds", BA_INT, &rounds},
+        {"--torch-venv", BA_STR, &venv},
+        {"--log", BA_STR, &logpath},
+        {"--torch", BA_FLAG, &torch},
+        {"--stacks", BA_FLAG, &stacks},
+        {"--gemm-profile", BA_FLAG, &gemm_profile},
     };
     if (!ba_parse(argc, argv, opts, LG_ARRAY_LEN(opts))) {
-        fprintf(stderr, "usage: bench_train [--preset P] [--steps K] [--batch B] [--stacks] "
-                        "[--torch [--rounds R] [--torch-venv DIR] [--log FILE]]\n");
+        fprintf(stderr,
+                "usage: bench_train [--preset P] [--steps K] [--batch B] [--stacks] "
+                "[--gemm-profile] [--torch [--rounds R] [--torch-venv DIR] [--log FILE]]\n");
         return 2;
     }
     if (rounds < 1 || rounds > MAX_ROUNDS || steps < 1) {
@@ -215,10 +262,12 @@ int main(int argc, char **argv)
     trk_totals(trk, TRK_HOST, &before);
     o.steps = steps;
     double f0 = kn_cpu_gemm_flops();
+    kn_cpu_gemm_profile(true);
     if (session(m, ds, &o, &st, &tr)) {
         fprintf(stderr, "bench_train: %s\n", lg_errmsg());
         return 4;
     }
+    kn_cpu_gemm_profile(false);
     double step_flops = (kn_cpu_gemm_flops() - f0) / st.steps;
     struct trk_totals peak;
     trk_totals(trk, TRK_HOST, &peak);
@@ -242,7 +291,11 @@ int main(int argc, char **argv)
                lg_fmt_bytes(b3, sizeof b3, 4.0 * params), lg_fmt_bytes(b4, sizeof b4, (double)acts),
                (double)session_peak / (double)floor, lg_fmt_bytes(b5, sizeof b5, (double)agrads));
     tr_free(tr);
-    double rate = gemm_rate(trk);
+    double rate = gemm_rate(trk), step_s = st.seconds / st.steps, gemm_s = 0, gemm_f = 0;
+    struct kn_gemm_shape rows[KN_GEMM_PROFILE_MAX + 1];
+    int nrows = kn_cpu_gemm_profile_rows(rows, LG_ARRAY_LEN(rows));
+    for (int i = 0; i < nrows; i++) gemm_s += rows[i].seconds, gemm_f += rows[i].flops;
+    gemm_s /= st.steps;
     if (rate > 0)
         printf(
             "  GEMM-bound floor: %.2f GFLOP of GEMMs a step at %.0f GFLOP/s (the best GEMM "
@@ -252,9 +305,19 @@ int main(int argc, char **argv)
             getenv("OPENBLAS_CORETYPE") ? " as OPENBLAS_CORETYPE chose" : "",
             1e3 * step_flops / rate, (st.seconds / st.steps) / (step_flops / rate),
             100.0 * (step_flops / rate) / (st.seconds / st.steps));
+    if (gemm_s > 0) {
+        double avg = gemm_f / st.steps / gemm_s;
+        printf(
+            "  GEMMs timed call by call: %.1f ms of the %.1f ms step (%.0f%%) at %.0f GFLOP/s on "
+            "average",
+            1e3 * gemm_s, 1e3 * step_s, 100.0 * gemm_s / step_s, avg / 1e9);
+        if (rate > 0) printf(" (%.0f%% of the best rate)", 100.0 * avg / rate);
+        printf("; everything else %.1f ms\n", 1e3 * (step_s - gemm_s));
+    }
+    if (gemm_profile) print_gemm_profile(st.steps, step_s, 16);
     if (torch) {
         FILE *log = logpath ? fopen(logpath, "w") : NULL;
-        torch_rounds(m, ds, &o, preset, rounds, venv, log);
+        torch_rounds(m, ds, &o, preset, rounds, venv, rate > 0 ? 1e3 * step_flops / rate : 0, log);
         if (log) fclose(log);
     }
     tft_free(m);
