@@ -12,8 +12,10 @@
  * backward adds on top (intermediate gradients, "act.grad/") and bookkeeping. It also prints the
  * step's GEMM-bound floor: the step's GEMM flops (counted by the kernels) at the GEMM rate this
  * machine reaches in the same run (a 2048³ product on the same threads), and the step time as a
- * multiple of it; then the GEMMs' own share of the step, timed call by call (kernels.h's
- * profile), and with --gemm-profile the shapes that take the most of it.
+ * multiple of it. With --gemm-profile it also times every GEMM call of the measured session
+ * (kernels.h's profile: a clock read and a locked add a call, ~3 % of the CPU samples of a
+ * `tiny` step under perf, nothing worth seeing on `electricity`) and prints the GEMMs' share of the
+ * step and the shapes that take the most of it.
  *
  * With --torch it then runs tests/bench/tft_torch.py (the same model, the same factored
  * real-variable embeddings) in every PyTorch configuration of bench_torch.c, ROUNDS rounds, each
@@ -262,7 +264,7 @@ int main(int argc, char **argv)
     trk_totals(trk, TRK_HOST, &before);
     o.steps = steps;
     double f0 = kn_cpu_gemm_flops();
-    kn_cpu_gemm_profile(true);
+    if (gemm_profile) kn_cpu_gemm_profile(true);
     if (session(m, ds, &o, &st, &tr)) {
         fprintf(stderr, "bench_train: %s\n", lg_errmsg());
         return 4;
