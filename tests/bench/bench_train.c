@@ -127,13 +127,13 @@ static void print_gemm_profile(int steps, double step_s, int top)
             continue;
         }
         /* "%-8s" counts bytes, and ᵀ is three of them */
-        printf("  %8d %8d %8d %-*s %10.1f %9.2f %9.1f %7.1f%%\n", r->m, r->n, r->k,
+        printf("  %8d %8d %8d %-*s %10.1f %9.3f %9.1f %7.1f%%\n", r->m, r->n, r->k,
                8 + 2 * (r->ta + r->tb), op[r->ta + 2 * r->tb], (double)r->calls / steps,
                1e3 * r->seconds / steps, r->seconds > 0 ? r->flops / r->seconds / 1e9 : 0.0,
                100.0 * r->seconds / steps / step_s);
     }
     if (rest_c)
-        printf("  %-35s %10.1f %9.2f %9.1f %7.1f%%\n", "every other shape", (double)rest_c / steps,
+        printf("  %-35s %10.1f %9.3f %9.1f %7.1f%%\n", "every other shape", (double)rest_c / steps,
                1e3 * rest_s / steps, rest_s > 0 ? rest_f / rest_s / 1e9 : 0.0,
                100.0 * rest_s / steps / step_s);
 }
@@ -310,11 +310,11 @@ int main(int argc, char **argv)
     if (gemm_s > 0) {
         double avg = gemm_f / st.steps / gemm_s;
         printf(
-            "  GEMMs timed call by call: %.1f ms of the %.1f ms step (%.0f%%) at %.0f GFLOP/s on "
+            "  GEMMs timed call by call: %.4g ms of the %.4g ms step (%.0f%%) at %.0f GFLOP/s on "
             "average",
             1e3 * gemm_s, 1e3 * step_s, 100.0 * gemm_s / step_s, avg / 1e9);
         if (rate > 0) printf(" (%.0f%% of the best rate)", 100.0 * avg / rate);
-        printf("; everything else %.1f ms\n", 1e3 * (step_s - gemm_s));
+        printf("; everything else %.4g ms\n", 1e3 * (step_s - gemm_s));
     }
     if (gemm_profile) print_gemm_profile(st.steps, step_s, 16);
     if (torch) {
