@@ -162,13 +162,15 @@ static int linear_concat_backward(struct ag_ctx *ctx, struct ag_node *nd)
         return rc;
     }
     ag_epi_backward(nd, 5, 1, dy, (int64_t)R * out); /* dy becomes the products' gradient */
-    if (db) kb->dbias(db, dy, R, out);
     float *X = nf ? tn_f32(nd->saved[0]) : NULL, *U = X ? X + (int64_t)R * nf : NULL;
     float *dU = U ? U + (int64_t)(nf + 1) * out : NULL, *dC = dU ? dU + (int64_t)nf * out : NULL;
     if (nf) {
         kb->zero(dC, out); /* dC = Σ_r dy[r, :], dU = Xᵀ·dy: what the factors' products get */
         kb->dbias(dC, dy, R, out);
         kb->gemm(dU, X, dy, true, false, nf, out, R, 1.0f, nf, out, 0.0f, out);
+        if (db) kb->axpy(db, dC, 1.0f, out); /* the bias's gradient is the same Σ_r dy[r, :] */
+    } else if (db) {
+        kb->dbias(db, dy, R, out);
     }
     for (int j = 0, f = 0; j < n; j++) {
         struct tn_tensor *x = nd->in[2 + 3 * j], *fwt = nd->in[3 + 3 * j], *fbt = nd->in[4 + 3 * j];
