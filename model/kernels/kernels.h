@@ -252,6 +252,13 @@ void kn_cpu_gemm_profile(bool on);
 /* Copies at most `max` rows into out[], the slowest (most seconds) first; returns how many. */
 int kn_cpu_gemm_profile_rows(struct kn_gemm_shape *out, int max);
 
+/* The one-thread AVX-512 GEMM (kernels_cpu_gemm.c) for the products it wins over OpenBLAS (B
+ * as stored: weight gradients, the LSTM's recurrent steps): in use by default where the CPU has
+ * AVX-512F, off with LG_GEMM=openblas. kn_cpu_gemm_use_own sets it for the process (a
+ * benchmark's A/B in one run) and returns whether it is now in use. */
+bool kn_cpu_gemm_own(void);
+bool kn_cpu_gemm_use_own(bool on);
+
 /* The kernels for a device: &kn_cpu, &kn_cuda in a CUDA build, or NULL when this build has
  * none for it. */
 const struct kn_backend *kn_backend_for(enum tn_device dev);

@@ -101,6 +101,7 @@ static void gemm1(float *c, const float *a, const float *b, bool ta, bool tb, in
                 c[(int64_t)i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[(int64_t)i * ldc + j];
         return;
     }
+    if (kn_avx512_gemm(c, a, b, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc)) return;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
                 k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

@@ -4,6 +4,7 @@
  * layer norm's row arithmetic.
  *
  *   kernels_cpu.c       memory, GEMM (split over the pool's threads), the table
+ *   kernels_cpu_gemm.c  a one-thread AVX-512 GEMM for the shapes it wins over OpenBLAS
  *   kernels_cpu_ew.c    elementwise: strided gathers, broadcast binaries, activations, dropout
  *   kernels_cpu_rows.c  rows and reductions: softmax, layer norm, sums, embedding, AdamW
  *   kernels_cpu_nn.c    network-level: the LSTM cell, GLU, gate-add-norm, losses, quantisation
@@ -26,6 +27,12 @@
 #define KN_SIMD __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define KN_SIMD
+/* kernels_cpu_gemm.c: one thread's C = alpha·op(A)·op(B) + beta·C (BLAS conventions, k > 0) when
+ * the CPU has AVX-512, LG_GEMM is not "openblas" and the shape is one it wins (B as stored; A
+ * transposed or at most 256 rows): true when done, false for OpenBLAS to do it. */
+bool kn_avx512_gemm(float *c, const float *a, const float *b, bool ta, bool tb, int m, int n, int k,
+                    float alpha, int lda, int ldb, float beta, int ldc);
+
 #endif
 
 /* Elements per chunk of an elementwise loop: below 2·KN_GRAIN a kernel runs on one thread
@@ -145,5 +152,11 @@ void kn_cpu_colsum(float *acc, const float *dy, int64_t rows, int64_t n, int64_t
  * into partial sums of its own, merged in block order (the same bits on any thread count). */
 void kn_cpu_wb_sums(float *dw, float *db, int64_t rows, int64_t n, kn_wb_rows_fn fn,
                     const void *arg);
+
+/* kernels_cpu_gemm.c: one thread's C = alpha·op(A)·op(B) + beta·C (BLAS conventions, k > 0) when
+ * the CPU has AVX-512, LG_GEMM is not "openblas" and the shape is one it wins (B as stored; A
+ * transposed or at most 256 rows): true when done, false for OpenBLAS to do it. */
+bool kn_avx512_gemm(float *c, const float *a, const float *b, bool ta, bool tb, int m, int n, int k,
+                    float alpha, int lda, int ldb, float beta, int ldc);
 
 #endif

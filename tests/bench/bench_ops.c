@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "autograd.h"
+#include "kernels.h"
 #include "kn_pool.h"
 
 static struct trk_tracker *trk;
@@ -118,6 +119,73 @@ static void bench_gemm(struct ag_ctx *ctx, const struct gemm_case *c, bool ag, d
     tn_release(a);
     tn_release(b);
     tn_release(y);
+}
+
+/* ---- part 1b: the kernels' own GEMM against OpenBLAS ---------------------------------------- */
+
+/* kn_cpu.gemm on the same buffers with the AVX-512 GEMM (kernels_cpu_gemm.c) on and off,
+ * interleaved, on `threads` of the pool: the shapes it takes in a training step. Returns the
+ * largest difference between the two, relative to the largest |C|. */
+struct own_case {
+    const char *what;
+    int m, n, k;
+    bool ta;
+};
+
+static double bench_own(const struct own_case *c, int threads, double *t_own, double *t_blas)
+{
+    int64_t na = (int64_t)c->m * c->k, nb = (int64_t)c->k * c->n, nc = (int64_t)c->m * c->n;
+    struct tn_tensor *t = rand_t("bench/own", 1, (int64_t[]){na + nb + 2 * nc}, false);
+    if (!t) return INFINITY;
+    float *a = tn_f32(t), *b = a + na, *c1 = b + nb, *c2 = c1 + nc;
+    int lda = c->ta ? c->m : c->k;
+    kn_set_threads(threads);
+    double best[2] = {1e30, 1e30};
+    for (int r = 0; r <= rounds; r++) /* round 0 warms up */
+        for (int own = 1; own >= 0; own--) {
+            kn_cpu_gemm_use_own(own);
+            double t0 = lg_now();
+            kn_cpu.gemm(own ? c1 : c2, a, b, c->ta, false, c->m, c->n, c->k, 1.0f, lda, c->n, 0.0f,
+                        c->n);
+            double dt = lg_now() - t0;
+            if (r && dt < best[own]) best[own] = dt;
+        }
+    kn_cpu_gemm_use_own(true);
+    kn_set_threads(0);
+    double diff = 0, scale = 0;
+    for (int64_t i = 0; i < nc; i++)
+        diff = fmax(diff, fabs(c1[i] - c2[i])), scale = fmax(scale, fabs(c2[i]));
+    tn_release(t);
+    *t_own = best[1], *t_blas = best[0];
+    return diff / (scale + 1e-30);
+}
+
+static void bench_own_all(int threads)
+{
+    static const struct own_case oc[] = {
+        {"weight grad [10752,160]ᵀx[10752,160]", 160, 160, 10752, true},
+        {"weight grad [10752,320]ᵀx[10752,160] (GLU)", 320, 160, 10752, true},
+        {"weight grad [10752,640]ᵀx[10752,160] (LSTM)", 640, 160, 10752, true},
+        {"weight grad [12288,160]ᵀx[12288,160]", 160, 160, 12288, true},
+        {"LSTM step [64,160]x[160,640] (W_hhᵀ)", 64, 640, 160, false},
+        {"LSTM step back [64,640]x[640,160]", 64, 160, 640, false},
+    };
+    if (!kn_cpu_gemm_use_own(true)) {
+        printf("\nthe kernels' own GEMM: SKIP (no AVX-512F on this CPU: OpenBLAS does every "
+               "product)\n");
+        return;
+    }
+    printf("\nthe kernels' own AVX-512 GEMM vs OpenBLAS through kn_cpu.gemm, GFLOP/s (best of %d, "
+           "interleaved)\n",
+           rounds);
+    printf("%-44s %9s %9s %7s %9s %9s %7s %9s\n", "shape", "own 1t", "blas 1t", "ratio", "own pool",
+           "blas pool", "ratio", "max diff");
+    for (size_t i = 0; i < LG_ARRAY_LEN(oc); i++) {
+        double f = 2.0 * oc[i].m * oc[i].n * oc[i].k * 1e-9, o1, b1, op, bp;
+        double d1 = bench_own(&oc[i], 1, &o1, &b1), dp = bench_own(&oc[i], threads, &op, &bp);
+        printf("%-44s %9.1f %9.1f %7.2f %9.1f %9.1f %7.2f %9.1e\n", oc[i].what, f / o1, f / b1,
+               b1 / o1, f / op, f / bp, bp / op, fmax(d1, dp));
+    }
 }
 
 /* ---- part 2: forward and backward per op ----------------------------------------------------- */
@@ -342,6 +410,7 @@ int main(int argc, char **argv)
         trk_tracker_free(trk);
         return 1;
     }
+    bench_own_all(threads);
     printf("\nops: forward and forward+backward, ms (best of %d)\n", rounds);
     printf("%-44s %10s %12s\n", "op", "fwd ms", "fwd+bwd ms");
     int rc = 0;

@@ -245,6 +245,66 @@ Test(kernels, split_gemms_match_one_call)
         }
 }
 
+/* The AVX-512 GEMM (kernels_cpu_gemm.c) against a double-precision sum and against OpenBLAS, on
+ * the shapes it takes — A transposed at any size, plain A of at most 256 rows — with every edge:
+ * rows past a 12-row tile, columns past a 32-column tile (masks), K past a 160-long block,
+ * leading dimensions wider than the matrix, alpha and beta, and beta 0 on a C of NaNs (BLAS: C
+ * is not read). Each element within 1e-5 of its Σ|a·b|. */
+Test(kernels, own_gemm_matches_a_double_reference_on_every_edge)
+{
+    if (!kn_cpu_gemm_use_own(true)) {
+        cr_log_warn("SKIP: this CPU has no AVX-512F, so OpenBLAS does every product");
+        return;
+    }
+    tn_rng_seed(&rng, 7);
+    kn_set_threads(1);
+    static const int shapes[][3] = {{1, 16, 16},    {13, 17, 161}, {25, 40, 320},
+                                    {64, 160, 640}, {256, 33, 31}, {160, 160, 500},
+                                    {7, 48, 20},    {11, 64, 16},  {7, 48, 1}};
+    for (size_t q = 0; q < LG_ARRAY_LEN(shapes); q++)
+        for (int form = 0; form < 4; form++) {
+            int m = shapes[q][0], n = shapes[q][1], k = shapes[q][2];
+            bool ta = form & 1, beta0 = form & 2;
+            int lda = (ta ? m : k) + 3, ldb = n + 5, ldc = n + 2;
+            int64_t na = (int64_t)(ta ? k : m) * lda, nb = (int64_t)k * ldb, nc = (int64_t)m * ldc;
+            float *a = rnd_buf(na), *b = rnd_buf(nb), *c = rnd_buf(nc), *c0 = copy_buf(c, nc);
+            for (int64_t i = 0; i < nc; i++) /* past the matrix's columns: a sentinel */
+                if (i % ldc >= n)
+                    c[i] = c0[i] = 12345.0f;
+                else if (beta0)
+                    c[i] = NAN;
+            float alpha = 0.7f, beta = beta0 ? 0.0f : 0.5f;
+            kn_cpu.gemm(c, a, b, ta, false, m, n, k, alpha, lda, ldb, beta, ldc);
+            for (int i = 0; i < m; i++) {
+                for (int j = 0; j < n; j++) {
+                    double sum = 0, mag = 0;
+                    for (int p = 0; p < k; p++) {
+                        double x = ta ? a[(int64_t)p * lda + i] : a[(int64_t)i * lda + p];
+                        double y = b[(int64_t)p * ldb + j];
+                        sum += x * y, mag += fabs(x * y);
+                    }
+                    double want = alpha * sum + (beta0 ? 0.0 : beta * c0[(int64_t)i * ldc + j]);
+                    double got = c[(int64_t)i * ldc + j];
+                    cr_assert_leq(fabs(got - want), 1e-5 * (mag + fabs(want)) + 1e-30,
+                                  "[%d, %d, %d] %s, beta %g: C[%d, %d] = %.9g, want %.9g", m, n, k,
+                                  ta ? "Aᵀ·B" : "A·B", beta, i, j, got, want);
+                }
+                for (int j = n; j < ldc; j++)
+                    cr_assert_eq(c[(int64_t)i * ldc + j], 12345.0f,
+                                 "[%d, %d, %d]: C[%d, %d], past n = %d, was written", m, n, k, i, j,
+                                 n);
+            }
+            trk_free(T, a);
+            trk_free(T, b);
+            trk_free(T, c);
+            trk_free(T, c0);
+        }
+    kn_cpu_gemm_use_own(false); /* the switch is honoured */
+    cr_expect(!kn_cpu_gemm_own());
+    kn_cpu_gemm_use_own(true);
+    cr_expect(kn_cpu_gemm_own());
+}
+
 /* The profile counts every call of a shape once, a batched call as its entries, and nothing while
  * it is off; the slowest shape comes first. */
 Test(kernels, gemm_profile_counts_each_shape_while_on)
