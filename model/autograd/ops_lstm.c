@@ -166,6 +166,16 @@ struct ag_lstm_out ag_lstm(struct ag_ctx *ctx, struct tn_tensor *x, struct tn_te
         gt ? ag_out(ctx, "lstm.cells", TN_F32, x->device, 3, (int64_t[]){B, T, H}) : NULL;
     if (!ct) return r;
     float *gates = tn_f32(gt), *cells = tn_f32(ct), *h = tn_f32(out);
+    /* W_hhᵀ [H, G], once: the T recurrent products then read their B as stored, and a CPU
+     * GEMM need not pack W_hh again for every step (kernels_cpu_gemm.c) */
+    struct tn_tensor *wt = NULL;
+    if (T > 1 || h0) {
+        wt = ag_out(ctx, "lstm.w_hh_t", TN_F32, x->device, 2, (int64_t[]){H, G});
+        if (!wt) return r;
+        struct kn_geom g;
+        ag_geom_init(&g, 2, (int64_t[]){H, G}, (int64_t[]){1, H}, NULL);
+        kb->gather(tn_f32(wt), tn_f32(w_hh), &g);
+    }
 
     kb->bias_fill(gates, b_ih ? tn_f32(b_ih) : NULL, b_hh ? tn_f32(b_hh) : NULL, B * T, G);
     kb->gemm(gates, tn_f32(x), tn_f32(w_ih), false, true, (int)(B * T), (int)G, (int)In, 1.0f,
@@ -175,8 +185,8 @@ struct ag_lstm_out ag_lstm(struct ag_ctx *ctx, struct tn_tensor *x, struct tn_te
         const float *c_prev = t ? cells + (t - 1) * H : (c0 ? tn_f32(c0) : NULL);
         int64_t ldhp = t ? ldh : H;
         if (h_prev)
-            kb->gemm(gates + t * G, h_prev, tn_f32(w_hh), false, true, (int)B, (int)G, (int)H, 1.0f,
-                     (int)ldhp, (int)H, 1.0f, (int)ldg);
+            kb->gemm(gates + t * G, h_prev, tn_f32(wt), false, false, (int)B, (int)G, (int)H, 1.0f,
+                     (int)ldhp, (int)G, 1.0f, (int)ldg);
         kb->lstm_cell(gates + t * G, cells + t * H, h + t * H, c_prev, B, H, ldg, ldh, ldh, ldhp);
     }
     kb->copy2d(tn_f32(c_last), cells + (T - 1) * H, B, H, H, ldh);
