@@ -14,7 +14,8 @@
  * "(written)" — scratch the op hands over to be overwritten. Pointers passed to one kernel
  * never overlap, except where a comment allows it (in-place).
  *
- * The CPU table (kernels_cpu.c) uses OpenBLAS for every GEMM. A CUDA table (model/cuda/)
+ * The CPU table (kernels_cpu.c) does its GEMMs with OpenBLAS, except the shapes where its own
+ * AVX-512 GEMM (kernels_cpu_gemm.c) is faster. A CUDA table (model/cuda/)
  * implements the same members on device pointers.
  */
 #ifndef LG_KERNELS_H

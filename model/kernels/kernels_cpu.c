@@ -1,10 +1,12 @@
-/* kernels_cpu.c — the CPU kernel table (kernels.h): memory, GEMM through OpenBLAS, and the
- * table itself. Elementwise kernels are in kernels_cpu_ew.c, rows and reductions in
- * kernels_cpu_rows.c, the network-level kernels in kernels_cpu_nn.c (kernels_cpu.h).
+/* kernels_cpu.c — the CPU kernel table (kernels.h): memory, GEMM (OpenBLAS, and the own
+ * AVX-512 GEMM of kernels_cpu_gemm.c), and the table itself. Elementwise kernels are in
+ * kernels_cpu_ew.c, rows and reductions in kernels_cpu_rows.c, the network-level kernels in
+ * kernels_cpu_nn.c (kernels_cpu.h).
  *
  * Every kernel that is worth it runs on the pool's threads (kn_pool.h). A GEMM is split into
- * blocks of C's rows (or columns, when C is wide and short), each a one-thread OpenBLAS call:
- * one set of threads for the whole library, and none spinning against another. */
+ * blocks of C's rows (or columns, when C is wide and short), each a one-thread call (OpenBLAS, or
+ * on AVX-512 the shapes kernels_cpu_gemm.c does faster): one set of threads for the whole library,
+ * and none spinning against another. */
 #include <cblas.h>
 #include <math.h>
 #include <pthread.h>

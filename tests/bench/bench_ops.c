@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "autograd.h"
+#include "bench_peak.h"
 #include "kernels.h"
 #include "kn_pool.h"
 
@@ -376,6 +377,11 @@ int main(int argc, char **argv)
     int threads = kn_threads();
     printf("OpenBLAS kernels: %s; the kernels' pool: %d thread(s)\n", openblas_get_corename(),
            threads);
+    double peak = bench_fma_peak();
+    if (peak > 0)
+        printf(
+            "FMA peak (512-bit multiply-adds on registers): %.1f GFLOP/s one core (x %d: %.1f)\n",
+            peak, threads, peak * threads);
     printf("GEMM: ag op (the pool) vs cblas_sgemm on the same shapes, GFLOP/s (best of %d)\n",
            rounds);
     printf("%-44s %9s %9s %9s %7s %9s\n", "shape", "ag", "blas 1t", "blas own", "ratio", "max err");

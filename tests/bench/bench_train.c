@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "bench_args.h"
+#include "bench_peak.h"
 #include "bench_torch.h"
 #include "kernels.h"
 #include "kn_pool.h"
@@ -140,7 +141,7 @@ static void print_gemm_profile(int steps, double step_s, int top)
 
 static void torch_rounds(struct tft_model *m, struct data_set *ds, const struct tr_options *o,
                          const char *preset, int rounds, const char *venv, double floor_ms,
-                         FILE *log)
+                         double peak_ms, FILE *log)
 {
     struct bt_config cfg[MAX_CFG];
     int n = bt_configs(cfg, MAX_CFG, venv);
@@ -188,7 +189,8 @@ static void torch_rounds(struct tft_model *m, struct data_set *ds, const struct 
     double lo = lg[0], hi = lg[0];
     for (int k = 1; k < nlg; k++) lo = LG_MIN(lo, lg[k]), hi = LG_MAX(hi, lg[k]);
     char lgname[96];
-    snprintf(lgname, sizeof lgname, "leakgate (OpenBLAS %s kernels)", openblas_get_corename());
+    snprintf(lgname, sizeof lgname, "leakgate (OpenBLAS %s kernels%s)", openblas_get_corename(),
+             kn_cpu_gemm_own() ? " + the own AVX-512 GEMM" : "");
     printf("%-70s %9.1f %8.1f-%-8.1f\n", lgname, lgm, lo, hi);
     /* the fastest round of each: what noise from other work (which only slows a run down) left
      * least disturbed */
@@ -208,6 +210,9 @@ static void torch_rounds(struct tft_model *m, struct data_set *ds, const struct 
                 "  the most possible here with these GEMMs: best PyTorch %.1f ms / the GEMM-bound "
                 "floor %.1f ms = %.2fx\n",
                 best, floor_ms, best / floor_ms);
+        if (peak_ms > 0) /* the same at the FMA peak: the ceiling of any GEMM, OpenBLAS's or ours */
+            printf("  and at the FMA peak: best PyTorch %.1f ms / that floor %.1f ms = %.2fx\n",
+                   best, peak_ms, best / peak_ms);
     } else
         printf("  no PyTorch configuration ran (see the reasons above)\n");
 }
@@ -307,6 +312,12 @@ int main(int argc, char **argv)
             getenv("OPENBLAS_CORETYPE") ? " as OPENBLAS_CORETYPE chose" : "",
             1e3 * step_flops / rate, (st.seconds / st.steps) / (step_flops / rate),
             100.0 * (step_flops / rate) / (st.seconds / st.steps));
+    double fma = bench_fma_peak() * 1e9 * kn_threads(); /* 0 where not measurable */
+    if (fma > 0)
+        printf("  at the FMA peak instead (%.0f GFLOP/s: one core's register-only multiply-adds, "
+               "bench_peak.h, x %d): a floor of %.1f ms; the step is %.2fx it\n",
+               fma / 1e9, kn_threads(), 1e3 * step_flops / fma,
+               (st.seconds / st.steps) / (step_flops / fma));
     if (gemm_s > 0) {
         double avg = gemm_f / st.steps / gemm_s;
         printf(
@@ -319,7 +330,8 @@ int main(int argc, char **argv)
     if (gemm_profile) print_gemm_profile(st.steps, step_s, 16);
     if (torch) {
         FILE *log = logpath ? fopen(logpath, "w") : NULL;
-        torch_rounds(m, ds, &o, preset, rounds, venv, rate > 0 ? 1e3 * step_flops / rate : 0, log);
+        torch_rounds(m, ds, &o, preset, rounds, venv, rate > 0 ? 1e3 * step_flops / rate : 0,
+                     fma > 0 ? 1e3 * step_flops / fma : 0, log);
         if (log) fclose(log);
     }
     tft_free(m);
