@@ -29,7 +29,8 @@
 #define KN_SIMD
 /* kernels_cpu_gemm.c: one thread's C = alpha·op(A)·op(B) + beta·C (BLAS conventions, k > 0) when
  * the CPU has AVX-512, LG_GEMM is not "openblas" and the shape is one it wins (B as stored; A
- * transposed or at most 256 rows): true when done, false for OpenBLAS to do it. */
+ * transposed or at most 256 rows; at least 4 rows; C's width a multiple of 32 or at least 128):
+ * true when done, false for OpenBLAS to do it. */
 bool kn_avx512_gemm(float *c, const float *a, const float *b, bool ta, bool tb, int m, int n, int k,
                     float alpha, int lda, int ldb, float beta, int ldc);
 
@@ -155,7 +156,8 @@ void kn_cpu_wb_sums(float *dw, float *db, int64_t rows, int64_t n, kn_wb_rows_fn
 
 /* kernels_cpu_gemm.c: one thread's C = alpha·op(A)·op(B) + beta·C (BLAS conventions, k > 0) when
  * the CPU has AVX-512, LG_GEMM is not "openblas" and the shape is one it wins (B as stored; A
- * transposed or at most 256 rows): true when done, false for OpenBLAS to do it. */
+ * transposed or at most 256 rows; at least 4 rows; C's width a multiple of 32 or at least 128):
+ * true when done, false for OpenBLAS to do it. */
 bool kn_avx512_gemm(float *c, const float *a, const float *b, bool ta, bool tb, int m, int n, int k,
                     float alpha, int lda, int ldb, float beta, int ldc);
 

@@ -136,8 +136,12 @@ bool kn_cpu_gemm_use_own(bool on)
 bool kn_avx512_gemm(float *c, const float *a, const float *b, bool ta, bool tb, int m, int n, int k,
                     float alpha, int lda, int ldb, float beta, int ldc)
 {
-    /* the shapes it wins (see the top): B as stored, and A transposed or short */
-    if (tb || !(ta || m <= 256) || n < 16 || k < 16 || !kn_cpu_gemm_own()) return false;
+    /* the shapes it wins (see the top): B as stored, and A transposed or short; not a row or
+     * two (OpenBLAS's GEMV), nor a narrow C whose last tile would be mostly masked (the
+     * attention's [24, 40] products: 1.3 ms a step against OpenBLAS's 1.0-1.2) */
+    if (tb || !(ta || m <= 256) || m < 4 || n < 16 || (n < 128 && n % NR != 0) || k < 16 ||
+        !kn_cpu_gemm_own())
+        return false;
     gemm_nb(c, a, b, ta, m, n, k, alpha, lda, ldb, beta, ldc);
     return true;
 }

@@ -245,9 +245,10 @@ Test(kernels, split_gemms_match_one_call)
         }
 }
 
-/* The AVX-512 GEMM (kernels_cpu_gemm.c) against a double-precision sum and against OpenBLAS, on
+/* The AVX-512 GEMM (kernels_cpu_gemm.c) against a double-precision sum, on
  * the shapes it takes — A transposed at any size, plain A of at most 256 rows — with every edge:
- * rows past a 12-row tile, columns past a 32-column tile (masks), K past a 160-long block,
+ * rows past a 12-row tile (12 + 1, 8 + 2 + 1, 4 + 2 + 1, 4 + 1), columns past a 32-column tile
+ * (masks of 17, 8 and 22 columns), K past a 160-long block, the shapes it leaves to OpenBLAS,
  * leading dimensions wider than the matrix, alpha and beta, and beta 0 on a C of NaNs (BLAS: C
  * is not read). Each element within 1e-5 of its Σ|a·b|. */
 Test(kernels, own_gemm_matches_a_double_reference_on_every_edge)
@@ -258,9 +259,9 @@ Test(kernels, own_gemm_matches_a_double_reference_on_every_edge)
     }
     tn_rng_seed(&rng, 7);
     kn_set_threads(1);
-    static const int shapes[][3] = {{1, 16, 16},    {13, 17, 161}, {25, 40, 320},
-                                    {64, 160, 640}, {256, 33, 31}, {160, 160, 500},
-                                    {7, 48, 20},    {11, 64, 16},  {7, 48, 1}};
+    static const int shapes[][3] = {{4, 32, 16},    {13, 145, 161},  {25, 136, 320}, {64, 160, 640},
+                                    {256, 160, 31}, {160, 160, 500}, {7, 64, 20},    {11, 128, 16},
+                                    {5, 150, 17},   {5, 48, 20},     {7, 48, 1}};
     for (size_t q = 0; q < LG_ARRAY_LEN(shapes); q++)
         for (int form = 0; form < 4; form++) {
             int m = shapes[q][0], n = shapes[q][1], k = shapes[q][2];
