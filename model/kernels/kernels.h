@@ -255,7 +255,8 @@ int kn_cpu_gemm_profile_rows(struct kn_gemm_shape *out, int max);
 
 /* The one-thread AVX-512 GEMM (kernels_cpu_gemm.c) for the products it wins over OpenBLAS (B
  * as stored: weight gradients, the LSTM's recurrent steps): in use by default where the CPU has
- * AVX-512F, off with LG_GEMM=openblas. kn_cpu_gemm_use_own sets it for the process (a
+ * AVX-512F, off with LG_GEMM=openblas (any other value leaves it on: a speed switch, never one
+ * of results beyond rounding). kn_cpu_gemm_use_own sets it for the process (a
  * benchmark's A/B in one run) and returns whether it is now in use. */
 bool kn_cpu_gemm_own(void);
 bool kn_cpu_gemm_use_own(bool on);
