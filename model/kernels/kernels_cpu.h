@@ -27,13 +27,6 @@
 #define KN_SIMD __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define KN_SIMD
-/* kernels_cpu_gemm.c: one thread's C = alpha·op(A)·op(B) + beta·C (BLAS conventions, k > 0) when
- * the CPU has AVX-512, LG_GEMM is not "openblas" and the shape is one it wins (B as stored; A
- * transposed or at most 256 rows; at least 4 rows; C's width a multiple of 32 or at least 128):
- * true when done, false for OpenBLAS to do it. */
-bool kn_avx512_gemm(float *c, const float *a, const float *b, bool ta, bool tb, int m, int n, int k,
-                    float alpha, int lda, int ldb, float beta, int ldc);
-
 #endif
 
 /* Elements per chunk of an elementwise loop: below 2·KN_GRAIN a kernel runs on one thread

@@ -6,11 +6,13 @@
  * vectors, C's 12×32 tile in 24 registers; K goes in blocks of KC so that a block of both
  * operands stays in L2 while every tile of C passes over it.
  *
- * Measured one thread against OpenBLAS's Cooperlake kernels on a Zen 4 (tests/bench/bench_ops,
- * docs/benchmarks.md): 1.03-1.13x on weight gradients over 10752 rows, 1.05-1.12x on [64, 640]
- * and [64, 160] recurrent products, but 0.84-0.93x on plain products with a long, cold A (there
- * OpenBLAS's packing pays: its packed A streams, ours is 12 rows at once) — so kn_avx512_gemm
- * takes only the shapes it wins and OpenBLAS keeps the rest. LG_GEMM=openblas turns it off.
+ * Measured against OpenBLAS's Cooperlake kernels on a Zen 4 (tests/bench/bench_ops,
+ * docs/benchmarks.md): 1.09-1.10x on one thread (1.07-1.12x on the pool) for weight gradients over
+ * 10752-12288 rows, 1.04-1.05x (1.06-1.07x) for the LSTM's [64, 160]·[160, 640] steps and their
+ * backward, but 0.82-0.93x in a scratch program on plain products with a long, cold A (there
+ * OpenBLAS's packing pays: its packed A gives a tile one line to broadcast from, ours 12 rows) —
+ * so kn_avx512_gemm takes only the shapes it wins and OpenBLAS keeps the rest. LG_GEMM=openblas
+ * turns it off.
  *
  * Numerics: the same products summed in another order (K ascending within a block, blocks in
  * order), FMA throughout; deterministic for a given shape and strides. */

@@ -10,9 +10,9 @@
 #include "lg_base.h"
 
 /* GFLOP/s of one core doing nothing but independent 512-bit multiply-adds on registers (12
- * chains, more than latency × throughput on any x86-64 with AVX-512): the ceiling no GEMM passes,
- * (on the Zen 4 of 2026-12-02 OpenBLAS's best 2048³ rate is ~85 % of it). 0 without
- * AVX-512 or off x86-64. */
+ * chains, more than latency × throughput on any x86-64 with AVX-512): the ceiling no GEMM passes
+ * (on the Zen 4 of 2026-12-02 OpenBLAS's best 2048³ rate is ~80 % of it). 0 without AVX-512 or
+ * off x86-64. */
 static inline double bench_fma_peak(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -21,8 +21,9 @@
  * real-variable embeddings) in every PyTorch configuration of bench_torch.c, ROUNDS rounds, each
  * round one leakgate session and one run of every configuration, interleaved, and prints each
  * configuration's median ms/step, its ratio to the best, and leakgate's samples/s against the
- * best's, and the most any trainer doing the same GEMMs could reach here: the best PyTorch's step
- * over this run's GEMM-bound floor. The PyTorch 2.x lives in DIR (default: torch-venv in the
+ * best's, and the most a trainer doing the same GEMMs could reach here: the best PyTorch's step
+ * over this run's GEMM-bound floor, at OpenBLAS's best rate and at the FMA peak (bench_peak.h,
+ * the ceiling of any GEMM). The PyTorch 2.x lives in DIR (default: torch-venv in the
  * build directory; ci/bench --torch creates it).
  */
 #define _GNU_SOURCE
@@ -316,8 +317,7 @@ int main(int argc, char **argv)
     if (fma > 0)
         printf("  at the FMA peak instead (%.0f GFLOP/s: one core's register-only multiply-adds, "
                "bench_peak.h, x %d): a floor of %.1f ms; the step is %.2fx it\n",
-               fma / 1e9, kn_threads(), 1e3 * step_flops / fma,
-               (st.seconds / st.steps) / (step_flops / fma));
+               fma / 1e9, kn_threads(), 1e3 * step_flops / fma, step_s / (step_flops / fma));
     if (gemm_s > 0) {
         double avg = gemm_f / st.steps / gemm_s;
         printf(
