@@ -379,9 +379,8 @@ int main(int argc, char **argv)
            threads);
     double peak = bench_fma_peak();
     if (peak > 0)
-        printf(
-            "FMA peak (512-bit multiply-adds on registers): %.1f GFLOP/s one core (x %d: %.1f)\n",
-            peak, threads, peak * threads);
+        printf("FMA peak (%s multiply-adds on registers): %.1f GFLOP/s one core (x %d: %.1f)\n",
+               bench_fma_width(), peak, threads, peak * threads);
     printf("GEMM: ag op (the pool) vs cblas_sgemm on the same shapes, GFLOP/s (best of %d)\n",
            rounds);
     printf("%-44s %9s %9s %9s %7s %9s\n", "shape", "ag", "blas 1t", "blas own", "ratio", "max err");
