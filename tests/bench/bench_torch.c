@@ -95,6 +95,9 @@ int bt_configs(struct bt_config *out, int max, const char *venv)
             snprintf(c->skip, sizeof c->skip, "no shared libjemalloc to preload");
         else if (plan[i].mkl_avx512 && !__builtin_cpu_is("amd"))
             snprintf(c->skip, sizeof c->skip, "not an AMD CPU: MKL chooses its own code");
+        else if (plan[i].mkl_avx512 && !__builtin_cpu_supports("avx512f"))
+            snprintf(c->skip, sizeof c->skip,
+                     "no AVX-512F on this CPU: MKL's AVX2 code, the row without it, is its best");
         else if (plan[i].mkl_avx512 && access(LG_MKL_INTEL_CPU, R_OK) != 0)
             snprintf(c->skip, sizeof c->skip, "no %s (build the lg_mkl_intel_cpu target)",
                      LG_MKL_INTEL_CPU);

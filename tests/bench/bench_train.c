@@ -1,7 +1,8 @@
 /* bench_train — training speed and memory of one session on a preset.
  *
  *   build/tests/bench/bench_train [--preset electricity] [--steps 10] [--batch 64] [--stacks]
- *                                 [--gemm-profile] [--torch [--rounds 3] [--torch-venv DIR]
+ *                                 [--gemm-profile [--profile-rows 16]]
+ *                                 [--torch [--rounds 3] [--torch-venv DIR]
  *                                 [--log FILE]]
  *
  * Prints steps/s and samples/s of full training steps (forward, pinball loss, backward,
@@ -15,7 +16,8 @@
  * multiple of it. With --gemm-profile it also times every GEMM call of the measured session
  * (kernels.h's profile: a clock read and a locked add a call, ~3 % of the CPU samples of a
  * `tiny` step under perf, nothing worth seeing on `electricity`) and prints the GEMMs' share of the
- * step and the shapes that take the most of it.
+ * step and the shapes that take the most of it (--profile-rows of them, the rest summed in one
+ * row).
  *
  * With --torch it then runs tests/bench/tft_torch.py (the same model, the same factored
  * real-variable embeddings) in every PyTorch configuration of bench_torch.c, ROUNDS rounds, each
@@ -221,7 +223,7 @@ static void torch_rounds(struct tft_model *m, struct data_set *ds, const struct 
 int main(int argc, char **argv)
 {
     const char *preset = "electricity", *venv = NULL, *logpath = NULL;
-    int steps = 10, batch = 0, rounds = 3;
+    int steps = 10, batch = 0, rounds = 3, profile_rows = 16;
     bool torch = false, stacks = false, gemm_profile = false;
     const struct ba_option opts[] = {
         {"--preset", BA_STR, &preset},
@@ -233,15 +235,18 @@ int main(int argc, char **argv)
         {"--torch", BA_FLAG, &torch},
         {"--stacks", BA_FLAG, &stacks},
         {"--gemm-profile", BA_FLAG, &gemm_profile},
+        {"--profile-rows", BA_INT, &profile_rows},
     };
     if (!ba_parse(argc, argv, opts, LG_ARRAY_LEN(opts))) {
         fprintf(stderr,
                 "usage: bench_train [--preset P] [--steps K] [--batch B] [--stacks] "
-                "[--gemm-profile] [--torch [--rounds R] [--torch-venv DIR] [--log FILE]]\n");
+                "[--gemm-profile [--profile-rows N]] [--torch [--rounds R] [--torch-venv DIR] "
+                "[--log FILE]]\n");
         return 2;
     }
-    if (rounds < 1 || rounds > MAX_ROUNDS || steps < 1) {
-        fprintf(stderr, "bench_train: --steps at least 1, --rounds 1 to %d\n", MAX_ROUNDS);
+    if (rounds < 1 || rounds > MAX_ROUNDS || steps < 1 || profile_rows < 1) {
+        fprintf(stderr, "bench_train: --steps and --profile-rows at least 1, --rounds 1 to %d\n",
+                MAX_ROUNDS);
         return 2;
     }
     if (!venv)
@@ -315,9 +320,11 @@ int main(int argc, char **argv)
             100.0 * (step_flops / rate) / (st.seconds / st.steps));
     double fma = bench_fma_peak() * 1e9 * kn_threads(); /* 0 where not measurable */
     if (fma > 0)
-        printf("  at the FMA peak instead (%.0f GFLOP/s: one core's register-only multiply-adds, "
-               "bench_peak.h, x %d): a floor of %.1f ms; the step is %.2fx it\n",
-               fma / 1e9, kn_threads(), 1e3 * step_flops / fma, step_s / (step_flops / fma));
+        printf(
+            "  at the FMA peak instead (%.0f GFLOP/s: one core's register-only %s multiply-adds, "
+            "bench_peak.h, x %d): a floor of %.1f ms; the step is %.2fx it\n",
+            fma / 1e9, bench_fma_width(), kn_threads(), 1e3 * step_flops / fma,
+            step_s / (step_flops / fma));
     if (gemm_s > 0) {
         double avg = gemm_f / st.steps / gemm_s;
         printf(
@@ -327,7 +334,7 @@ int main(int argc, char **argv)
         if (rate > 0) printf(" (%.0f%% of the best rate)", 100.0 * avg / rate);
         printf("; everything else %.4g ms\n", 1e3 * (step_s - gemm_s));
     }
-    if (gemm_profile) print_gemm_profile(st.steps, step_s, 16);
+    if (gemm_profile) print_gemm_profile(st.steps, step_s, profile_rows);
     if (torch) {
         FILE *log = logpath ? fopen(logpath, "w") : NULL;
         torch_rounds(m, ds, &o, preset, rounds, venv, rate > 0 ? 1e3 * step_flops / rate : 0,
