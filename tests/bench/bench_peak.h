@@ -14,42 +14,27 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 /* Twelve independent chains of multiply-adds on registers, n rounds of 12 (more chains than FMA
- * latency × throughput on any x86-64 core). REG is "zmm" or "ymm". */
+ * latency × throughput on any x86-64 core), from zeros (no denormal assists). REG is "zmm" or
+ * "ymm". */
+// clang-format off
+#define BENCH_ZERO(i) "vxorps %%xmm" #i ", %%xmm" #i ", %%xmm" #i "\n\t"
+#define BENCH_FMA(REG, i) "vfmadd231ps %%" REG "1, %%" REG "2, %%" REG #i "\n\t"
 #define BENCH_FMA_LOOP(REG)                                                                        \
-    __asm__ volatile("vxorps %%xmm1, %%xmm1, %%xmm1\n\t" /* zeros: no denormal assists */          \
-                     "vxorps %%xmm2, %%xmm2, %%xmm2\n\t"                                           \
-                     "vxorps %%xmm3, %%xmm3, %%xmm3\n\t"                                           \
-                     "vxorps %%xmm4, %%xmm4, %%xmm4\n\t"                                           \
-                     "vxorps %%xmm5, %%xmm5, %%xmm5\n\t"                                           \
-                     "vxorps %%xmm6, %%xmm6, %%xmm6\n\t"                                           \
-                     "vxorps %%xmm7, %%xmm7, %%xmm7\n\t"                                           \
-                     "vxorps %%xmm8, %%xmm8, %%xmm8\n\t"                                           \
-                     "vxorps %%xmm9, %%xmm9, %%xmm9\n\t"                                           \
-                     "vxorps %%xmm10, %%xmm10, %%xmm10\n\t"                                        \
-                     "vxorps %%xmm11, %%xmm11, %%xmm11\n\t"                                        \
-                     "vxorps %%xmm12, %%xmm12, %%xmm12\n\t"                                        \
-                     "vxorps %%xmm13, %%xmm13, %%xmm13\n\t"                                        \
-                     "vxorps %%xmm14, %%xmm14, %%xmm14\n\t"                                        \
-                     "1:\n\t"                                                                      \
-                     "vfmadd231ps %%" REG "1, %%" REG "2, %%" REG "3\n\t"                          \
-                     "vfmadd231ps %%" REG "1, %%" REG "2, %%" REG "4\n\t"                          \
-                     "vfmadd231ps %%" REG "1, %%" REG "2, %%" REG "5\n\t"                          \
-                     "vfmadd231ps %%" REG "1, %%" REG "2, %%" REG "6\n\t"                          \
-                     "vfmadd231ps %%" REG "1, %%" REG "2, %%" REG "7\n\t"                          \
-                     "vfmadd231ps %%" REG "1, %%" REG "2, %%" REG "8\n\t"                          \
-                     "vfmadd231ps %%" REG "1, %%" REG "2, %%" REG "9\n\t"                          \
-                     "vfmadd231ps %%" REG "1, %%" REG "2, %%" REG "10\n\t"                         \
-                     "vfmadd231ps %%" REG "1, %%" REG "2, %%" REG "11\n\t"                         \
-                     "vfmadd231ps %%" REG "1, %%" REG "2, %%" REG "12\n\t"                         \
-                     "vfmadd231ps %%" REG "1, %%" REG "2, %%" REG "13\n\t"                         \
-                     "vfmadd231ps %%" REG "1, %%" REG "2, %%" REG "14\n\t"                         \
-                     "dec %0\n\t"                                                                  \
-                     "jnz 1b\n\t"                                                                  \
-                     "vzeroupper"                                                                  \
-                     : "+r"(left)                                                                  \
-                     :                                                                             \
-                     : "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",     \
+    __asm__ volatile(BENCH_ZERO(1) BENCH_ZERO(2) BENCH_ZERO(3) BENCH_ZERO(4) BENCH_ZERO(5)         \
+                     BENCH_ZERO(6) BENCH_ZERO(7) BENCH_ZERO(8) BENCH_ZERO(9) BENCH_ZERO(10)        \
+                     BENCH_ZERO(11) BENCH_ZERO(12) BENCH_ZERO(13) BENCH_ZERO(14)                   \
+                     "1:\n\t"                                                                     \
+                     BENCH_FMA(REG, 3) BENCH_FMA(REG, 4) BENCH_FMA(REG, 5) BENCH_FMA(REG, 6)       \
+                     BENCH_FMA(REG, 7) BENCH_FMA(REG, 8) BENCH_FMA(REG, 9) BENCH_FMA(REG, 10)      \
+                     BENCH_FMA(REG, 11) BENCH_FMA(REG, 12) BENCH_FMA(REG, 13) BENCH_FMA(REG, 14)   \
+                     "dec %0\n\t"                                                                 \
+                     "jnz 1b\n\t"                                                                 \
+                     "vzeroupper"                                                                 \
+                     : "+r"(left)                                                                 \
+                     :                                                                            \
+                     : "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",    \
                        "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "cc")
+// clang-format on
 
 /* GFLOP/s of n rounds of 12 multiply-adds of 16 floats (wide: zmm) or 8 (ymm). */
 static inline double bench_fma_rate(bool wide, long n)
@@ -63,6 +48,8 @@ static inline double bench_fma_rate(bool wide, long n)
     return (double)n * 12 * 2 * (wide ? 16 : 8) / (lg_now() - t0) / 1e9;
 }
 #undef BENCH_FMA_LOOP
+#undef BENCH_FMA
+#undef BENCH_ZERO
 #endif
 
 /* The widest FMA the CPU has: "512-bit", "256-bit", or NULL (none, or not x86-64). */
