@@ -6,6 +6,13 @@
  * saw is finished and another has started — fails its claim instead of running a chunk of a job
  * it never read. A job's fields are read only after a claim succeeds; the caller does not start
  * another job before every claimed chunk is done, so they cannot change under a running chunk.
+ * Publishing closes the ticket first (the new generation, no chunk to take) and only then
+ * changes the chunk count: a worker still in the last job's claim loop, which checks the count
+ * between reading the ticket and claiming, could otherwise read the new, larger count beside
+ * the old, spent ticket, claim a chunk past the old job's end, run the new job's chunk under
+ * it (twice, with the real claim) and count it done, so that the caller returned while a chunk
+ * still read its arguments (seen under ASan on a 2-core Zen 3: a worker reading the LSTM cell's
+ * arguments from a stack frame the caller had left).
  * The caller claims chunks too, so a job finishes even when no worker ever wakes (after fork).
  * When the last chunks are a worker's and take long (its core taken by another process), the
  * caller sleeps on a futex the last chunk wakes, so the scheduler may run the worker on the
@@ -29,6 +36,9 @@
  * cycles), longer than the gap between two kernels of a step, shorter than anything a person
  * would see as a busy idle core. */
 #define KN_SPIN 2000
+
+/* A ticket's chunk index while a job is being published: above any chunk count. */
+#define KN_CLOSED 0xffffffffu
 
 static struct {
     pthread_once_t once;
@@ -73,6 +83,20 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* kn_pool_set_publish_delay: pause rounds between a job's count and its open ticket */
+static _Atomic int publish_delay_spins;
+
+void kn_pool_set_publish_delay(int spins)
+{
+    atomic_store_explicit(&publish_delay_spins, spins, memory_order_relaxed);
+}
+
+static void publish_delay(void)
+{
+    int spins = atomic_load_explicit(&publish_delay_spins, memory_order_relaxed);
+    for (int i = 0; i < spins; i++) cpu_relax();
+}
+
 /* Claims and runs chunks of generation g until none is left. */
 static void run_chunks(uint32_t g)
 {
@@ -80,7 +104,9 @@ static void run_chunks(uint32_t g)
         uint64_t t = atomic_load_explicit(&pool.ticket, memory_order_acquire);
         if ((uint32_t)(t >> 32) != g) return;
         int64_t c = (int64_t)(uint32_t)t;
-        if (c >= atomic_load_explicit(&pool.nchunks, memory_order_relaxed))
+        /* acquire: a count read here was stored after the ticket was closed, so a claim from a
+         * spent ticket of an older job fails (the file's top) */
+        if (c >= atomic_load_explicit(&pool.nchunks, memory_order_acquire))
             return; /* stable: g is current while its ticket is */
         if (!atomic_compare_exchange_weak_explicit(&pool.ticket, &t, t + 1, memory_order_acq_rel,
                                                    memory_order_relaxed))
@@ -176,17 +202,21 @@ void kn_parallel_chunks(int64_t n, kn_chunk_fn fn, void *arg)
     if (n <= 0) return;
     int threads = kn_threads();
     int expect = 0;
-    if (threads < 2 || n < 2 || in_chunk ||
+    if (threads < 2 || n < 2 || n >= KN_CLOSED || in_chunk ||
         !atomic_compare_exchange_strong(&pool.busy, &expect, 1)) {
         for (int64_t c = 0; c < n; c++) fn(arg, c);
         return;
     }
     ensure_workers(threads);
+    uint32_t g = atomic_load_explicit(&pool.gen, memory_order_relaxed) + 1;
+    /* closed: no claim of the last job's ticket can succeed from here on, and none of this one's
+     * yet (no chunk index reaches KN_CLOSED) */
+    atomic_store_explicit(&pool.ticket, (uint64_t)g << 32 | KN_CLOSED, memory_order_relaxed);
     pool.fn = fn;
     pool.arg = arg;
-    atomic_store_explicit(&pool.nchunks, n, memory_order_relaxed);
+    atomic_store_explicit(&pool.nchunks, n, memory_order_release);
     atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
-    uint32_t g = atomic_load_explicit(&pool.gen, memory_order_relaxed) + 1;
+    publish_delay();
     atomic_store_explicit(&pool.ticket, (uint64_t)g << 32, memory_order_release);
     atomic_store_explicit(&pool.gen, g, memory_order_release);
     if (atomic_load(&pool.sleepers) > 0) futex_wake_all(&pool.gen);

@@ -47,4 +47,10 @@ void kn_parallel_for(int64_t n, int64_t grain, kn_range_fn fn, void *arg);
 /* Runs fn(arg, c) for c in [0, n), spread over the threads. */
 void kn_parallel_chunks(int64_t n, kn_chunk_fn fn, void *arg);
 
+/* For tests: the caller pauses `spins` rounds (a pause instruction each) between publishing a
+ * job's chunk count and opening its chunks to claims, widening the window in which a worker
+ * still in the last job's claim loop sees the new count (kn_pool.c's top); 0, the default, for
+ * none. */
+void kn_pool_set_publish_delay(int spins);
+
 #endif

@@ -8,6 +8,7 @@
  * and calls from two threads at once complete. */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -137,6 +138,56 @@ Test(kernels, two_callers_at_once_both_complete)
     pthread_join(b, NULL);
     for (int k = 0; k < 2; k++)
         for (int i = 0; i < 50; i++) cr_assert_eq(c[k].hits[i], 200);
+}
+
+/* One job of the stress below: each chunk counts itself, and checks that its job is still the
+ * caller's (a chunk that runs after its caller returned reads a job that has moved on). */
+struct relay {
+    _Atomic int hits[8];
+    _Atomic long id; /* the job's number while its caller is in kn_parallel_chunks, -1 after */
+};
+static _Atomic long relay_stale;
+
+static void relay_chunk(void *p, int64_t c)
+{
+    struct relay *r = p;
+    long id = atomic_load(&r->id);
+    for (volatile int k = 0; k < 20; k++) continue; /* long enough to overlap a late claim */
+    atomic_fetch_add(&r->hits[c], 1);
+    if (id < 0 || atomic_load(&r->id) != id) atomic_fetch_add(&relay_stale, 1);
+}
+
+/* Jobs of 2 chunks and of 8 in turn (a GEMM's two blocks, then an LSTM cell's eight chunks), with
+ * the caller pausing between a job's count and its open ticket: a worker still in the last job's
+ * claim loop then sees the new, larger count beside the spent ticket. Before kn_pool.c closed the
+ * ticket first, that worker claimed a chunk past the old job's end and ran the new job's chunk
+ * under it — twice with the real claim, and counted done, so the caller returned while a chunk
+ * still ran (thousands of such jobs in 20,000 on two threads; ASan's view of it on a Zen 3 was a
+ * worker reading the LSTM cell's arguments from a stack frame its caller had left). */
+Test(kernels, a_late_worker_never_claims_a_chunk_of_the_next_job)
+{
+    kn_set_threads(2);
+    kn_pool_set_publish_delay(200);
+    static struct relay jobs[2];
+    long twice = 0, missed = 0;
+    atomic_store(&relay_stale, 0);
+    for (long i = 0; i < 20000; i++) {
+        struct relay *r = &jobs[i & 1];
+        int n = i & 1 ? 8 : 2;
+        for (int c = 0; c < 8; c++) atomic_store(&r->hits[c], 0);
+        atomic_store(&r->id, i);
+        kn_parallel_chunks(n, relay_chunk, r);
+        atomic_store(&r->id, -1);
+        for (int c = 0; c < n; c++) {
+            int h = atomic_load(&r->hits[c]);
+            twice += h > 1, missed += h == 0;
+        }
+    }
+    kn_pool_set_publish_delay(0);
+    cr_assert_eq(twice, 0, "%ld chunks ran twice", twice);
+    cr_assert_eq(missed, 0, "%ld chunks had not run when their caller returned", missed);
+    cr_assert_eq(atomic_load(&relay_stale), 0, "%ld chunks ran after their caller returned",
+                 atomic_load(&relay_stale));
 }
 
 Test(kernels, parallel_for_covers_the_range_once)
