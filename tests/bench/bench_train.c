@@ -1,7 +1,7 @@
 /* bench_train — training speed and memory of one session on a preset.
  *
  *   build/tests/bench/bench_train [--preset electricity] [--steps 10] [--batch 64] [--stacks]
- *                                 [--gemm-profile [--profile-rows 16]]
+ *                                 [--no-floor] [--gemm-profile [--profile-rows 16]]
  *                                 [--torch [--rounds 3] [--torch-venv DIR]
  *                                 [--log FILE]]
  *
@@ -13,11 +13,12 @@
  * backward adds on top (intermediate gradients, "act.grad/") and bookkeeping. It also prints the
  * step's GEMM-bound floor: the step's GEMM flops (counted by the kernels) at the GEMM rate this
  * machine reaches in the same run (a 2048³ product on the same threads), and the step time as a
- * multiple of it. With --gemm-profile it also times every GEMM call of the measured session
- * (kernels.h's profile: a clock read and a locked add a call, ~3 % of the CPU samples of a
- * `tiny` step under perf, nothing worth seeing on `electricity`) and prints the GEMMs' share of the
- * step and the shapes that take the most of it (--profile-rows of them, the rest summed in one
- * row).
+ * multiple of it; --no-floor skips those two rate measurements (ci/overhead's instruction counts
+ * run the binary under callgrind, where a 2048³ product takes minutes). With --gemm-profile it also
+ * times every GEMM call of the measured session (kernels.h's profile: a clock read and a locked add
+ * a call, ~3 % of the CPU samples of a `tiny` step under perf, nothing worth seeing on
+ * `electricity`) and prints the GEMMs' share of the step and the shapes that take the most of it
+ * (--profile-rows of them, the rest summed in one row).
  *
  * With --torch it then runs tests/bench/tft_torch.py (the same model, the same factored
  * real-variable embeddings) in every PyTorch configuration of bench_torch.c, ROUNDS rounds, each
@@ -224,7 +225,7 @@ int main(int argc, char **argv)
 {
     const char *preset = "electricity", *venv = NULL, *logpath = NULL;
     int steps = 10, batch = 0, rounds = 3, profile_rows = 16;
-    bool torch = false, stacks = false, gemm_profile = false;
+    bool torch = false, stacks = false, gemm_profile = false, no_floor = false;
     const struct ba_option opts[] = {
         {"--preset", BA_STR, &preset},
         {"--steps", BA_INT, &steps},
@@ -234,14 +235,19 @@ int main(int argc, char **argv)
         {"--log", BA_STR, &logpath},
         {"--torch", BA_FLAG, &torch},
         {"--stacks", BA_FLAG, &stacks},
+        {"--no-floor", BA_FLAG, &no_floor},
         {"--gemm-profile", BA_FLAG, &gemm_profile},
         {"--profile-rows", BA_INT, &profile_rows},
     };
     if (!ba_parse(argc, argv, opts, LG_ARRAY_LEN(opts))) {
         fprintf(stderr,
-                "usage: bench_train [--preset P] [--steps K] [--batch B] [--stacks] "
+                "usage: bench_train [--preset P] [--steps K] [--batch B] [--stacks] [--no-floor] "
                 "[--gemm-profile [--profile-rows N]] [--torch [--rounds R] [--torch-venv DIR] "
                 "[--log FILE]]\n");
+        return 2;
+    }
+    if (no_floor && torch) {
+        fprintf(stderr, "bench_train: --torch compares against the floor; drop --no-floor\n");
         return 2;
     }
     if (rounds < 1 || rounds > MAX_ROUNDS || steps < 1 || profile_rows < 1) {
@@ -304,7 +310,8 @@ int main(int argc, char **argv)
                lg_fmt_bytes(b3, sizeof b3, 4.0 * params), lg_fmt_bytes(b4, sizeof b4, (double)acts),
                (double)session_peak / (double)floor, lg_fmt_bytes(b5, sizeof b5, (double)agrads));
     tr_free(tr);
-    double rate = gemm_rate(trk), step_s = st.seconds / st.steps, gemm_s = 0, gemm_f = 0;
+    double rate = no_floor ? 0 : gemm_rate(trk), step_s = st.seconds / st.steps;
+    double gemm_s = 0, gemm_f = 0;
     struct kn_gemm_shape rows[KN_GEMM_PROFILE_MAX + 1];
     int nrows = kn_cpu_gemm_profile_rows(rows, LG_ARRAY_LEN(rows));
     for (int i = 0; i < nrows; i++) gemm_s += rows[i].seconds, gemm_f += rows[i].flops;
@@ -318,7 +325,7 @@ int main(int argc, char **argv)
             getenv("OPENBLAS_CORETYPE") ? " as OPENBLAS_CORETYPE chose" : "",
             1e3 * step_flops / rate, (st.seconds / st.steps) / (step_flops / rate),
             100.0 * (step_flops / rate) / (st.seconds / st.steps));
-    double fma = bench_fma_peak() * 1e9 * kn_threads(); /* 0 where not measurable */
+    double fma = no_floor ? 0 : bench_fma_peak() * 1e9 * kn_threads(); /* 0: not measured */
     if (fma > 0)
         printf(
             "  at the FMA peak instead (%.0f GFLOP/s: one core's register-only %s multiply-adds, "
