@@ -480,9 +480,9 @@ int hx_cmd_merge(int argc, char **argv)
         fprintf(stderr, "leakgate merge: %s\n", lg_errmsg());
         goto cleanup;
     }
-    for (int k = 0; k < m.n_inputs; k++) /* a shard killed before its verdict line */
-        if (!m.in[k].r->has_verdict &&
-            rpt_soak_judge_results(m.in[k].r, RPT_SOAK_DEFAULT_WINDOW) != LG_OK) {
+    for (int k = 0; k < m.n_inputs; k++) /* a shard killed before its verdict line, or whose
+                                            line claims more than its sessions show */
+        if (rpt_results_believe(m.in[k].r, m.in[k].path, "merge") != LG_OK) {
             fprintf(stderr, "leakgate merge: %s\n", lg_errmsg());
             code = 4;
             goto cleanup;

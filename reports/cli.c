@@ -12,7 +12,9 @@ static const char report_usage[] =
     "  Rebuilds every artefact from a results file into DIR: deltas/leaks/timeline[/trend].png\n"
     "  and .svg, junit.xml, summary.md, sessions.csv, report.html. A run cut short (no verdict\n"
     "  line) is judged from the sessions on disk, by the rules the run would have used; it is\n"
-    "  partial, so inconclusive unless a leak was proven.\n"
+    "  partial, so inconclusive unless a leak was proven. A verdict line that claims more than\n"
+    "  the file's sessions show (sessions missing, a channel nobody measured, a pass over\n"
+    "  sessions that leak) is not believed: the sessions are judged instead, with a note.\n"
     "  --no-plots  skip the gnuplot figures (the HTML then has none)\n"
     "  Exit: the verdict's (0 pass, 1 leak, 3 inconclusive); 2 usage, input or output error\n"
     "  (gnuplot missing included: every other artefact is written); 4 internal error.\n";
@@ -73,17 +75,10 @@ int rpt_cmd_report(int argc, char **argv)
     if (r->truncated_lines)
         fprintf(stderr, "leakgate report: note: %s: the last line was cut mid-write and skipped\n",
                 results);
-    if (!r->has_verdict) {
-        fprintf(
-            stderr,
-            "leakgate report: note: %s has no verdict line (the run was cut short): judging the "
-            "sessions on disk\n",
-            results);
-        if (rpt_judge_results(r) != LG_OK) {
-            fprintf(stderr, "leakgate report: %s\n", lg_errmsg());
-            status = lg_exit_code(lg_errcode());
-            goto cleanup;
-        }
+    if (rpt_results_believe(r, results, "report") != LG_OK) {
+        fprintf(stderr, "leakgate report: %s\n", lg_errmsg());
+        status = lg_exit_code(lg_errcode());
+        goto cleanup;
     }
     int rc = lg_mkdirs(dir);
     if (rc == LG_OK) rc = lg_dir_lock(&lock, dir);

@@ -42,9 +42,11 @@ void rpt_series_add(struct rpt_series *s, const struct rpt_session *r)
 {
     if (s->n_all >= s->cap) return;
     int i = s->n_all++;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 3; k++) { /* every session, warm-up included */
         int64_t v;
-        s->leaked[k][i] = rpt_session_value(r, exact_ch[k], &v) ? v : 0;
+        bool known = rpt_session_value(r, exact_ch[k], &v);
+        s->leaked[k][i] = known ? v : 0;
+        if (!known) s->avail[exact_ch[k]] = false; /* a missing figure is no zero */
     }
     rpt_series_attribute(s, r);
     if (r->warmup) return;
@@ -111,6 +113,8 @@ void rpt_judge_series(const struct rpt_series *s, const struct rpt_budget *b, st
             c == RPT_CH_TAGGED_DEVICE || c == RPT_CH_DEV_DRIVER || c == RPT_CH_DEV_PROCESS;
         if (device && !s->device) {
             rpt_channel_unavailable(cv, c, "no device in this run (--device cpu)");
+        } else if (rpt_channel_exact((enum rpt_channel)c) && s->n_all > 0 && !s->avail[c]) {
+            rpt_channel_unavailable(cv, c, "not measured in every session");
         } else if (rpt_channel_exact((enum rpt_channel)c)) {
             int k = c == RPT_CH_TAGGED_HOST ? 0 : c == RPT_CH_TAGGED_DEVICE ? 1 : 2;
             const char *worst = k == 0 ? s->worst_host : k == 1 ? s->worst_dev : s->worst_ref;
@@ -302,25 +306,36 @@ void rpt_conclude(struct rpt_verdict *v, const struct rpt_budget *budgets)
 /* ---- results without a verdict line ------------------------------------------------------------
  */
 
-int rpt_judge_results(struct rpt_results *r)
+int rpt_judge_results(struct rpt_results *r, bool again)
 {
     struct rpt_verdict *v = &r->verdict;
     struct rpt_series ser;
-    if (!strcmp(r->run.command, "soak")) return rpt_soak_judge_results(r, RPT_SOAK_DEFAULT_WINDOW);
+    if (!strcmp(r->run.command, "soak"))
+        return rpt_soak_judge_results(r, RPT_SOAK_DEFAULT_WINDOW, again);
     int rc = rpt_series_init(&ser, r->n_sessions);
     if (rc != LG_OK) return rc;
     ser.device = rpt_run_had_device(&r->run);
     for (int i = 0; i < r->n_sessions; i++) rpt_series_add(&ser, &r->sessions[i]);
-    memset(v, 0, sizeof *v);
-    v->required = r->run.required;
-    v->sessions_planned = r->run.sessions;
-    v->partial = true;
-    lg_strlcpy(v->stopped, "results cut short: no verdict line", sizeof v->stopped);
+    rpt_verdict_start_again(r, again);
     rpt_judge_series(&ser, r->run.budgets, v);
     rpt_series_fini(&ser);
     size_t l = strlen(v->summary);
-    snprintf(v->summary + l, sizeof v->summary - l,
-             " (partial run: judged from the %d session(s) on disk)", r->n_sessions);
+    snprintf(v->summary + l, sizeof v->summary - l, " (%s from the %d session(s) on disk%s)",
+             again ? "judged again" : "partial run: judged", r->n_sessions,
+             again ? ", not by its verdict line" : "");
     r->has_verdict = true;
     return LG_OK;
+}
+
+void rpt_verdict_start_again(struct rpt_results *r, bool again)
+{
+    struct rpt_verdict *v = &r->verdict;
+    bool partial = again ? v->partial : true;
+    char stopped[sizeof v->stopped];
+    lg_strlcpy(stopped, again ? v->stopped : "results cut short: no verdict line", sizeof stopped);
+    memset(v, 0, sizeof *v);
+    v->required = r->run.required;
+    v->sessions_planned = r->run.sessions;
+    v->partial = partial;
+    lg_strlcpy(v->stopped, stopped, sizeof v->stopped);
 }

@@ -92,7 +92,11 @@ static unsigned add_exact(struct rpt_soak_trend *t, const struct rpt_session *s)
     for (int i = 0; i < 3; i++) {
         struct rpt_soak_exact *e = &t->ex[i];
         int64_t v;
-        if (!rpt_session_value(s, chans[i], &v) || v <= 0) continue;
+        if (!rpt_session_value(s, chans[i], &v)) {
+            e->missing++;
+            continue;
+        }
+        if (v <= 0) continue;
         if (!e->bad++) {
             e->first = s->index;
             fired |= 1u << chans[i];
@@ -197,6 +201,10 @@ static void verdict_exact(const struct rpt_soak_trend *t, int c, struct rpt_chan
     int slot = exact_slot(c);
     LG_ASSERT(slot >= 0 && slot < 3 && "not an exact channel");
     const struct rpt_soak_exact *e = &t->ex[slot];
+    if (e->missing > 0) {
+        rpt_channel_unavailable(v, c, "not measured in every session");
+        return;
+    }
     const char *worst = c == RPT_CH_TAGGED_HOST     ? t->attr.worst_host
                         : c == RPT_CH_TAGGED_DEVICE ? t->attr.worst_dev
                                                     : t->attr.worst_ref;
@@ -313,24 +321,21 @@ void rpt_soak_trend_verdict(const struct rpt_soak_trend *tc, struct rpt_verdict 
     rpt_conclude(v, t->budgets);
 }
 
-int rpt_soak_judge_results(struct rpt_results *r, int window)
+int rpt_soak_judge_results(struct rpt_results *r, int window, bool again)
 {
     struct rpt_soak_trend t;
     int rc = rpt_soak_trend_init(&t, window, r->run.budgets);
     if (rc != LG_OK) return rc;
     t.attr.device = rpt_run_had_device(&r->run);
     for (int i = 0; i < r->n_sessions; i++) rpt_soak_trend_add(&t, &r->sessions[i]);
-    memset(&r->verdict, 0, sizeof r->verdict);
-    r->verdict.required = r->run.required;
-    r->verdict.sessions_planned = r->run.sessions;
-    r->verdict.partial = true;
-    lg_strlcpy(r->verdict.stopped, "results cut short: no verdict line", sizeof r->verdict.stopped);
+    rpt_verdict_start_again(r, again);
     rpt_soak_trend_verdict(&t, &r->verdict);
     rpt_soak_trend_fini(&t);
     size_t l = strlen(r->verdict.summary);
     snprintf(r->verdict.summary + l, sizeof r->verdict.summary - l,
-             " (partial soak: judged from the %d session(s) on disk, window %d)", r->n_sessions,
-             window);
+             " (%s from the %d session(s) on disk, window %d%s)",
+             again ? "soak judged again" : "partial soak: judged", r->n_sessions, window,
+             again ? ", not by its verdict line" : "");
     r->has_verdict = true;
     return LG_OK;
 }

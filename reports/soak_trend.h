@@ -49,6 +49,7 @@ struct rpt_soak_channel {
 /* An exact channel, streamed: no per-session array. */
 struct rpt_soak_exact {
     int bad, first; /* sessions that left something; the first one (-1: none) */
+    int missing;    /* sessions without the figure: the channel is then not measured */
     int64_t total, max;
 };
 
@@ -77,8 +78,9 @@ bool rpt_soak_alarmed(const struct rpt_soak_trend *t, enum rpt_channel c);
  * growth over the window and a flat late half: saturating, not inconclusive). Then
  * rpt_conclude with v->required, sessions_planned, stopped (the caller's). */
 void rpt_soak_trend_verdict(const struct rpt_soak_trend *t, struct rpt_verdict *v);
-/* Judges a soak's results that have no verdict line (a shard killed without a chance to write
- * one) by replaying its sessions through the trend test, in place; the verdict is partial. */
-int rpt_soak_judge_results(struct rpt_results *r, int window);
+/* Judges a soak's results by replaying its sessions through the trend test, in place: those
+ * with no verdict line (a shard killed without a chance to write one; the verdict is partial),
+ * or, again true, those whose verdict line rpt_results_check refused. */
+int rpt_soak_judge_results(struct rpt_results *r, int window, bool again);
 
 #endif

@@ -125,7 +125,7 @@ struct rpt_series {
     int cap; /* sessions the arrays hold */
     int n_all, n_measured;
     double *y[RPT_NCHANNELS];  /* rpt_session_value of measured sessions */
-    bool avail[RPT_NCHANNELS]; /* the channel was measured in every measured session */
+    bool avail[RPT_NCHANNELS]; /* measured in every measured session (exact: every session) */
     int64_t *leaked[3];        /* exact channels, every session (warm-up included):
                                   tagged_host, tagged_device, refs */
     char worst_host[200], worst_dev[200], worst_ref[240];
@@ -147,8 +147,22 @@ void rpt_judge_series(const struct rpt_series *s, const struct rpt_budget *b,
 
 /* Whether a results file's run line names a device ("cuda: ..."). */
 bool rpt_run_had_device(const struct rpt_run *run);
-/* Judges loaded results that have no verdict line (a run cut short), in place: a soak over its
- * sliding window (rpt_soak_judge_results), a run over every session; the verdict is partial. */
-int rpt_judge_results(struct rpt_results *r);
+/* Judges loaded results from their sessions, in place: a soak over its sliding window
+ * (rpt_soak_judge_results), a run over every session. again false: the file has no verdict line
+ * (a run cut short), and the verdict is partial. again true: its verdict line was refused by
+ * rpt_results_check, and the verdict keeps the line's partial and stopped. */
+int rpt_judge_results(struct rpt_results *r, bool again);
+/* Resets r's verdict for rpt_judge_results' judging: required and planned sessions from the
+ * run line, partial and stopped as said there. */
+void rpt_verdict_start_again(struct rpt_results *r, bool again);
+/* Holds loaded results' verdict line against their sessions (results_check.c): LG_EFORMAT
+ * naming path and the mismatch when the line claims more than the sessions show — measured
+ * sessions that are not there, a channel judged pass that no session measured, a pass the
+ * sessions judged again do not give. LG_OK without a verdict line. */
+int rpt_results_check(const struct rpt_results *r, const char *path);
+/* What `report` and `merge` do with a loaded file: judges it from its sessions when it has no
+ * verdict line, or when rpt_results_check refuses the line (saying why on stderr, after
+ * "leakgate CMD: note: "); otherwise keeps the line. LG_OK, or LG_ENOMEM. */
+int rpt_results_believe(struct rpt_results *r, const char *path, const char *cmd);
 
 #endif

@@ -480,6 +480,22 @@ Test(soak, three_concurrent_shards_merge_into_one_plan_and_a_leaking_shard_is_na
     cr_expect(strstr(o.text, "(partial: a shard was cut short)") != NULL, "%s", o.text);
     free(o.text);
 
+    /* a shard's run and PASS lines with no session between them: its line is not believed */
+    cr_assert_eq(
+        lg_shell(
+            "mkdir -p '%s/bare/shard-2-of-3' && (head -n 1 '%s/shard-2-of-3/results.jsonl'; "
+            "tail -n 1 '%s/shard-2-of-3/results.jsonl') > '%s/bare/shard-2-of-3/results.jsonl'",
+            lg_test_tmpdir(), clean, clean, lg_test_tmpdir()),
+        0);
+    o = lg_runf(LEAKGATE_BIN,
+                "merge '%s/shard-0-of-3' '%s/shard-1-of-3' '%s/bare' -o '%s/m3' --no-reports",
+                clean, clean, lg_test_tmpdir(), lg_test_tmpdir());
+    cr_expect_eq(o.status, 3, "a shard without its sessions passes nothing: exit %d:\n%s", o.status,
+                 o.text);
+    cr_expect(strstr(o.text, "its verdict line claims more than its sessions show") != NULL, "%s",
+              o.text);
+    free(o.text);
+
     o = lg_runf(
         LEAKGATE_BIN,
         "merge '%s/shard-0-of-3' '%s/shard-1-of-3/results.jsonl' '%s/shard-2-of-3' -o '%s/m2' --no-reports",

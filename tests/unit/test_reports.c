@@ -21,8 +21,18 @@ static const char *fixture(const char *name) { return lg_test_datafile("results"
 static struct rpt_results *load(const char *name) /* freed with rpt_results_free */
 {
     struct rpt_results *r = NULL;
-    cr_assert_eq(rpt_results_load(&r, fixture(name)), LG_OK, "%s", lg_errmsg());
+    cr_assert_eq(rpt_results_load(&r, name[0] == '/' ? name : fixture(name)), LG_OK, "%s",
+                 lg_errmsg());
     return r;
+}
+
+/* clean.jsonl cut after its second measured session (no verdict line): too few sessions to
+ * pass; the path of the copy */
+static const char *short_clean(void)
+{
+    const char *path = lg_test_tmpfile("short.jsonl");
+    cr_assert_eq(lg_shell("head -n 5 '%s' > '%s'", fixture("clean.jsonl"), path), 0);
+    return path;
 }
 
 static const char *out_dir(const char *name) { return lg_test_tmpfile(name); }
@@ -495,13 +505,16 @@ Test(reports, compare_finds_the_regression_and_only_it)
         "%s", text);
     cr_assert(strstr(text, "REGRESSED  (sessions leaving any: 0 → 6)"));
     free(text);
-    /* two clean runs of 6 sessions: no regression, and no evidence either (these budgets need
-     * 13 sessions and more to see a leak of twice the slope) */
+    /* two clean runs of 6 sessions (enough for these budgets): no regression */
     cr_assert_not(compare_into("clean.jsonl", "clean2.jsonl", &text), "%s", text);
+    cr_assert(strstr(text, "No regression beyond the budgets."), "%s", text);
+    free(text);
+    /* a HEAD of 2 measured sessions: no regression, and no evidence either */
+    cr_assert_not(compare_into("clean.jsonl", short_clean(), &text), "%s", text);
     cr_assert(
         strstr(text, "INCONCLUSIVE: no regression found, but HEAD's own verdict is inconclusive"),
         "%s", text);
-    cr_assert(strstr(text, "fewer than the 13 needed"), "%s", text);
+    cr_assert(strstr(text, "fewer than the 4 needed"), "%s", text);
     free(text);
     cr_assert_not(compare_into("clean.jsonl", "clean.jsonl", &text));
     free(text);
@@ -517,8 +530,10 @@ Test(reports, compare_command_exit_codes)
 {
     char *a[] = {"compare", (char *)fixture("clean.jsonl"), (char *)fixture("leaking.jsonl"), NULL};
     cr_assert_eq(rpt_cmd_compare(3, a), 1);
-    char *b[] = {"compare", (char *)fixture("clean.jsonl"), (char *)fixture("clean2.jsonl"), NULL};
+    char *b[] = {"compare", (char *)fixture("clean.jsonl"), (char *)short_clean(), NULL};
     cr_assert_eq(rpt_cmd_compare(3, b), 3, "too few sessions to pass: inconclusive");
+    char *b2[] = {"compare", (char *)fixture("clean.jsonl"), (char *)fixture("clean2.jsonl"), NULL};
+    cr_assert_eq(rpt_cmd_compare(3, b2), 0, "two clean runs");
     char *c[] = {"compare", (char *)fixture("clean.jsonl"), NULL};
     cr_assert_eq(rpt_cmd_compare(2, c), 2);
     char *d[] = {"compare", (char *)fixture("clean.jsonl"), "/nonexistent.jsonl", NULL};
@@ -533,9 +548,51 @@ Test(reports, compare_command_exit_codes)
                           fixture("clean.jsonl"), fixture("leaking.jsonl")),
                  1);
     cr_assert_eq(lg_shell("'%s' compare '%s' '%s' >/dev/null", LG_REPORT_TOOL,
-                          fixture("clean.jsonl"), fixture("clean2.jsonl")),
+                          fixture("clean.jsonl"), short_clean()),
                  3);
     cr_assert_eq(lg_shell("'%s' frobnicate 2>/dev/null", LG_REPORT_TOOL), 2);
+}
+
+/* A verdict line is believed only as far as the file's sessions go: `report` judges them again
+ * when the line claims more (sessions that are not there, a channel nobody measured, a pass
+ * over sessions that leak), and says so. */
+Test(reports, a_verdict_line_is_believed_only_as_far_as_its_sessions_go)
+{
+    struct rpt_results *r = load("clean.jsonl");
+    cr_assert_eq(rpt_results_check(r, "clean.jsonl"), LG_OK, "%s", lg_errmsg());
+    for (int i = 0; i < r->n_sessions; i++) /* every figure gone, the PASS line kept */
+        for (int c = 0; c < RPT_NCHANNELS; c++)
+            r->sessions[i].absolute[c] = r->sessions[i].delta[c] = RPT_NONE;
+    cr_assert_eq(rpt_results_check(r, "x.jsonl"), LG_EFORMAT);
+    cr_assert(strstr(lg_errmsg(), "x.jsonl: its verdict line claims more than its sessions show") &&
+                  strstr(lg_errmsg(), "it judges tagged_host pass, but no session measured it"),
+              "%s", lg_errmsg());
+    cr_assert_eq(rpt_results_believe(r, "x.jsonl", "report"), LG_OK);
+    cr_assert_eq(r->verdict.status, RPT_INCONCLUSIVE, "%s", r->verdict.summary);
+    cr_assert(strstr(r->verdict.summary, "judged again from the 8 session(s) on disk"), "%s",
+              r->verdict.summary);
+    rpt_results_free(r);
+
+    /* the run line and the PASS verdict line, no session between them */
+    const char *bare = lg_test_tmpfile("bare.jsonl"), *swapped = lg_test_tmpfile("swapped.jsonl");
+    cr_assert_eq(lg_shell("(head -n 1 '%s'; tail -n 1 '%s') > '%s'", fixture("clean.jsonl"),
+                          fixture("clean.jsonl"), bare),
+                 0);
+    char *a[] = {"report", (char *)bare, "-o", (char *)out_dir("bare"), "--no-plots", NULL};
+    cr_assert_eq(rpt_cmd_report(5, a), 3, "no measured session: inconclusive, never a pass");
+    char *summary = slurp(out_dir("bare"), "summary.md");
+    cr_assert(summary && strstr(summary, "INCONCLUSIVE") && !strstr(summary, "PASS"), "%s",
+              summary);
+    free(summary);
+    /* a leaking run's sessions under a clean run's PASS line (the same session count) */
+    cr_assert_eq(lg_shell("(head -n -1 '%s'; tail -n 1 '%s') > '%s'", fixture("leaking.jsonl"),
+                          fixture("clean.jsonl"), swapped),
+                 0);
+    char *b[] = {"report", (char *)swapped, "-o", (char *)out_dir("swapped"), "--no-plots", NULL};
+    cr_assert_eq(rpt_cmd_report(5, b), 1, "the sessions leak: the report says so");
+    summary = slurp(out_dir("swapped"), "summary.md");
+    cr_assert(summary && strstr(summary, "LEAK"), "%s", summary);
+    free(summary);
 }
 
 Test(reports, report_command_usage_and_success)

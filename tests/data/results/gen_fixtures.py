@@ -30,12 +30,12 @@ BUDGETS = {
     "tagged_host": (0, 0, 0, "exact (zero tolerance)"),
     "tagged_device": (0, 0, 0, "exact (zero tolerance)"),
     "refs": (0, 0, 0, "exact (zero tolerance)"),
-    "je_allocated": (64 * KiB, 16 * KiB, 256 * KiB, MEASURED),
-    "je_active": (1 * MiB, 64 * KiB, 1 * MiB, MEASURED),
-    "je_resident": (2 * MiB, 64 * KiB, 2 * MiB, MEASURED),
-    "rss": (4 * MiB, 32 * KiB, 2 * MiB, MEASURED),
-    "dev_driver": (2 * MiB, 64 * KiB, 4 * MiB, MEASURED),
-    "dev_process": (2 * MiB, 64 * KiB, 4 * MiB, MEASURED),
+    "je_allocated": (64 * KiB, 16 * KiB, 64 * KiB, MEASURED),
+    "je_active": (1 * MiB, 64 * KiB, 256 * KiB, MEASURED),
+    "je_resident": (2 * MiB, 64 * KiB, 256 * KiB, MEASURED),
+    "rss": (4 * MiB, 32 * KiB, 128 * KiB, MEASURED),
+    "dev_driver": (2 * MiB, 64 * KiB, 256 * KiB, MEASURED),
+    "dev_process": (2 * MiB, 64 * KiB, 256 * KiB, MEASURED),
 }
 
 # The tiny preset's VarMap: (tensor, float count). 24 tensors, 816,640 floats = 3.12 MiB.
