@@ -363,6 +363,7 @@ int hx_exec_run(struct hx_exec_options *eo, struct rpt_verdict *v, bool *cmd_fai
     if (rc != LG_OK) return rc; /* nothing ran: a usage error */
     rc = lg_mkdirs(r.o->out_dir);
     if (rc == LG_OK) rc = lg_dir_lock(&lock, r.o->out_dir);
+    if (rc == LG_OK) rc = rpt_clear_artefacts(r.o->out_dir);
     if (rc == LG_OK) rc = heap_dir(r.o->out_dir, dir, sizeof dir);
     if (rc == LG_OK)
         rc = hx_prof_init(&r.prof, eo->prof, (int64_t)1 << eo->lg_sample, r.o->stacks, dir);

@@ -476,7 +476,8 @@ int hx_cmd_merge(int argc, char **argv)
         goto cleanup;
     }
     if (load_and_check(&m) != LG_OK || check_complete(&m) != LG_OK || check_output(&m) != LG_OK ||
-        lg_mkdirs(m.out) != LG_OK || lg_dir_lock(&lock, m.out) != LG_OK) {
+        lg_mkdirs(m.out) != LG_OK || lg_dir_lock(&lock, m.out) != LG_OK ||
+        rpt_clear_artefacts(m.out) != LG_OK) {
         fprintf(stderr, "leakgate merge: %s\n", lg_errmsg());
         goto cleanup;
     }

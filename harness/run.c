@@ -185,6 +185,7 @@ int hx_run(const struct hx_options *o, struct rpt_verdict *v)
     int warm_total = o->warmup * n_modes, total = warm_total + o->sessions;
     int rc = lg_mkdirs(o->out_dir);
     if (rc == LG_OK) rc = lg_dir_lock(&lock, o->out_dir);
+    if (rc == LG_OK) rc = rpt_clear_artefacts(o->out_dir);
     if (rc == LG_OK) rc = hx_prof_start(&prof, o);
     if (rc == LG_OK) rc = hx_env_init(&env, o);
     if (rc == LG_OK) rc = rpt_series_init(&ser, total);

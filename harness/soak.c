@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "reports.h"
 #include "soak_impl.h"
 
 /* ---- progress -------------------------------------------------------------------------------- */
@@ -222,6 +223,7 @@ int hx_soak(const struct hx_soak_options *so, struct rpt_verdict *v)
     struct lg_dir_lock lock = {-1};
     int rc = lg_mkdirs(o->out_dir);
     if (rc == LG_OK) rc = lg_dir_lock(&lock, o->out_dir);
+    if (rc == LG_OK) rc = rpt_clear_artefacts(o->out_dir);
     if (rc == LG_OK) rc = state_init(st, so);
     if (rc != LG_OK) goto out;
     hx_fill_run_line(o, &st->env.cfg, &run);

@@ -1,8 +1,33 @@
 /* write_all.c — every artefact of a run into one directory. Plots come first so the HTML can
  * embed their SVGs; when a plot cannot be made (gnuplot missing, a full disk) the documents
  * are still written, and the failure is returned. */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "rpt_impl.h"
 #include "rpt_stacks.h"
+
+/* Every name rpt_write_all may write besides the figures' <name>.png and <name>.svg. */
+static const char *const documents[] = {"junit.xml",     "summary.md", "sessions.csv",
+                                        "stacks.folded", "flame.svg",  "report.html"};
+
+int rpt_clear_artefacts(const char *dir)
+{
+    char path[4200];
+    for (int k = 0; k < RPT_NFIGURES + (int)LG_ARRAY_LEN(documents); k++)
+        for (int ext = 0; ext < (k < RPT_NFIGURES ? 2 : 1); ext++) {
+            if (k < RPT_NFIGURES)
+                snprintf(path, sizeof path, "%s/%s.%s", dir, rpt_figure_name(k),
+                         ext ? "svg" : "png");
+            else
+                snprintf(path, sizeof path, "%s/%s", dir, documents[k - RPT_NFIGURES]);
+            if (unlink(path) != 0 && errno != ENOENT)
+                return lg_fail(LG_EIO, "cannot remove the earlier run's %s: %s", path,
+                               strerror(errno));
+        }
+    return LG_OK;
+}
 
 static int write_doc(const struct rpt_results *r, const char *dir, const char *name,
                      int (*write)(const struct rpt_results *, FILE *))
@@ -22,6 +47,7 @@ int rpt_write_all(const struct rpt_results *r, const char *dir, unsigned flags)
 {
     int rc = lg_mkdirs(dir), first = LG_OK;
     char first_msg[1024] = "";
+    if (rc == LG_OK) rc = rpt_clear_artefacts(dir); /* nothing of another run stays beside these */
     if (rc != LG_OK) return rc;
         /* every artefact is attempted: one that fails (gnuplot missing, a full disk) does not cost
          * the others; the first failure is returned with its message */

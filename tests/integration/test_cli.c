@@ -55,6 +55,28 @@ Test(cli, clean_run_passes)
     cr_expect_eq(access(lg_test_tmpfile("out/results.jsonl"), R_OK), 0, "results.jsonl written");
 }
 
+/* A run into a directory an earlier run reported into: none of the earlier PASS's artefacts
+ * stays beside the new run's results, with --no-reports too. */
+Test(cli, a_later_run_leaves_no_earlier_report_behind)
+{
+    EXPECT_VERDICT("run --sessions 8 --quiet --modes fp32", 0, {NULL, "PASS", "verdict"});
+    const char *names[] = {"summary.md", "junit.xml", "report.html", "sessions.csv"};
+    for (size_t k = 0; k < LG_ARRAY_LEN(names); k++) {
+        char p[64];
+        snprintf(p, sizeof p, "out/%s", names[k]);
+        cr_assert_eq(access(lg_test_tmpfile(p), R_OK), 0, "the first run wrote %s", names[k]);
+    }
+    EXPECT_VERDICT("run --sessions 8 --quiet --no-reports --modes fp32 --inject raw-malloc:256KiB",
+                   1, {"je_allocated", " leak ", "the second run leaks"});
+    for (size_t k = 0; k < LG_ARRAY_LEN(names); k++) {
+        char p[64];
+        snprintf(p, sizeof p, "out/%s", names[k]);
+        cr_expect_neq(access(lg_test_tmpfile(p), F_OK), 0, "%s of the earlier PASS is gone",
+                      names[k]);
+    }
+    cr_expect_eq(access(lg_test_tmpfile("out/results.jsonl"), R_OK), 0);
+}
+
 Test(cli, varmap_dup_ref_names_the_map_and_the_retain_site)
 {
     expect_leak("varmap-dup-ref", "fp32", "refs", "retained at tr_new (trainer.c:");
