@@ -24,8 +24,8 @@ static const char compare_usage[] =
     "  Judges both results files by the rules `run` uses (per-session growth against the slope\n"
     "  budget, zero tolerance on tagged bytes and references) with HEAD's budgets, or FILE's, and\n"
     "  prints per-channel and per-tag differences. Exit: 0 no regression, 1 HEAD regressed,\n"
-    "  2 usage or input error, 3 inconclusive (no measured session, or HEAD's own verdict\n"
-    "  undecided).\n";
+    "  2 usage or input error, 3 inconclusive (no measured session, HEAD's own verdict\n"
+    "  undecided, or a channel HEAD requires not measured in both runs).\n";
 
 static int usage_error(const char *cmd, const char *usage, const char *what, const char *arg)
 {

@@ -5,7 +5,8 @@
  * leaks in HEAD that does not in BASE, or leaks significantly faster (HEAD's lower bound above
  * BASE's upper one by more than the slope budget); an exact channel went from zero to non-zero
  * or leaks more per session; or a tag leaks in HEAD that did not in BASE. Without measured
- * sessions on either side, or with HEAD itself undecided, the comparison is inconclusive. */
+ * sessions on either side, with HEAD itself undecided, or with a channel HEAD requires not
+ * measured in both runs, the comparison is inconclusive. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,12 +58,16 @@ static int judge(const struct rpt_results *r, const struct rpt_budget *b, struct
     return LG_OK;
 }
 
+/* Compares channel c, printing its row; *compared: both runs measured it. Returns whether HEAD
+ * is worse. */
 static bool compare_channel(const struct rpt_results *base, const struct rpt_results *head,
                             const struct rpt_verdict *vb, const struct rpt_verdict *vh,
-                            const struct rpt_budget *b, enum rpt_channel c, FILE *out)
+                            const struct rpt_budget *b, enum rpt_channel c, bool *compared,
+                            FILE *out)
 {
     char a[48], bb[48], d[48], bud[48];
     bool in_b = rpt_channel_measured(base, c), in_h = rpt_channel_measured(head, c), worse = false;
+    *compared = in_b && in_h;
     if (!in_b && !in_h) return false;
     fprintf(out, "  %-14s", rpt_channel_name(c));
     if (!in_b || !in_h) {
@@ -190,8 +195,16 @@ int rpt_compare(const struct rpt_results *base, const struct rpt_results *head,
             "`run` does):\n"
             "  %-14s %14s %14s %14s %14s  %s\n",
             "channel", "BASE", "HEAD", "change", "budget", "result");
-    for (int c = 0; c < RPT_NCHANNELS; c++)
-        regressed += compare_channel(base, head, &vb, &vh, b, c, out);
+    char uncompared[200] = ""; /* channels HEAD requires that the two runs do not both have */
+    for (int c = 0; c < RPT_NCHANNELS; c++) {
+        bool compared;
+        regressed += compare_channel(base, head, &vb, &vh, b, c, &compared, out);
+        if (!compared && (vh.required & RPT_BIT(c))) {
+            size_t l = strlen(uncompared);
+            snprintf(uncompared + l, sizeof uncompared - l, "%s%s", l ? ", " : "",
+                     rpt_channel_name(c));
+        }
+    }
     int fresh = compare_tags(base, head, out);
     if (fresh < 0) {
         fputs("\n(out of memory comparing leaked tags: tags not compared)\n", out);
@@ -208,6 +221,13 @@ int rpt_compare(const struct rpt_results *base, const struct rpt_results *head,
                                                             : NULL;
     if (undecided) {
         fprintf(out, "\nINCONCLUSIVE: no regression found, but %s: %s\n", undecided, vh.summary);
+        return RPT_COMPARE_INCONCLUSIVE;
+    }
+    if (uncompared[0]) {
+        fprintf(out,
+                "\nINCONCLUSIVE: no regression found, but channels HEAD requires were not "
+                "compared (not measured in both runs): %s\n",
+                uncompared);
         return RPT_COMPARE_INCONCLUSIVE;
     }
     fputs("\nNo regression beyond the budgets.\n", out);

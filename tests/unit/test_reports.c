@@ -526,6 +526,29 @@ Test(reports, compare_finds_the_regression_and_only_it)
     free(text);
 }
 
+/* A BASE without figures for the channels HEAD requires compares nothing: never "no
+ * regression". */
+Test(reports, compare_with_nothing_compared_is_inconclusive)
+{
+    struct rpt_results *b = load("clean.jsonl"), *h = load("clean2.jsonl");
+    for (int i = 0; i < b->n_sessions; i++)
+        for (int c = RPT_CH_JE_ALLOCATED; c < RPT_NCHANNELS; c++)
+            b->sessions[i].absolute[c] = b->sessions[i].delta[c] = RPT_NONE;
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&text, &n);
+    cr_assert_eq(rpt_compare(b, h, NULL, f), RPT_COMPARE_INCONCLUSIVE);
+    fclose(f);
+    cr_assert(strstr(text, "INCONCLUSIVE: no regression found, but channels HEAD requires were "
+                           "not compared (not measured in both runs): je_allocated, je_active, "
+                           "je_resident, rss"),
+              "%s", text);
+    cr_assert_null(strstr(text, "No regression beyond the budgets."), "%s", text);
+    free(text);
+    rpt_results_free(b);
+    rpt_results_free(h);
+}
+
 Test(reports, compare_command_exit_codes)
 {
     char *a[] = {"compare", (char *)fixture("clean.jsonl"), (char *)fixture("leaking.jsonl"), NULL};
