@@ -27,7 +27,7 @@ static const char usage[] =
     "  --drift-budget M=V a figure's budget, SIZE or PCT% (M is a glob: peak.*=5%)\n"
     "  --no-plots         no gnuplot figures (history.html then has none)\n"
     "  Exit: 0 no drift, 1 drift, 2 usage or input error, 3 a workload with fewer than 4\n"
-    "  records (no trend yet).\n";
+    "  records (no trend yet), or none of whose figures has 4 records with a value.\n";
 
 struct opts {
     const char *file, *dir, *workload;
@@ -125,8 +125,9 @@ static void print_table(const struct rpt_history_view *v, FILE *f)
     }
 }
 
-/* Prints the drifting figures in full and counts the others; returns the drifting count. */
-static int print_drift(const struct rpt_history_view *v, FILE *f)
+/* Prints the drifting figures in full and counts the others; returns the drifting count and
+ * sets *judged to the figures judged (drifting or within budget). */
+static int print_drift(const struct rpt_history_view *v, int *judged, FILE *f)
 {
     int drifting = 0, within = 0, few = 0;
     for (int i = 0; i < v->n_drift; i++) {
@@ -141,6 +142,9 @@ static int print_drift(const struct rpt_history_view *v, FILE *f)
     fprintf(f, "  %d figure(s) drifting, %d within budget%s", drifting, within, few ? ", " : "");
     if (few) fprintf(f, "%d with fewer than %d records", few, RPT_DRIFT_MIN);
     fputc('\n', f);
+    *judged = drifting + within;
+    if (!*judged)
+        fprintf(f, "  no figure has %d records with a value: nothing judged\n", RPT_DRIFT_MIN);
     return drifting;
 }
 
@@ -270,8 +274,9 @@ static int report(const struct rpt_history *h, const struct opts *o)
         printf("\nworkload \"%s\": %d record(s); * marks the %d judged for drift\n", wl[k], v[k].n,
                v[k].window);
         print_table(&v[k], stdout);
-        drift += print_drift(&v[k], stdout);
-        few += v[k].window < RPT_DRIFT_MIN;
+        int judged;
+        drift += print_drift(&v[k], &judged, stdout);
+        few += v[k].window < RPT_DRIFT_MIN || judged == 0;
     }
     if (rc == LG_OK && nw == 0)
         printf("no record%s%s%s\n", o->workload ? " of workload \"" : "",

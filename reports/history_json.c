@@ -121,6 +121,15 @@ static int int_or_null(const struct rpt_dec *d, const char *where, json_t *v, in
     return LG_OK;
 }
 
+/* A byte count or null: int_or_null, never below zero (a peak, a tag's bytes). */
+static int size_or_null(const struct rpt_dec *d, const char *where, json_t *v, int64_t *out)
+{
+    int rc = int_or_null(d, where, v, out);
+    if (rc == LG_OK && *out != RPT_NONE && *out < 0)
+        return fail(d, where, "a byte count below zero");
+    return rc;
+}
+
 /* The per-channel object at key: every channel named, each through one(). */
 static int each_channel(const struct rpt_dec *d, json_t *o, const char *key,
                         struct rpt_history_record *h,
@@ -190,6 +199,7 @@ static int tags_from(const struct rpt_dec *d, const char *where, json_t *a,
         int rc = copy(d, w, tag, (*out)[k].tag, sizeof(*out)[k].tag);
         if (rc == LG_OK) rc = copy(d, w, space, (*out)[k].space, sizeof(*out)[k].space);
         if (rc != LG_OK) return rc;
+        if (bytes < 0) return fail(d, w, "a byte count below zero");
         (*out)[k].bytes = bytes;
         (*out)[k].sessions = (int)LG_MAX(0, LG_MIN(sessions, INT32_MAX));
         *n = (int)k + 1;
@@ -205,8 +215,8 @@ static int peaks_from(const struct rpt_dec *d, json_t *o, struct rpt_history_rec
     if (json_unpack_ex(o, &err, 0, "{s:{s:o,s:o,s:o,s:o}}", "peaks", "total", &total,
                        "device_total", &dev, "classes", &classes, "tags", &tags))
         return fail(d, "peaks", err.text);
-    int rc = int_or_null(d, "peaks.total", total, &h->peak_host);
-    if (rc == LG_OK) rc = int_or_null(d, "peaks.device_total", dev, &h->peak_device);
+    int rc = size_or_null(d, "peaks.total", total, &h->peak_host);
+    if (rc == LG_OK) rc = size_or_null(d, "peaks.device_total", dev, &h->peak_device);
     if (rc == LG_OK) rc = tags_from(d, "peaks.tags", tags, &h->peak_tags, &h->n_peak_tags);
     if (rc != LG_OK) return rc;
     if (!json_is_array(classes)) return fail(d, "peaks.classes", "expected an array");
@@ -223,6 +233,7 @@ static int peaks_from(const struct rpt_dec *d, json_t *o, struct rpt_history_rec
         if (rc == LG_OK)
             rc = copy(d, "peaks.classes", space, h->classes[k].space, sizeof h->classes[k].space);
         if (rc != LG_OK) return rc;
+        if (bytes < 0) return fail(d, "peaks.classes", "a byte count below zero");
         h->classes[k].bytes = bytes;
         h->n_classes = (int)k + 1;
     }

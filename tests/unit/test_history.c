@@ -328,6 +328,40 @@ Test(history, a_flat_noisy_history_does_not_drift)
     rpt_history_free(h);
 }
 
+/* Records without figures judge nothing: never "no drift" (exit 0). A peak below zero is
+ * refused naming the line. */
+Test(history, a_history_without_figures_judges_nothing)
+{
+    const char *path = lg_test_tmpfile("blank.jsonl");
+    for (int k = 0; k < 5; k++) {
+        struct rpt_results *r = run_of(1 << 20, 4 << 20, 0, 6);
+        for (int i = 0; i < r->n_sessions; i++) {
+            struct rpt_session *s = &r->sessions[i];
+            for (int c = 0; c < RPT_NCHANNELS; c++) s->absolute[c] = s->delta[c] = RPT_NONE;
+            s->peaks_measured = false;
+            s->peak_tagged_host = RPT_NONE;
+            s->n_peaks = 0;
+        }
+        cr_assert_eq(rpt_judge_results(r, true), LG_OK); /* the verdict of what is left */
+        cr_assert_eq(r->verdict.status, RPT_INCONCLUSIVE);
+        char commit[8];
+        snprintf(commit, sizeof commit, "c%d", k);
+        append_run(path, commit, "tiny", r);
+    }
+    char *argv[] = {"history", (char *)path, "--no-plots", NULL};
+    cr_assert_eq(rpt_cmd_history(3, argv), 3, "nothing judged is inconclusive");
+
+    const char *neg = lg_test_tmpfile("neg.jsonl");
+    struct rpt_results *r = run_of(1 << 20, 4 << 20, 0, 6);
+    for (int i = 0; i < r->n_sessions; i++) r->sessions[i].peak_tagged_host = -5;
+    append_run(neg, "c0", "tiny", r);
+    struct rpt_history *h = NULL;
+    cr_assert_eq(rpt_history_load(&h, neg), LG_EFORMAT, "a negative peak was accepted");
+    cr_assert(strstr(lg_errmsg(), "neg.jsonl:1: peaks.total: a byte count below zero"), "%s",
+              lg_errmsg());
+    cr_assert_null(h);
+}
+
 Test(history, drift_budgets_parse_strictly)
 {
     struct rpt_drift_budget b;
