@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -210,6 +211,25 @@ static void print_table(const struct rpt_budget *b, const struct rpt_noise *nz, 
     }
 }
 
+/* Whether the budgets file can be written where it is asked for, tried before the runs (which
+ * take minutes): OUT must not be a directory or other non-file, and OUT.tmp, which the budgets
+ * are written to and renamed from, must be creatable (made and removed again here). */
+static int check_out(const char *out)
+{
+    struct stat st;
+    char tmp[600];
+    if (stat(out, &st) == 0 && !S_ISREG(st.st_mode))
+        return lg_fail(LG_EINVAL, "--out %s: not a regular file (a directory?)", out);
+    if (lg_snprintf(tmp, sizeof tmp, "%s.tmp", out))
+        return lg_fail(LG_EINVAL, "--out: path too long");
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return lg_fail(LG_EIO, "--out %s: cannot write beside it: %s", out, strerror(errno));
+    close(fd);
+    unlink(tmp);
+    return LG_OK;
+}
+
 static int parse(struct calib *c, int argc, char **argv, bool *help)
 {
     struct hx_options o;
@@ -257,7 +277,7 @@ static int parse(struct calib *c, int argc, char **argv, bool *help)
     if (hx_check_options(&o) != LG_OK) return lg_errcode();
     if (lg_snprintf(c->work, sizeof c->work, "%s.runs", c->out))
         return lg_fail(LG_EINVAL, "--out: path too long");
-    return LG_OK;
+    return check_out(c->out);
 }
 
 int hx_cmd_calibrate(int argc, char **argv)

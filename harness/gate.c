@@ -4,7 +4,7 @@
  * baseline comparison and the history record, folded into the run's one verdict. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <libgen.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,21 +66,26 @@ void hx_gate_usage(FILE *f)
         f);
 }
 
-/* Whether a history that does not exist yet can be made: its directory is there. */
+/* Whether the run can append to the history when it ends, tried before its sessions: an
+ * existing history must read and open for appending; a new one must be creatable (made and
+ * removed again here: access() says yes to root where the file system says no, as in /proc). */
 static int check_history(const char *path)
 {
     if (access(path, F_OK) == 0) {
         struct rpt_history *h = NULL;
         int rc = rpt_history_load(&h, path);
         rpt_history_free(h);
-        return rc == LG_OK ? LG_OK : lg_fail_ctx(rc, "--history: ");
+        if (rc != LG_OK) return lg_fail_ctx(rc, "--history: ");
+        int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (fd < 0)
+            return lg_fail(LG_EIO, "--history %s: cannot append to it: %s", path, strerror(errno));
+        close(fd);
+        return LG_OK;
     }
-    char dir[512];
-    lg_strlcpy(dir, path, sizeof dir);
-    const char *d = dirname(dir);
-    if (access(d, W_OK) != 0)
-        return lg_fail(LG_EIO, "--history %s: cannot create it in %s: %s", path, d,
-                       strerror(errno));
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return lg_fail(LG_EIO, "--history %s: cannot create it: %s", path, strerror(errno));
+    close(fd);
+    unlink(path);
     return LG_OK;
 }
 
@@ -103,6 +108,12 @@ int hx_check_gate(struct hx_options *o)
         rpt_results_free(b);
     }
     if (rc == LG_OK && g->history[0]) rc = check_history(g->history);
+    /* exec learns whether its program has a device only as it runs; the others know now */
+    for (int k = 0; rc == LG_OK && k < g->n_peak; k++)
+        if (!strcmp(g->peak[k].space, "device") && o->device != TN_CUDA &&
+            strcmp(o->command, "exec") != 0)
+            rc = lg_fail(LG_EINVAL, "--peak-budget device:%s: a device peak needs --device cuda",
+                         g->peak[k].cls);
     return rc;
 }
 

@@ -102,6 +102,12 @@ static void judge_one(struct rpt_peak_check *pc, const struct rpt_results *r)
     bool seen_any = false;
     pc->peak = RPT_NONE;
     pc->session = -1;
+    if (!strcmp(b->space, "device") && !rpt_run_had_device(&r->run)) {
+        pc->status = RPT_INCONCLUSIVE;
+        snprintf(pc->why, sizeof pc->why, "device %s peak not measured: no device in this run",
+                 b->cls);
+        return;
+    }
     for (int i = 0; i < r->n_sessions; i++) {
         int64_t v;
         bool seen;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -228,6 +229,23 @@ Test(cli, sigterm_leaves_a_partial_run_with_a_verdict)
     fclose(f);
     cr_expect(verdict && partial, "a verdict line marked partial closes the file");
     cr_expect_eq(code, 3, "a stopped run proves no leak and earns no pass: exit %d", code);
+}
+
+/* calibrate's --out is tried before its runs (minutes of them), and nothing is left behind. */
+Test(cli, calibrate_refuses_an_unwritable_out_before_its_runs)
+{
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/adir", lg_test_tmpdir());
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    struct lg_out o = lg_runf(LEAKGATE_BIN, "calibrate --runs 2 --sessions 4 --out '%s'", dir);
+    cr_expect_eq(o.status, 2, "exit %d\n%s", o.status, o.text);
+    cr_expect(strstr(o.text, "not a regular file") && !strstr(o.text, "run 1/2"), "%s", o.text);
+    free(o.text);
+    cr_expect_not(lg_exists(lg_test_tmpfile("adir.runs")), "no work directory made");
+    o = run("calibrate --runs 2 --sessions 4 --out /proc/lg-budgets.json");
+    cr_expect_eq(o.status, 2, "exit %d\n%s", o.status, o.text);
+    cr_expect(strstr(o.text, "cannot write beside it"), "%s", o.text);
+    free(o.text);
 }
 
 Test(cli, calibrate_writes_budgets_that_run_uses_and_records)

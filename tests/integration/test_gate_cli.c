@@ -88,7 +88,18 @@ Test(gate_cli, a_peak_over_budget_fails_the_run_naming_class_and_tags)
                  "peaks and the gate validate against docs/results.schema.json");
     EXPECT(leakgate(PEAK, "act=100MiB --peak-budget total=1GiB"), 0, "within");
     EXPECT(leakgate(PEAK, "actt=1MiB"), 3, "a typo?", "INCONCLUSIVE");
+    EXPECT(leakgate(PEAK, "device:total=1"), 2, "a device peak needs --device cuda");
 #undef PEAK
+}
+
+/* A history the run could not append to is refused before the first session, not after the
+ * last: root passes access() where the file system says no (/proc). */
+Test(gate_cli, an_unwritable_history_is_refused_before_any_session)
+{
+    EXPECT(leakgate("run --quiet --modes fp32 --sessions 4 --out o --history /proc/lg-h.jsonl"), 2,
+           "--history /proc/lg-h.jsonl: cannot create it");
+    cr_expect_not(lg_exists(lg_test_tmpfile("o/results.jsonl")), "no session ran");
+    EXPECT(leakgate("run --quiet --modes fp32 --sessions 4 --out o --history ."), 2, "--history");
 }
 
 Test(gate_cli, a_known_leak_is_suppressed_listed_and_back_once_its_rule_expires)

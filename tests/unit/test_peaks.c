@@ -99,3 +99,19 @@ Test(peaks, sessions_without_class_peaks_are_not_measured)
     cr_assert_eq(pc.status, RPT_PASS, "the total is always recorded: %s", pc.why);
     rpt_results_free(r);
 }
+
+/* A device budget over a run without a device judges nothing: not a pass at 0 B. */
+Test(peaks, a_device_budget_without_a_device_is_not_measured)
+{
+    const int64_t act[] = {500, 800};
+    struct rpt_results *r = results_with(act, 2, true);
+    lg_strlcpy(r->run.device, "cpu", sizeof r->run.device);
+    struct rpt_peak_check pc = judge("device:total=1", r);
+    cr_assert_eq(pc.status, RPT_INCONCLUSIVE, "%s", pc.why);
+    cr_assert(strstr(pc.why, "no device in this run"), "%s", pc.why);
+    lg_strlcpy(r->run.device, "cuda: NVIDIA H200", sizeof r->run.device);
+    for (int i = 0; i < r->n_sessions; i++) r->sessions[i].peak_tagged_device = 4096;
+    pc = judge("device:total=1", r);
+    cr_assert_eq(pc.status, RPT_LEAK, "%s", pc.why);
+    rpt_results_free(r);
+}
