@@ -109,7 +109,9 @@ static void repro_usage(FILE *f)
             "            statistical channels are shown and judged, 3 sessions being too few for\n"
             "            a trend, only by the gross-growth rule)\n"
             "  every `leakgate run` option applies (see leakgate run --help); --inject does not\n"
-            "  (BUG is the injection; --fixed runs without any)\n");
+            "  (BUG is the injection; --fixed runs without any)\n"
+            "  raw-malloc, raw-mmap and raw-noise leave nothing tagged: they need --require with\n"
+            "  the channel that sees them (je_allocated, rss, je_allocated) and its sessions\n");
 }
 
 static int repro_extra(struct hx_options *o, int argc, char **argv, int i, void *ud)
@@ -121,6 +123,29 @@ static int repro_extra(struct hx_options *o, int argc, char **argv, int i, void 
         return 1;
     }
     return 0;
+}
+
+/* The untagged faults leave no tagged byte and no reference: only a statistical channel sees
+ * them, so a reproduction that does not require it would pass with nothing seen. */
+static int check_untagged(const struct hx_options *o, const struct hx_inject *bug)
+{
+    static const struct {
+        const char *fault;
+        enum rpt_channel sees;
+    } untagged[] = {{"raw-malloc", RPT_CH_JE_ALLOCATED},
+                    {"raw-noise", RPT_CH_JE_ALLOCATED},
+                    {"raw-mmap", RPT_CH_RSS}};
+    for (size_t i = 0; i < LG_ARRAY_LEN(untagged); i++) {
+        if (strcmp(bug->name, untagged[i].fault) != 0) continue;
+        const char *ch = rpt_channel_name(untagged[i].sees);
+        if (o->required & RPT_BIT(untagged[i].sees)) return LG_OK;
+        return lg_fail(LG_EINVAL,
+                       "%s is untagged: only %s sees it, and the required channels do not include "
+                       "it; add --require %s with enough --sessions (leakgate names the fewest), "
+                       "or use leakgate run --inject %s",
+                       bug->name, ch, ch, bug->name);
+    }
+    return LG_OK;
 }
 
 int hx_cmd_reproduce(int argc, char **argv)
@@ -162,6 +187,7 @@ int hx_cmd_reproduce(int argc, char **argv)
         o.inject[o.n_inject++] = bug;
         rc = hx_check_options(&o);
     }
+    if (rc == LG_OK && !help) rc = check_untagged(&o, &bug);
     if (rc != LG_OK) {
         fprintf(stderr, "leakgate reproduce: %s\n", lg_errmsg());
         return 2;

@@ -128,6 +128,18 @@ Test(cli, reproduce_shows_the_varmap_bytes_and_site_and_fixed_shows_zero)
     free(o.text);
 }
 
+/* An untagged fault leaves nothing the exact channels see: reproduce will not pass it unseen. */
+Test(cli, reproduce_an_untagged_fault_needs_the_channel_that_sees_it)
+{
+    struct lg_out o = run_out("reproduce raw-malloc --preset tiny --no-reports");
+    cr_expect_eq(o.status, 2, "exit %d\n%s", o.status, o.text);
+    cr_expect(strstr(o.text, "raw-malloc is untagged: only je_allocated sees it"), "%s", o.text);
+    free(o.text);
+    EXPECT_VERDICT("reproduce raw-malloc --preset tiny --no-reports --quiet --require "
+                   "je_allocated --sessions 6",
+                   1, {"je_allocated", " leak ", "the channel that sees it"});
+}
+
 Test(cli, bad_input_exits_2_with_a_message)
 {
     static const struct lg_usage_case cases[] = {
