@@ -15,6 +15,9 @@
 #include "leakgate.h"
 
 #define MAX_ITEMS 100000 /* groups, stacks, refs or retains in one message: more is malformed */
+/* The most bytes (or blocks) one figure of a message may say: 16 TiB, more than any process
+ * holds, and small enough that MAX_ITEMS of them summed stay far inside an int64_t. */
+#define MAX_BYTES ((int64_t)1 << 44)
 
 static void get_snapshot(struct lga_dec *d, struct trk_snapshot *s)
 {
@@ -83,6 +86,7 @@ static int get_alloc_stack(struct lga_dec *d, const struct hx_maps *maps, void *
     struct lg_stack *st = elem;
     st->count = lga_get_i64(d);
     st->frames = get_stack(d, maps);
+    if (!st->frames && !d->bad && !(st->frames = strdup(""))) return LG_ENOMEM; /* no frames */
     return LG_OK;
 }
 
@@ -135,6 +139,64 @@ static int get_notes(struct lga_dec *d, struct rpt_session *s)
     return d->bad ? LG_EFORMAT : LG_OK;
 }
 
+/* A figure of the message: LG_OK when in [lo, MAX_BYTES], else LG_EFORMAT naming it. */
+static int in_range(const char *what, int64_t v, int64_t lo)
+{
+    if (v >= lo && v <= MAX_BYTES) return LG_OK;
+    if (lo == INT64_MIN)
+        return lg_fail(LG_EFORMAT,
+                       "a malformed session message from the agent: %s is %lld (at most %lld)",
+                       what, (long long)v, (long long)MAX_BYTES);
+    return lg_fail(LG_EFORMAT,
+                   "a malformed session message from the agent: %s is %lld (expected %lld to "
+                   "%lld)",
+                   what, (long long)v, (long long)lo, (long long)MAX_BYTES);
+}
+
+/* A snapshot's figures: the ledger's counts, and readings where negative is "not measured". */
+static int check_snapshot(const struct trk_snapshot *snap)
+{
+    int rc = LG_OK;
+    const int64_t ledger[] = {snap->tagged_host, snap->tagged_host_count, snap->tagged_device,
+                              snap->tagged_device_count, snap->tracker_overhead};
+    for (size_t i = 0; i < LG_ARRAY_LEN(ledger) && rc == LG_OK; i++)
+        rc = in_range("a tracker ledger figure", ledger[i], 0);
+    const int64_t read[] = {
+        snap->je_allocated, snap->je_active,   snap->je_resident,     snap->je_mapped,
+        snap->je_retained,  snap->je_metadata, snap->arena_allocated, snap->arena_active,
+        snap->arena_dirty,  snap->rss,         snap->rss_anon,        snap->rss_file,
+        snap->lazyfree,     snap->dev_used,    snap->dev_total,       snap->dev_process};
+    for (size_t i = 0; i < LG_ARRAY_LEN(read) && rc == LG_OK; i++)
+        rc = in_range("a memory figure", read[i], INT64_MIN);
+    return rc;
+}
+
+/* What the agent's own counters can say, held against what was decoded: a program that writes
+ * its own messages (or a broken agent) gets a refusal naming the figure, never a results file
+ * the reader refuses or a sum that wraps. */
+static int check_session(const struct rpt_session *s, const struct trk_snapshot *snap)
+{
+    int rc = check_snapshot(snap);
+    if (rc == LG_OK) rc = in_range("the host peak", s->peak_tagged_host, 0);
+    if (rc == LG_OK) rc = in_range("the device peak", s->peak_tagged_device, 0);
+    if (rc == LG_OK) rc = in_range("the host bytes left", s->leaked_host_bytes, 0);
+    if (rc == LG_OK) rc = in_range("the device bytes left", s->leaked_device_bytes, 0);
+    for (int i = 0; i < s->n_groups && rc == LG_OK; i++) {
+        const struct lg_leak_group *g = &s->groups[i];
+        rc = in_range("a leak group's bytes", g->bytes, 0);
+        if (rc == LG_OK) rc = in_range("a leak group's block count", g->count, 1);
+        for (int k = 0; k < g->n_stacks && rc == LG_OK; k++)
+            rc = in_range("a stack's block count", g->stacks[k].count, 0);
+    }
+    for (int i = 0; i < s->n_refs && rc == LG_OK; i++)
+        rc = in_range("an object's reference count", s->refs[i].refs, 0);
+    if (rc == LG_OK && !(s->duration_s >= 0 && s->duration_s < 1e9))
+        rc = lg_fail(LG_EFORMAT,
+                     "a malformed session message from the agent: a session of %g seconds",
+                     s->duration_s);
+    return rc;
+}
+
 /* The exec meaning of each channel: not measured where the program never used it. */
 static void channels(const struct trk_snapshot *snap, uint32_t used, int64_t n_refs, int64_t *abs)
 {
@@ -171,13 +233,18 @@ int hx_exec_decode_session(const unsigned char *p, size_t n, const char *maps_te
         if (m->has_begin) {
             struct trk_snapshot begin;
             get_snapshot(&d, &begin);
+            if (!d.bad && check_snapshot(&begin) != LG_OK) {
+                if (have_maps) hx_maps_fini(&maps);
+                return lg_errcode();
+            }
             channels(&begin, m->used, 0, m->begin);
         }
         if (!d.bad) rc = get_notes(&d, s);
         if (d.bad) rc = LG_EFORMAT;
     }
-    if (rc == LG_OK) channels(&snap, m->used, s->n_refs, s->absolute);
     if (have_maps) hx_maps_fini(&maps);
+    if (rc == LG_OK && check_session(s, &snap) != LG_OK) return lg_errcode();
+    if (rc == LG_OK) channels(&snap, m->used, s->n_refs, s->absolute);
     if (rc == LG_EFORMAT) return lg_fail(rc, "a malformed session message from the agent");
     if (rc == LG_ENOMEM) return lg_fail(rc, "out of memory reading a session message");
     return rc;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rpt_impl.h"
 #include "verdict.h"
 
 #define KiB 1024.0
@@ -94,12 +95,12 @@ int rpt_budgets_write(const char *path, const struct rpt_budget *b, const struct
         return lg_fail(LG_ENOMEM, "out of memory writing the budgets");
     }
     bad |= set(o, "schema", json_string(RPT_BUDGETS_SCHEMA));
-    bad |= set(o, "machine", json_string(info->machine));
-    bad |= set(o, "device", json_string(info->device));
-    bad |= set(o, "build", json_string(info->build));
-    bad |= set(o, "command", json_string(info->command));
-    bad |= set(o, "date", json_string(info->date));
-    bad |= set(o, "workload", json_string(info->workload));
+    bad |= set(o, "machine", rpt_json_str(info->machine));
+    bad |= set(o, "device", rpt_json_str(info->device));
+    bad |= set(o, "build", rpt_json_str(info->build));
+    bad |= set(o, "command", rpt_json_str(info->command));
+    bad |= set(o, "date", rpt_json_str(info->date));
+    bad |= set(o, "workload", rpt_json_str(info->workload));
     for (int c = 0; c < RPT_NCHANNELS; c++) {
         if (!(mask & RPT_BIT(c))) continue;
         const struct rpt_noise *n = &nz[c];

@@ -12,7 +12,7 @@ json_t *rpt_notes_to_json(const struct rpt_session *s)
 {
     json_t *a = json_array();
     for (int i = 0; a && i < s->n_notes; i++)
-        if (json_array_append_new(a, json_string(s->notes[i] ? s->notes[i] : "")) != 0) {
+        if (json_array_append_new(a, rpt_json_str(s->notes[i] ? s->notes[i] : "")) != 0) {
             json_decref(a);
             return NULL;
         }

@@ -15,7 +15,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "exec_impl.h"
 #include "lg_test.h"
+#include "lga_wire.h"
 #include "results.h"
 
 TestSuite(exec, .init = lg_test_setup, .fini = lg_test_teardown, .timeout = 300);
@@ -398,4 +400,80 @@ Test(exec, options_shared_with_run_and_the_users_malloc_conf)
     for (int i = 0; i < r->n_sessions; i++)
         cr_expect_eq(r->sessions[i].alloc_sessions, 0, "no heap profile with prof:false");
     rpt_results_free(r);
+}
+
+/* A SESSION payload as agent/lga_session.c writes it, with the figures a test sets. */
+struct forged {
+    int64_t je, peak, left, group_bytes, group_count;
+    int64_t begin_je; /* 0: no begin snapshot */
+};
+
+static void put_snapshot(struct lga_enc *e, int64_t je)
+{
+    lga_put_f64(e, 1.0);
+    lga_put_u32(e, 1);
+    lga_put_u32(e, 21);
+    for (int i = 0; i < 21; i++) lga_put_i64(e, i >= 4 && i <= 6 ? je : i == 13 ? 8 << 20 : 0);
+}
+
+static int decode_forged(const struct forged *f)
+{
+    struct lga_enc e;
+    lga_enc_init(&e, LGA_SESSION);
+    lga_put_u32(&e, 0);   /* the agent's index */
+    lga_put_f64(&e, 0.1); /* seconds */
+    lga_put_u32(&e, LGA_USED_TAGS);
+    put_snapshot(&e, f->je);
+    lga_put_i64(&e, f->peak);
+    lga_put_i64(&e, 0);
+    lga_put_i64(&e, f->left);
+    lga_put_i64(&e, 0);
+    lga_put_u32(&e, 1); /* one leak group, one stack */
+    lga_put_str(&e, "act/x");
+    lga_put_u32(&e, 0);
+    lga_put_i64(&e, f->group_bytes);
+    lga_put_i64(&e, f->group_count);
+    lga_put_u32(&e, 1);
+    lga_put_i64(&e, 1);
+    lga_put_str(&e, "0x1");
+    lga_put_u32(&e, 0); /* no references */
+    lga_put_str(&e, "");
+    lga_put_str(&e, "");
+    lga_put_u32(&e, f->begin_je != 0);
+    if (f->begin_je) put_snapshot(&e, f->begin_je);
+    lga_put_u32(&e, 0); /* no notes */
+    cr_assert(lga_enc_finish(&e));
+    struct rpt_session s;
+    struct hx_exec_msg m;
+    memset(&s, 0, sizeof s);
+    const size_t header = 16; /* magic, type, payload length */
+    int rc = hx_exec_decode_session(e.p + header, e.n - header, NULL, &s, &m);
+    rpt_session_fini(&s);
+    lga_enc_fini(&e);
+    return rc;
+}
+
+/* The program writes to the agent's socket too: figures no agent could send are refused by
+ * name, never written into a results file its reader refuses or summed until they wrap. */
+Test(exec, a_forged_session_message_is_refused_naming_the_figure)
+{
+    const struct forged ok = {1 << 20, 4096, 4096, 4096, 2, 0};
+    cr_assert_eq(decode_forged(&ok), LG_OK, "%s", lg_errmsg());
+    static const struct {
+        struct forged f;
+        const char *says;
+    } bad[] = {
+        {{1 << 20, 4096, 4096, 4096, -1, 0}, "a leak group's block count is -1"},
+        {{1 << 20, 4096, 4096, INT64_MAX, 2, 0}, "a leak group's bytes is 9223372036854775807"},
+        {{1 << 20, 4096, INT64_MAX, 4096, 2, 0}, "the host bytes left"},
+        {{1 << 20, -7, 4096, 4096, 2, 0}, "the host peak is -7"},
+        {{INT64_MAX, 4096, 4096, 4096, 2, 0}, "a memory figure is 9223372036854775807"},
+        {{1 << 20, 4096, 4096, 4096, 2, INT64_MAX}, "a memory figure"},
+    };
+    for (size_t i = 0; i < LG_ARRAY_LEN(bad); i++) {
+        cr_expect_eq(decode_forged(&bad[i].f), LG_EFORMAT, "case %zu accepted", i);
+        cr_expect(strstr(lg_errmsg(), "a malformed session message from the agent") &&
+                      strstr(lg_errmsg(), bad[i].says),
+                  "case %zu: %s", i, lg_errmsg());
+    }
 }
