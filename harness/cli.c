@@ -110,8 +110,9 @@ static void repro_usage(FILE *f)
             "            a trend, only by the gross-growth rule)\n"
             "  every `leakgate run` option applies (see leakgate run --help); --inject does not\n"
             "  (BUG is the injection; --fixed runs without any)\n"
-            "  raw-malloc, raw-mmap and raw-noise leave nothing tagged: they need --require with\n"
-            "  the channel that sees them (je_allocated, rss, je_allocated) and its sessions\n");
+            "  raw-malloc and raw-noise leave nothing tagged, nor raw-mmap: the channel that sees\n"
+            "  them (je_allocated; rss) joins the required ones, and with too few sessions for it\n"
+            "  the verdict is a leak only by gross growth, else inconclusive\n");
 }
 
 static int repro_extra(struct hx_options *o, int argc, char **argv, int i, void *ud)
@@ -126,8 +127,11 @@ static int repro_extra(struct hx_options *o, int argc, char **argv, int i, void 
 }
 
 /* The untagged faults leave no tagged byte and no reference: only a statistical channel sees
- * them, so a reproduction that does not require it would pass with nothing seen. */
-static int check_untagged(const struct hx_options *o, const struct hx_inject *bug)
+ * them, so that channel joins the required ones (a reproduction that required only the exact
+ * channels would pass with nothing seen). Its minimum sessions are not asked for up front:
+ * with fewer, gross growth can still prove the leak, and otherwise the verdict is
+ * inconclusive. */
+static void require_untagged(struct hx_options *o, const struct hx_inject *bug)
 {
     static const struct {
         const char *fault;
@@ -136,16 +140,14 @@ static int check_untagged(const struct hx_options *o, const struct hx_inject *bu
                     {"raw-noise", RPT_CH_JE_ALLOCATED},
                     {"raw-mmap", RPT_CH_RSS}};
     for (size_t i = 0; i < LG_ARRAY_LEN(untagged); i++) {
-        if (strcmp(bug->name, untagged[i].fault) != 0) continue;
-        const char *ch = rpt_channel_name(untagged[i].sees);
-        if (o->required & RPT_BIT(untagged[i].sees)) return LG_OK;
-        return lg_fail(LG_EINVAL,
-                       "%s is untagged: only %s sees it, and the required channels do not include "
-                       "it; add --require %s with enough --sessions (leakgate names the fewest), "
-                       "or use leakgate run --inject %s",
-                       bug->name, ch, ch, bug->name);
+        if (strcmp(bug->name, untagged[i].fault) != 0 || (o->required & RPT_BIT(untagged[i].sees)))
+            continue;
+        o->required |= RPT_BIT(untagged[i].sees);
+        fprintf(stderr,
+                "leakgate reproduce: %s is untagged: only %s sees it, so %s joins the required "
+                "channels\n",
+                bug->name, rpt_channel_name(untagged[i].sees), rpt_channel_name(untagged[i].sees));
     }
-    return LG_OK;
 }
 
 int hx_cmd_reproduce(int argc, char **argv)
@@ -187,7 +189,7 @@ int hx_cmd_reproduce(int argc, char **argv)
         o.inject[o.n_inject++] = bug;
         rc = hx_check_options(&o);
     }
-    if (rc == LG_OK && !help) rc = check_untagged(&o, &bug);
+    if (rc == LG_OK && !help) require_untagged(&o, &bug);
     if (rc != LG_OK) {
         fprintf(stderr, "leakgate reproduce: %s\n", lg_errmsg());
         return 2;

@@ -69,14 +69,13 @@ static int parse_modes(const char *s, int *out)
     int m = 0;
     char *save = NULL;
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (!strcmp(tok, "fp32"))
-            m |= HX_MODE_FP32;
-        else if (!strcmp(tok, "int8"))
-            m |= HX_MODE_INT8;
-        else if (!strcmp(tok, "qat"))
-            m |= HX_MODE_QAT;
-        else
-            return lg_fail(LG_EINVAL, "--modes: unknown mode '%s' (fp32, int8, qat)", tok);
+        int bit = !strcmp(tok, "fp32")   ? HX_MODE_FP32
+                  : !strcmp(tok, "int8") ? HX_MODE_INT8
+                  : !strcmp(tok, "qat")  ? HX_MODE_QAT
+                                         : 0;
+        if (!bit) return lg_fail(LG_EINVAL, "--modes: unknown mode '%s' (fp32, int8, qat)", tok);
+        if (m & bit) return lg_fail(LG_EINVAL, "--modes %s: '%s' is listed twice", s, tok);
+        m |= bit;
     }
     if (!m) return lg_fail(LG_EINVAL, "--modes: give at least one of fp32, int8, qat");
     *out = m;

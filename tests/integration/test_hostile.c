@@ -55,6 +55,13 @@ static const struct hcase cases[] = {
      "grep -q INCONCLUSIVE rep/summary.md && ! grep -q 'PASS' rep/summary.md && grep -q '<failure' "
      "rep/junit.xml",
      0},
+    {"a run line and a PASS verdict line with no session between them are not a PASS",
+     CLEAN_RUN "(head -n 1 r/results.jsonl; tail -n 1 r/results.jsonl) > bare.jsonl; "
+               "$L report bare.jsonl -o rep --no-plots",
+     3, "claims more than its sessions show",
+     "grep -q INCONCLUSIVE rep/summary.md && ! grep -q 'PASS' rep/summary.md", 0},
+    {"a mode listed twice is refused", "$L run --modes fp32,int8,fp32 --out o", 2,
+     "--modes fp32,int8,fp32: 'fp32' is listed twice", NULL, 0},
     {"compare with no measured session in HEAD is inconclusive",
      ONLY_RUN_LINE "$L compare r/results.jsonl only.jsonl", 3, "HEAD has no measured session", NULL,
      0},
@@ -195,7 +202,7 @@ static const struct hcase cases[] = {
      "--out o",
      2, "h.jsonl:1: record", NULL, 0},
     {"a history in a directory that does not exist",
-     "$L run --history /nonexistent/dir/h.jsonl --out o", 2, "cannot create it in", NULL, 0},
+     "$L run --history /nonexistent/dir/h.jsonl --out o", 2, "cannot create it", NULL, 0},
     {"a symlink at the history is not followed, and the passing run exits 2",
      ": > target && ln -s target h.jsonl && $L run --quiet --no-reports --sessions 4 "
      "--modes fp32 --history h.jsonl --out o",
