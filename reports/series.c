@@ -14,6 +14,11 @@
 /* exact channels, in the order of rpt_series.leaked */
 static const enum rpt_channel exact_ch[3] = {RPT_CH_TAGGED_HOST, RPT_CH_TAGGED_DEVICE, RPT_CH_REFS};
 
+static int exact_slot(int c)
+{
+    return c == RPT_CH_TAGGED_HOST ? 0 : c == RPT_CH_TAGGED_DEVICE ? 1 : 2;
+}
+
 int rpt_series_init(struct rpt_series *s, int cap)
 {
     memset(s, 0, sizeof *s);
@@ -46,7 +51,10 @@ void rpt_series_add(struct rpt_series *s, const struct rpt_session *r)
         int64_t v;
         bool known = rpt_session_value(r, exact_ch[k], &v);
         s->leaked[k][i] = known ? v : 0;
-        if (!known) s->avail[exact_ch[k]] = false; /* a missing figure is no zero */
+        /* sessions before the channel's first figure (exec: before CMD's first tag or tracked
+         * object) left nothing of it; a figure missing after one is no zero */
+        if (known) s->exact_seen[k] = true;
+        if (!known && s->exact_seen[k]) s->avail[exact_ch[k]] = false;
     }
     rpt_series_attribute(s, r);
     if (r->warmup) return;
@@ -113,10 +121,13 @@ void rpt_judge_series(const struct rpt_series *s, const struct rpt_budget *b, st
             c == RPT_CH_TAGGED_DEVICE || c == RPT_CH_DEV_DRIVER || c == RPT_CH_DEV_PROCESS;
         if (device && !s->device) {
             rpt_channel_unavailable(cv, c, "no device in this run (--device cpu)");
-        } else if (rpt_channel_exact((enum rpt_channel)c) && s->n_all > 0 && !s->avail[c]) {
-            rpt_channel_unavailable(cv, c, "not measured in every session");
+        } else if (rpt_channel_exact((enum rpt_channel)c) && s->n_all > 0 &&
+                   (!s->avail[c] || !s->exact_seen[exact_slot(c)])) {
+            rpt_channel_unavailable(cv, c,
+                                    s->avail[c] ? "no session measured it"
+                                                : "not measured in a session after its first");
         } else if (rpt_channel_exact((enum rpt_channel)c)) {
-            int k = c == RPT_CH_TAGGED_HOST ? 0 : c == RPT_CH_TAGGED_DEVICE ? 1 : 2;
+            int k = exact_slot(c);
             const char *worst = k == 0 ? s->worst_host : k == 1 ? s->worst_dev : s->worst_ref;
             rpt_judge_exact(c, s->leaked[k], s->n_all, worst, cv);
         } else if (s->n_measured > 0 && !s->avail[c]) {

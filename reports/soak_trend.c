@@ -93,9 +93,10 @@ static unsigned add_exact(struct rpt_soak_trend *t, const struct rpt_session *s)
         struct rpt_soak_exact *e = &t->ex[i];
         int64_t v;
         if (!rpt_session_value(s, chans[i], &v)) {
-            e->missing++;
+            e->missing += e->seen;
             continue;
         }
+        e->seen = true;
         if (v <= 0) continue;
         if (!e->bad++) {
             e->first = s->index;
@@ -201,8 +202,9 @@ static void verdict_exact(const struct rpt_soak_trend *t, int c, struct rpt_chan
     int slot = exact_slot(c);
     LG_ASSERT(slot >= 0 && slot < 3 && "not an exact channel");
     const struct rpt_soak_exact *e = &t->ex[slot];
-    if (e->missing > 0) {
-        rpt_channel_unavailable(v, c, "not measured in every session");
+    if (e->missing > 0 || (t->n_all > 0 && !e->seen)) {
+        rpt_channel_unavailable(
+            v, c, e->seen ? "not measured in a session after its first" : "no session measured it");
         return;
     }
     const char *worst = c == RPT_CH_TAGGED_HOST     ? t->attr.worst_host

@@ -49,7 +49,8 @@ struct rpt_soak_channel {
 /* An exact channel, streamed: no per-session array. */
 struct rpt_soak_exact {
     int bad, first; /* sessions that left something; the first one (-1: none) */
-    int missing;    /* sessions without the figure: the channel is then not measured */
+    int missing;    /* sessions without the figure after its first: then not measured */
+    bool seen;      /* a session had the figure (those before the first left nothing of it) */
     int64_t total, max;
 };
 

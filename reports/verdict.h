@@ -125,7 +125,9 @@ struct rpt_series {
     int cap; /* sessions the arrays hold */
     int n_all, n_measured;
     double *y[RPT_NCHANNELS];  /* rpt_session_value of measured sessions */
-    bool avail[RPT_NCHANNELS]; /* measured in every measured session (exact: every session) */
+    bool avail[RPT_NCHANNELS]; /* measured in every measured session (exact: every session
+                                  from the channel's first figure on) */
+    bool exact_seen[3];        /* an exact channel had a figure in some session */
     int64_t *leaked[3];        /* exact channels, every session (warm-up included):
                                   tagged_host, tagged_device, refs */
     char worst_host[200], worst_dev[200], worst_ref[240];

@@ -406,6 +406,38 @@ Test(verdict, refs_count_objects_not_retains)
     cr_assert_eq(v, 1, "one object held twice is one leak");
 }
 
+/* An exact channel's figure may begin late (exec: CMD's first tag scope in session 3): the
+ * sessions before it left nothing of it. A figure missing after it, or in every session, is not
+ * a zero: the channel is unavailable. */
+static enum rpt_status tagged_host_of(const bool *known, int n, int64_t leaked_at)
+{
+    struct rpt_series ser;
+    cr_assert_eq(rpt_series_init(&ser, n), LG_OK);
+    for (int i = 0; i < n; i++) {
+        struct rpt_session s = {.index = i};
+        for (int c = 0; c < RPT_NCHANNELS; c++) s.absolute[c] = s.delta[c] = 0;
+        s.absolute[RPT_CH_TAGGED_HOST] = known[i] ? 0 : RPT_NONE;
+        s.leaked_host_bytes = i == leaked_at ? 100 : 0;
+        rpt_series_add(&ser, &s);
+    }
+    struct rpt_verdict v = {.required = RPT_BIT(RPT_CH_TAGGED_HOST)};
+    struct rpt_budget b[RPT_NCHANNELS];
+    hx_default_budgets(b, TN_CPU);
+    rpt_judge_series(&ser, b, &v);
+    rpt_series_fini(&ser);
+    return v.channels[RPT_CH_TAGGED_HOST].status;
+}
+
+Test(verdict, an_exact_channel_may_begin_late_but_never_stop)
+{
+    const bool late[6] = {false, false, false, true, true, true},
+               gap[6] = {true, true, false, true, true, true}, none[6] = {false};
+    cr_assert_eq(tagged_host_of(late, 6, -1), RPT_PASS);
+    cr_assert_eq(tagged_host_of(late, 6, 4), RPT_LEAK, "a leak after a late start is caught");
+    cr_assert_eq(tagged_host_of(gap, 6, -1), RPT_UNAVAILABLE, "a figure missing after the first");
+    cr_assert_eq(tagged_host_of(none, 6, -1), RPT_UNAVAILABLE, "no figure at all");
+}
+
 /* ---- budgets measured where the gate runs --------------------------------------------------- */
 
 static void write_text(const char *path, const char *text)
