@@ -39,6 +39,7 @@ struct lga_agent {
     bool prof_available, prof_armed;
     pthread_mutex_t mu; /* sessions and the socket */
     bool session_open;
+    bool lost; /* this image lost its connection: session calls say LEAKGATE_ELOST from then on */
     int sessions; /* sessions ended in this process image */
     double session_t0;
     _Atomic uint32_t used;       /* LGA_USED_* seen so far */

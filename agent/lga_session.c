@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "leakgate.h"
 #include "lga_impl.h"
@@ -49,9 +50,17 @@ static void begin_locked(void)
     lga.session_t0 = lg_now();
 }
 
+/* What a session call says while the agent is not on: LEAKGATE_ELOST in the image that lost its
+ * connection (so a program can tell it goes on unmeasured), LEAKGATE_OK elsewhere (a child, a
+ * process outside exec: the API is a no-op there). */
+static int off_status(void)
+{
+    return lga.lost && getpid() == lga.pid ? LEAKGATE_ELOST : LEAKGATE_OK;
+}
+
 int lga_session_begin(void)
 {
-    if (!lga_on()) return LEAKGATE_OK;
+    if (!lga_on()) return off_status();
     if (lga_tl.in_hook) return LEAKGATE_ESESSION;
     lga_tl.in_agent++;
     pthread_mutex_lock(&lga.mu);
@@ -201,7 +210,7 @@ static int report_locked(const struct trk_snapshot *snap, const struct trk_total
 
 int lga_session_end(const char *marker)
 {
-    if (!lga_on()) return LEAKGATE_OK;
+    if (!lga_on()) return off_status();
     if (lga_tl.in_hook) return LEAKGATE_ESESSION; /* a marker the hook wrote ends nothing */
     lga_tl.in_agent++;
     pthread_mutex_lock(&lga.mu);
@@ -227,6 +236,7 @@ int lga_session_end(const char *marker)
     lga.sessions++;
     if (wrc != LG_OK) {
         lga_say("leakgate is gone (%s); the program goes on unmeasured", lg_status_name(wrc));
+        lga.lost = true;
         lga_go_inert();
         rc = LEAKGATE_ELOST;
         goto out;
@@ -250,8 +260,8 @@ static int api_session_end(void) { return lga.marker ? LEAKGATE_OK : lga_session
 
 static int api_tag_push(const char *name)
 {
-    if (!name) return LEAKGATE_EINVAL;
-    if (!lga_on()) return LEAKGATE_OK;
+    if (!lga_on()) return LEAKGATE_OK; /* a no-op where the agent is not on, as outside exec */
+    if (!name || !name[0]) return LEAKGATE_EINVAL; /* "" would read as untagged memory */
     int d = lga_tl.depth++;
     if (d < LGA_MAX_TAG_DEPTH) lg_strlcpy(lga_tl.tags[d], name, LG_MAX_NAME);
     return LEAKGATE_OK;

@@ -38,6 +38,8 @@ struct exec_run {
     uint32_t used;     /* LGA_USED_* over the run */
     int hellos;        /* process images that said HELLO (exec chains say it again) */
     bool open_at_exit; /* the program exited with an API session begun, never ended */
+    bool bye;          /* the latest image that said HELLO said BYE as it exited */
+    bool lost;         /* the connection ended without that BYE: later sessions unmeasured */
     bool killed;       /* we sent SIGTERM (a stop was requested, or the run failed) */
     double kill_at;
     int rc;                /* the first failure of the run itself */
@@ -82,6 +84,7 @@ static int on_hello(struct exec_run *r, const unsigned char *p, size_t n)
     if (pid != r->ch.pid)
         return lg_fail(LG_EFORMAT, "a HELLO from pid %lld, not CMD's %d", (long long)pid,
                        (int)r->ch.pid);
+    r->bye = false;
     if (r->hellos++ && !r->o->quiet)
         fprintf(
             stderr,
@@ -179,6 +182,7 @@ static int on_session(struct exec_run *r, const unsigned char *p, size_t n)
 static void on_bye(struct exec_run *r, const unsigned char *p, size_t n)
 {
     struct lga_dec d = {.p = p, .n = n};
+    r->bye = true;
     if (lga_get_u32(&d) && !d.bad) r->open_at_exit = true;
 }
 
@@ -219,7 +223,7 @@ static int message_loop(struct exec_run *r)
         unsigned char *p = NULL;
         size_t n = 0;
         int rc = next_msg(r, &type, &p, &n);
-        if (rc == LG_EIO) return LG_OK; /* CMD closed the socket: it ended */
+        if (rc == LG_EIO) return LG_OK; /* the socket closed: CMD ended (or dropped it) */
         if (rc != LG_OK) return lg_fail(rc, "reading the agent's messages: %s", lg_status_name(rc));
         if (type == LGA_HELLO)
             rc = on_hello(r, p, n);
@@ -231,6 +235,7 @@ static int message_loop(struct exec_run *r)
         else
             rc = lg_fail(LG_EFORMAT, "an unknown message (type %u) from the agent", type);
         free(p);
+        if (rc == LG_EIO) return LG_OK; /* a reply found CMD gone: its end says how */
         if (rc != LG_OK) return rc;
     }
 }
@@ -282,12 +287,15 @@ static void judge(struct exec_run *r, struct rpt_verdict *v, int status, bool cm
     char what[160];
     v->required = o->required_set ? o->required : default_required(r->used);
     v->sessions_planned = o->sessions;
-    v->partial = cmd_failed || hx_stop_requested || (o->sessions > 0 && r->measured < o->sessions);
+    v->partial = cmd_failed || hx_stop_requested || r->lost ||
+                 (o->sessions > 0 && r->measured < o->sessions);
     hx_exec_describe_status(status, what, sizeof what);
     if (hx_stop_requested)
         lg_strlcpy(v->stopped, hx_stop_name(), sizeof v->stopped);
     else if (cmd_failed)
         snprintf(v->stopped, sizeof v->stopped, "CMD %.58s", what);
+    else if (r->lost)
+        lg_strlcpy(v->stopped, "the agent's connection ended before CMD", sizeof v->stopped);
     rpt_judge_series(&r->ser, o->budgets, v);
     mark_unused(v, r->used);
     rpt_conclude(v, o->budgets);
@@ -403,6 +411,15 @@ int hx_exec_run(struct hx_exec_options *eo, struct rpt_verdict *v, bool *cmd_fai
                 "leakgate exec: CMD %s after %d session(s): exit 4; the sessions so far are judged "
                 "as a partial run\n",
                 what, r.n);
+    } else if (rc == LG_OK && !r.bye && !hx_stop_requested) {
+        /* the image that said HELLO last never said BYE, yet CMD exited 0: it closed the agent's
+         * socket, left with _exit, or replaced itself with a program without the agent */
+        r.lost = true;
+        fprintf(stderr,
+                "leakgate exec: the agent's connection ended before CMD did (after %d session(s)):"
+                " CMD closed LEAKGATE_AGENT_FD, left with _exit, or replaced itself (exec) without"
+                " the agent in LD_PRELOAD; any session after that was not measured\n",
+                r.n);
     } else if (rc == LG_OK && r.n == 0 && !hx_stop_requested) {
         fprintf(stderr, "leakgate exec: CMD ran no session: %s\n",
                 eo->marker[0] ? "no line it wrote matched --session-marker (a child it started is "

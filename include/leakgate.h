@@ -50,8 +50,8 @@ extern "C" {
 
 #define LEAKGATE_OK       0
 #define LEAKGATE_ESESSION 1 /* session_begin while one is open, or session_end with none */
-#define LEAKGATE_ELOST    2 /* the connection to leakgate is gone (it stopped the run) */
-#define LEAKGATE_EINVAL   3 /* a NULL name, or tag_pop with no scope open */
+#define LEAKGATE_ELOST    2 /* the connection to leakgate is gone: every later session call says so */
+#define LEAKGATE_EINVAL   3 /* a NULL or empty name, or tag_pop with no scope open */
 
 /* The library's LEAKGATE_API_VERSION. */
 int leakgate_api_version(void);
@@ -64,7 +64,8 @@ int leakgate_session_begin(void);
 int leakgate_session_end(void);
 
 /* Tags this thread's allocations with `name` until the matching pop (scopes nest; the
- * innermost name wins). Names longer than 95 bytes are truncated. */
+ * innermost name wins). Names longer than 95 bytes are truncated; NULL or "" is
+ * LEAKGATE_EINVAL under exec (no scope is pushed). */
 int leakgate_tag_push(const char *name);
 int leakgate_tag_pop(void);
 

@@ -477,3 +477,21 @@ Test(exec, a_forged_session_message_is_refused_naming_the_figure)
                   "case %zu: %s", i, lg_errmsg());
     }
 }
+
+/* A program that closes the agent's socket goes on unmeasured: its later sessions (which leak
+ * here) were never seen, so the run is not a PASS, and every later session call says
+ * LEAKGATE_ELOST. */
+Test(exec, a_program_that_drops_the_agent_is_never_a_pass)
+{
+    struct lg_out o = exec_run("--no-reports", EXEC_DROPPER, "12 4");
+    cr_expect_eq(o.status, 3, "exit %d, expected 3 (inconclusive):\n%s", o.status, o.text);
+    cr_expect(strstr(o.text, "the agent's connection ended before CMD did (after 5 session(s))"),
+              "%s", o.text);
+    cr_expect(strstr(o.text, "stopped (the agent's connection ended before CMD)"), "%s", o.text);
+    cr_expect(strstr(o.text, "end 5 = 2") && strstr(o.text, "end 11 = 2"),
+              "every session call after the loss says LEAKGATE_ELOST:\n%s", o.text);
+    free(o.text);
+    struct rpt_results *r = results();
+    cr_expect(r->has_verdict && r->verdict.partial && r->verdict.status != RPT_PASS);
+    rpt_results_free(r);
+}
