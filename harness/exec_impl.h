@@ -142,7 +142,8 @@ int hx_prof_local_dump(const char *path);
 /* Sets p up for a run whose dumps go to dir (created). */
 int hx_prof_init(struct hx_prof *p, bool available, int64_t sample, bool always, const char *dir);
 /* Whether the sessions so far show growth worth attributing: a statistical host channel whose
- * verdict on them is leak, with its latest delta above its floor. */
+ * verdict on them is leak, with its latest delta above its floor. Judged after each of the
+ * first 64 measured sessions, then 16 times per doubling (false in between). */
 bool hx_prof_flagged(const struct rpt_series *ser, const struct rpt_budget *b);
 /* Takes the session's dump (path, written after its snapshot): the first becomes the base;
  * later ones are diffed against it into s->alloc_stacks (top growth first, symbolised with

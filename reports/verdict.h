@@ -46,10 +46,12 @@ struct rpt_trend {
     double intercept;   /* median(y - slope * i) */
     double early, late; /* medians of the first and last thirds */
     double shift;       /* late - early */
+    bool failed;        /* out of memory: no slope (the channel is then inconclusive) */
 };
 
 /* Fits y[0..n) against 0..n-1. conf: confidence level (0.95). n < 2 gives a zero slope with an
- * infinite interval. Uses n(n-1)/2 doubles of temporary heap memory, freed before it returns. */
+ * infinite interval. Temporary heap memory, freed before it returns: the n(n-1)/2 pairwise
+ * slopes up to 256 sessions, 3n doubles beyond (order statistics selected, not sorted). */
 void rpt_theil_sen(const double *y, int n, double conf, struct rpt_trend *out);
 
 /* Median of v[0..n) (copies; v is not reordered); NaN when n == 0. */

@@ -31,12 +31,44 @@ Test(verdict, theil_sen_matches_hand_computed_values)
 }
 
 /* xorshift noise in [-1, 1) */
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 static double noise(uint64_t *s)
 {
     *s ^= *s << 13;
     *s ^= *s >> 7;
     *s ^= *s << 17;
     return (double)(*s >> 11) / 4503599627370496.0 - 1.0;
+}
+
+/* Past 256 sessions the order statistics of the pairwise slopes are selected in O(n) memory,
+ * not sorted: the same slope and interval as sorting every pair (to a part in 1e9). */
+Test(verdict, a_long_series_selects_the_same_slope_and_interval_as_sorting)
+{
+    const int n = 2600;
+    double *y = malloc(n * sizeof *y);
+    uint64_t seed = 7;
+    for (int i = 0; i < n; i++) y[i] = 37.0 * i + 5000 * noise(&seed) + (i % 97 == 0 ? 1e5 : 0);
+    size_t np = (size_t)n * (n - 1) / 2, k = 0;
+    double *s = malloc(np * sizeof *s);
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) s[k++] = (y[j] - y[i]) / (j - i);
+    qsort(s, np, sizeof *s, cmp_d);
+    double var = (double)n * (n - 1) * (2.0 * n + 5) / 18.0, C = 1.959963985 * sqrt(var);
+    size_t m1 = (size_t)floor((np - C) / 2), m2 = (size_t)ceil((np + C) / 2);
+    struct rpt_trend t;
+    rpt_theil_sen(y, n, 0.95, &t);
+    double slope = np % 2 ? s[np / 2] : 0.5 * (s[np / 2 - 1] + s[np / 2]);
+    cr_assert_float_eq(t.slope, slope, 1e-9 * fabs(slope), "%.12g vs %.12g", t.slope, slope);
+    cr_assert_float_eq(t.lo, s[m1], 1e-9 * fabs(s[m1]), "%.12g vs %.12g", t.lo, s[m1]);
+    cr_assert_float_eq(t.hi, s[m2 - 1], 1e-9 * fabs(s[m2 - 1]), "%.12g vs %.12g", t.hi, s[m2 - 1]);
+    cr_assert_not(t.failed);
+    free(s);
+    free(y);
 }
 
 Test(verdict, interval_covers_the_true_slope_about_95_percent)
