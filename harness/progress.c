@@ -39,8 +39,9 @@ void hx_progress_session(const struct hx_options *o, const struct rpt_session *s
         bar[width] = '\0';
         fprintf(stderr, "\r[%s] %d/%d %-4s%s left %s  allocated %s  rss %s   ", bar, idx + 1, total,
                 s->mode, s->warmup ? " (warm-up)" : "", b(b1, tagged),
-                b(b2, s->warmup ? s->absolute[RPT_CH_JE_ALLOCATED] : s->delta[RPT_CH_JE_ALLOCATED]),
-                b(b3, s->warmup ? s->absolute[RPT_CH_RSS] : s->delta[RPT_CH_RSS]));
+                b(b2, s->warmup ? s->absolute[RPT_CH_JE_ALLOCATED]
+                                : rpt_session_delta(s, RPT_CH_JE_ALLOCATED)),
+                b(b3, s->warmup ? s->absolute[RPT_CH_RSS] : rpt_session_delta(s, RPT_CH_RSS)));
         if (tagged || s->error[0] || s->invalid_frees > 0) fputc('\n', stderr);
     } else {
         char loss[48] = ""; /* a program under exec reports no loss */
@@ -48,7 +49,8 @@ void hx_progress_session(const struct hx_options *o, const struct rpt_session *s
             snprintf(loss, sizeof loss, "  loss %.4f/%.4f", s->train_loss, s->val_loss);
         fprintf(stderr, "session %3d/%d %-4s %-8s %6.2f s%s  left %s  Δallocated %s  Δrss %s\n",
                 idx + 1, total, s->mode, s->warmup ? "warm-up" : "measured", s->duration_s, loss,
-                b(b1, tagged), b(b2, s->delta[RPT_CH_JE_ALLOCATED]), b(b3, s->delta[RPT_CH_RSS]));
+                b(b1, tagged), b(b2, rpt_session_delta(s, RPT_CH_JE_ALLOCATED)),
+                b(b3, rpt_session_delta(s, RPT_CH_RSS)));
     }
     if (s->error[0]) fprintf(stderr, "  error: %s\n", s->error);
     if (s->invalid_frees > 0)

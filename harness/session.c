@@ -166,6 +166,10 @@ int hx_session_run(struct hx_env *env, int index, int mode, bool warmup, struct 
     struct trk_snapshot snap;
     trk_snapshot(env->trk, &snap);
     hx_channels_from_snapshot(&snap, out->absolute);
+    if (!trk_has_device(env->trk)) { /* a CPU run measures no device: null, never a 0 */
+        out->absolute[RPT_CH_TAGGED_DEVICE] = RPT_NONE;
+        out->peak_tagged_device = RPT_NONE;
+    }
     out->duration_s = lg_now() - env->t0;
     /* after the snapshot: it allocates; without memory the peaks are not measured, and a peak
      * budget says so (inconclusive) */

@@ -197,7 +197,7 @@ static int leaks(const struct rpt_results *r, FILE *f)
     if (rc != LG_OK) return rc;
     fputs("<section id=\"leaks\">\n<h2>Leaked tags</h2>\n", f);
     if (nt == 0)
-        fputs("<p>No tagged memory outlived its session in the measured sessions.</p>\n", f);
+        fprintf(f, "<p>%s</p>\n", rpt_no_leaked_tags_text(r));
     else
         rc = rpt_leak_table(r, &d, f, t, nt, MAX_TAG_ROWS);
     if (nt > MAX_TAG_ROWS)
@@ -240,7 +240,8 @@ static void sessions(const struct rpt_results *r, FILE *f)
         for (int c = 0; c < RPT_NCHANNELS; c++)
             if (!rpt_channel_exact(c) && rpt_channel_measured(r, c))
                 fprintf(f, "<td class=\"num\">%s</td>",
-                        s->warmup ? "—" : rpt_fmt_value(a, sizeof a, c, s->delta[c], true));
+                        s->warmup ? "—"
+                                  : rpt_fmt_value(a, sizeof a, c, rpt_session_delta(s, c), true));
         fputs("<td>", f);
         put_text(f, s->error);
         if (s->invalid_frees > 0)

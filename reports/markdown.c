@@ -53,9 +53,7 @@ static int leak_table(const struct rpt_results *r, FILE *f)
     int rc = rpt_tag_totals(r, &t, &nt);
     if (rc != LG_OK) return rc;
     if (nt == 0) {
-        fputs("### Leaked tags\n\nNo tagged memory outlived its session in the measured "
-              "sessions.\n\n",
-              f);
+        fprintf(f, "### Leaked tags\n\n%s\n\n", rpt_no_leaked_tags_text(r));
         return LG_OK;
     }
     int64_t all = 0;

@@ -127,9 +127,10 @@ int rpt_fig_deltas(const struct rpt_results *r, const char *tmp, FILE *gp)
     for (int k = 0; k < n; k++) {
         double m = fabs(r->run.budgets[ch[k]].band);
         if (!isfinite(m)) m = 0;
-        for (int i = 0; i < r->n_sessions; i++)
-            if (r->sessions[i].delta[ch[k]] != RPT_NONE)
-                m = fmax(m, fabs((double)r->sessions[i].delta[ch[k]]));
+        for (int i = 0; i < r->n_sessions; i++) {
+            int64_t d = rpt_session_delta(&r->sessions[i], ch[k]);
+            if (d != RPT_NONE) m = fmax(m, fabs((double)d));
+        }
         u[k] = rpt_unit_for(m);
     }
     int rc = rpt_gp_data(&df, tmp, "deltas.dat", path, sizeof path);
@@ -138,7 +139,7 @@ int rpt_fig_deltas(const struct rpt_results *r, const char *tmp, FILE *gp)
     for (int i = 0; i < r->n_sessions; i++) {
         fprintf(df, "%d", r->sessions[i].index);
         for (int k = 0; k < n; k++) {
-            int64_t d = r->sessions[i].delta[ch[k]], v;
+            int64_t d = rpt_session_delta(&r->sessions[i], ch[k]), v;
             bool beyond = false;
             rpt_gp_val(df, d, u[k].div);
             if (rpt_session_judge(r, i, ch[k], &v, &beyond) && beyond && d != RPT_NONE) over[k]++;
@@ -409,7 +410,7 @@ int rpt_fig_trend(const struct rpt_results *r, const char *tmp, FILE *gp)
         int np = 0;
         if (!isfinite(m)) m = 0;
         for (int i = 0; i < r->n_sessions; i++) {
-            int64_t d = r->sessions[i].delta[ch[k]];
+            int64_t d = rpt_session_delta(&r->sessions[i], ch[k]);
             if (r->sessions[i].warmup || d == RPT_NONE) continue;
             m = fmax(m, fabs((double)d));
             xs[np] = r->sessions[i].index;
@@ -427,7 +428,8 @@ int rpt_fig_trend(const struct rpt_results *r, const char *tmp, FILE *gp)
     for (int i = 0; i < r->n_sessions; i++) {
         fprintf(df, "%d", r->sessions[i].index);
         for (int k = 0; k < n; k++)
-            rpt_gp_val(df, r->sessions[i].warmup ? RPT_NONE : r->sessions[i].delta[ch[k]],
+            rpt_gp_val(df,
+                       r->sessions[i].warmup ? RPT_NONE : rpt_session_delta(&r->sessions[i], ch[k]),
                        u[k].div);
         fputc('\n', df);
     }

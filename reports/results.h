@@ -202,6 +202,10 @@ bool rpt_session_value(const struct rpt_session *s, enum rpt_channel c, int64_t 
  * this session's; the statistical channels: every measured session's so far, which their
  * deltas still hold) or objects (refs); rpt_session_value is the figure less this. */
 int64_t rpt_session_suppressed(const struct rpt_session *s, enum rpt_channel c);
+/* The delta against baseline that reports draw and tabulate: a statistical channel's judged
+ * figure (rpt_session_value: the delta less what suppression rules took), an exact channel's
+ * ledger delta as recorded; RPT_NONE when not measured. */
+int64_t rpt_session_delta(const struct rpt_session *s, enum rpt_channel c);
 
 /* ---- the verdict line -------------------------------------------------------------------- */
 

@@ -65,6 +65,10 @@ const char *rpt_html_style(void);
 /* ---- summaries (summary.c) ---------------------------------------------------------------- */
 
 int rpt_measured_count(const struct rpt_results *r);
+/* Whether suppression rules took anything (bytes or a shared object) in some session. */
+bool rpt_any_suppressed(const struct rpt_results *r);
+/* The sentence of the leaked-tags section when no tag leaked: it names the suppressed, if any. */
+const char *rpt_no_leaked_tags_text(const struct rpt_results *r);
 int rpt_warmup_count(const struct rpt_results *r);
 /* The verdict for a channel, NULL without a verdict or when the verdict omits it. */
 const struct rpt_channel_verdict *rpt_verdict_for(const struct rpt_results *r, enum rpt_channel c);

@@ -54,6 +54,8 @@ void rpt_series_add(struct rpt_series *s, const struct rpt_session *r)
         /* sessions before the channel's first figure (exec: before CMD's first tag or tracked
          * object) left nothing of it; a figure missing after one is no zero */
         if (known) s->exact_seen[k] = true;
+        int64_t sup = rpt_session_suppressed(r, exact_ch[k]);
+        if (sup > 0 && s->exact_suppressed[k] < INT64_MAX - sup) s->exact_suppressed[k] += sup;
         if (!known && s->exact_seen[k]) s->avail[exact_ch[k]] = false;
     }
     rpt_series_attribute(s, r);
@@ -130,6 +132,7 @@ void rpt_judge_series(const struct rpt_series *s, const struct rpt_budget *b, st
             int k = exact_slot(c);
             const char *worst = k == 0 ? s->worst_host : k == 1 ? s->worst_dev : s->worst_ref;
             rpt_judge_exact(c, s->leaked[k], s->n_all, worst, cv);
+            rpt_exact_note_suppressed(cv, s->exact_suppressed[k]);
         } else if (s->n_measured > 0 && !s->avail[c]) {
             rpt_channel_unavailable(cv, c, "not measured in this build or on this machine");
         } else {

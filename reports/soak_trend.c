@@ -91,7 +91,8 @@ static unsigned add_exact(struct rpt_soak_trend *t, const struct rpt_session *s)
     static const int chans[3] = {RPT_CH_TAGGED_HOST, RPT_CH_TAGGED_DEVICE, RPT_CH_REFS};
     for (int i = 0; i < 3; i++) {
         struct rpt_soak_exact *e = &t->ex[i];
-        int64_t v;
+        int64_t v, sup = rpt_session_suppressed(s, chans[i]);
+        if (sup > 0 && e->suppressed < INT64_MAX - sup) e->suppressed += sup;
         if (!rpt_session_value(s, chans[i], &v)) {
             e->missing += e->seen;
             continue;
@@ -211,6 +212,7 @@ static void verdict_exact(const struct rpt_soak_trend *t, int c, struct rpt_chan
                         : c == RPT_CH_TAGGED_DEVICE ? t->attr.worst_dev
                                                     : t->attr.worst_ref;
     rpt_judge_exact_counts(c, e->bad, t->n_all, e->first, e->total, e->max, worst, v);
+    rpt_exact_note_suppressed(v, e->suppressed);
 }
 
 /* "trend alarm at session 44 (last 10 sessions: slope ..., CI low ...)" and/or the steps' */

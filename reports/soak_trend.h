@@ -48,9 +48,10 @@ struct rpt_soak_channel {
 
 /* An exact channel, streamed: no per-session array. */
 struct rpt_soak_exact {
-    int bad, first; /* sessions that left something; the first one (-1: none) */
-    int missing;    /* sessions without the figure after its first: then not measured */
-    bool seen;      /* a session had the figure (those before the first left nothing of it) */
+    int bad, first;     /* sessions that left something; the first one (-1: none) */
+    int missing;        /* sessions without the figure after its first: then not measured */
+    bool seen;          /* a session had the figure (those before the first left nothing of it) */
+    int64_t suppressed; /* what suppression rules took from it, every session */
     int64_t total, max;
 };
 

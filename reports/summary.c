@@ -16,6 +16,24 @@ int rpt_measured_count(const struct rpt_results *r)
 
 int rpt_warmup_count(const struct rpt_results *r) { return r->n_sessions - rpt_measured_count(r); }
 
+bool rpt_any_suppressed(const struct rpt_results *r)
+{
+    for (int i = 0; i < r->n_sessions; i++)
+        for (int k = 0; k < r->sessions[i].n_suppressed; k++) {
+            const struct rpt_suppressed *x = &r->sessions[i].suppressed[k];
+            if (!x->expired && (x->object || x->bytes > 0)) return true;
+        }
+    return false;
+}
+
+const char *rpt_no_leaked_tags_text(const struct rpt_results *r)
+{
+    return rpt_any_suppressed(r)
+               ? "No tagged memory outlived its session in the measured sessions beyond what "
+                 "suppression rules took (listed with the gate's rules)."
+               : "No tagged memory outlived its session in the measured sessions.";
+}
+
 const struct rpt_channel_verdict *rpt_verdict_for(const struct rpt_results *r, enum rpt_channel c)
 {
     if (!r->has_verdict) return NULL;
@@ -90,6 +108,13 @@ bool rpt_session_value(const struct rpt_session *s, enum rpt_channel c, int64_t 
         *out = s->delta[c] - rpt_session_suppressed(s, c);
         return true;
     }
+}
+
+int64_t rpt_session_delta(const struct rpt_session *s, enum rpt_channel c)
+{
+    int64_t v;
+    if (rpt_channel_exact(c)) return s->delta[c];
+    return rpt_session_value(s, c, &v) ? v : RPT_NONE;
 }
 
 bool rpt_session_judge(const struct rpt_results *r, int i, enum rpt_channel c, int64_t *value,

@@ -504,11 +504,25 @@ void rpt_judge_exact(enum rpt_channel ch, const int64_t *leaked, int n, const ch
     rpt_judge_exact_counts(ch, bad, n, first, total, max, worst, out);
 }
 
+void rpt_exact_note_suppressed(struct rpt_channel_verdict *v, int64_t suppressed)
+{
+    if (v->status != RPT_PASS || suppressed <= 0) return;
+    char b[32];
+    if (v->channel == RPT_CH_REFS)
+        snprintf(b, sizeof b, "%lld shared object(s)", (long long)suppressed);
+    else
+        lg_fmt_bytes(b, sizeof b, (double)suppressed);
+    snprintf(v->why, sizeof v->why,
+             "nothing left beyond what suppression rules took: %s suppressed over the run, "
+             "listed with the rules that took them",
+             b);
+}
+
 void rpt_channel_unavailable(struct rpt_channel_verdict *cv, enum rpt_channel c, const char *why)
 {
     memset(cv, 0, sizeof *cv);
     cv->channel = c;
     cv->status = RPT_UNAVAILABLE;
-    cv->figure = cv->slope = cv->slope_lo = cv->slope_hi = cv->shift = NAN;
+    cv->figure = cv->budget = cv->slope = cv->slope_lo = cv->slope_hi = cv->shift = NAN;
     lg_strlcpy(cv->why, why, sizeof cv->why);
 }

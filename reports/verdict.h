@@ -90,6 +90,9 @@ void rpt_judge_exact(enum rpt_channel ch, const int64_t *leaked, int n, const ch
  * left something, the first being `first`; `total` (saturating) and `max` over them. */
 void rpt_judge_exact_counts(enum rpt_channel ch, int bad, int n, int first, int64_t total,
                             int64_t max, const char *worst, struct rpt_channel_verdict *out);
+/* A passing exact channel whose sessions had `suppressed` bytes (objects, for refs) taken out by
+ * suppression rules says so, instead of "every session freed what it allocated". */
+void rpt_exact_note_suppressed(struct rpt_channel_verdict *v, int64_t suppressed);
 /* Marks a channel not measured, with the reason. */
 void rpt_channel_unavailable(struct rpt_channel_verdict *cv, enum rpt_channel c, const char *why);
 
@@ -126,12 +129,13 @@ void rpt_conclude(struct rpt_verdict *v, const struct rpt_budget *budgets);
 struct rpt_series {
     int cap; /* sessions the arrays hold */
     int n_all, n_measured;
-    double *y[RPT_NCHANNELS];  /* rpt_session_value of measured sessions */
-    bool avail[RPT_NCHANNELS]; /* measured in every measured session (exact: every session
-                                  from the channel's first figure on) */
-    bool exact_seen[3];        /* an exact channel had a figure in some session */
-    int64_t *leaked[3];        /* exact channels, every session (warm-up included):
-                                  tagged_host, tagged_device, refs */
+    double *y[RPT_NCHANNELS];    /* rpt_session_value of measured sessions */
+    bool avail[RPT_NCHANNELS];   /* measured in every measured session (exact: every session
+                                    from the channel's first figure on) */
+    bool exact_seen[3];          /* an exact channel had a figure in some session */
+    int64_t exact_suppressed[3]; /* what suppression rules took from it, every session */
+    int64_t *leaked[3];          /* exact channels, every session (warm-up included):
+                                    tagged_host, tagged_device, refs */
     char worst_host[200], worst_dev[200], worst_ref[240];
     int64_t worst_host_bytes, worst_dev_bytes;
     bool device; /* the run had a device: tagged_device is judged */
