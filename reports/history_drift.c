@@ -66,12 +66,15 @@ static double peak_figure(const struct rpt_history_record *h, const char *what)
     return 0;
 }
 
-/* A tag's highest peak in the record; 0 when the record names its top peak tags and not this. */
+/* A tag's highest peak in the record; unknown (NaN) when the record does not name it: a record
+ * keeps only the top tags (each session's top RPT_PEAK_TAGS a class, then the run's top ten), so
+ * a tag missing from it may still have peaked just below them. Read as 0 it made a steady tag
+ * "rise from 0 B" when earlier records had larger tags. */
 static double peak_tag_figure(const struct rpt_history_record *h, const char *tag)
 {
     for (int i = 0; i < h->n_peak_tags; i++)
         if (!strcmp(h->peak_tags[i].tag, tag)) return (double)h->peak_tags[i].bytes;
-    return h->n_peak_tags ? 0 : NAN;
+    return NAN;
 }
 
 double rpt_history_figure(const struct rpt_history_record *h, const char *metric)

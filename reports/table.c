@@ -92,7 +92,8 @@ static void cell(const struct rpt_dialect *d, FILE *f, bool num, const char *tex
     fputs(d->cell_close, f);
 }
 
-/* One leaked tag: the tag, its space, bytes per session and in all, allocations, the sessions
+/* One leaked tag: the tag, its space, bytes per session it leaked in (compare divides by every
+ * measured session instead, and says so) and in all, allocations, the sessions
  * it leaked in, the retain sites holding its class, and (where the dialect shows them) stacks. */
 static int leak_row(const struct rpt_results *r, const struct rpt_dialect *d, FILE *f,
                     const struct rpt_tag_total *t, int measured)
@@ -130,8 +131,8 @@ static int leak_row(const struct rpt_results *r, const struct rpt_dialect *d, FI
 int rpt_leak_table(const struct rpt_results *r, const struct rpt_dialect *d, FILE *f,
                    const struct rpt_tag_total *t, int nt, int max_rows)
 {
-    static const char *const cols[] = {"tag",         "space",    "per session",  "total",
-                                       "allocations", "sessions", "retain sites", "stacks"};
+    static const char *const cols[] = {"tag",         "space",    "per leaking session", "total",
+                                       "allocations", "sessions", "retain sites",        "stacks"};
     int measured = rpt_measured_count(r), rc = LG_OK;
     rpt_table_head(d, f, cols, d->stacks ? 8 : 7);
     for (int k = 0; k < nt && k < max_rows && rc == LG_OK; k++)

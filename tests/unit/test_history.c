@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "history.h"
+#include "history_impl.h"
 #include "lg_test.h"
 #include "verdict.h"
 
@@ -360,6 +361,27 @@ Test(history, a_history_without_figures_judges_nothing)
     cr_assert(strstr(lg_errmsg(), "neg.jsonl:1: peaks.total: a byte count below zero"), "%s",
               lg_errmsg());
     cr_assert_null(h);
+}
+
+/* A record keeps only its top peak tags: a tag it does not name is unknown there, not a peak of
+ * 0 (read as 0, a steady tag "rose from 0 B" where larger tags had pushed it out). */
+Test(history, a_peak_tag_a_record_does_not_name_is_unknown_there)
+{
+    struct rpt_results *r = run_of(1 << 20, 4 << 20, 0, 4);
+    for (int i = 0; i < r->n_sessions; i++) {
+        struct rpt_class_peak *p = &r->sessions[i].peaks[0];
+        p->n_tags = 1;
+        lg_strlcpy(p->tags[0].tag, "act/big", sizeof p->tags[0].tag);
+        p->tags[0].bytes = 3 << 20;
+    }
+    struct rpt_history_record rec;
+    cr_assert_eq(rpt_history_record_from(&rec, r, &(struct rpt_history_meta){"c0", "main", "tiny"}),
+                 LG_OK);
+    cr_assert_float_eq(rpt_history_figure(&rec, "peaktag.act/big"), 3 << 20, 0.5);
+    cr_assert(isnan(rpt_history_figure(&rec, "peaktag.act/small")), "%g",
+              rpt_history_figure(&rec, "peaktag.act/small"));
+    rpt_history_record_fini(&rec);
+    rpt_results_free(r);
 }
 
 Test(history, drift_budgets_parse_strictly)
