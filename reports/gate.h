@@ -95,11 +95,13 @@ int rpt_suppress_session(const struct rpt_suppressions *sup, struct rpt_session 
 
 /* What one rule did over a run's sessions (from their suppressed entries). */
 struct rpt_rule_use {
-    int sessions;    /* sessions it took something from */
-    int64_t bytes;   /* bytes it suppressed, all sessions */
-    int64_t over;    /* bytes beyond its allowance (still leaks), all sessions */
-    int objects;     /* shared objects it suppressed */
-    int expired_hit; /* matches it would have made had it not expired */
+    int sessions;          /* sessions it took something from */
+    int64_t bytes;         /* bytes it suppressed, all sessions */
+    int64_t over;          /* bytes beyond its allowance (still leaks), all sessions */
+    int objects;           /* shared objects it suppressed */
+    int expired_hit;       /* matches it would have made had it not expired */
+    int64_t expired_bytes; /* the bytes of those matches (which still leak), all sessions */
+    int expired_sessions;  /* sessions with such a match */
 };
 void rpt_rule_use_of(const struct rpt_results *r, int line, struct rpt_rule_use *u);
 

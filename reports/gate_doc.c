@@ -162,8 +162,15 @@ void rpt_md_gate(const struct rpt_results *r, FILE *f)
         fprintf(f, "- **%s** rule `%s:%d` (%s ", rule_state(rule, &u), g->rules.file, rule->line,
                 rule->kind == RPT_RULE_TAG ? "tag" : "frame");
         rpt_put_md(f, rule->glob);
-        fprintf(f, ", expires %s): %s suppressed in %d session(s) — ", rule->expires,
-                lg_fmt_bytes(b1, sizeof b1, (double)u.bytes), u.sessions);
+        if (rule->expired)
+            fprintf(f,
+                    ", expired %s): suppresses nothing; it would have matched %s in %d "
+                    "session(s), which leak — ",
+                    rule->expires, lg_fmt_bytes(b1, sizeof b1, (double)u.expired_bytes),
+                    u.expired_sessions);
+        else
+            fprintf(f, ", expires %s): %s suppressed in %d session(s) — ", rule->expires,
+                    lg_fmt_bytes(b1, sizeof b1, (double)u.bytes), u.sessions);
         rpt_put_md(f, rule->reason);
         fputc('\n', f);
     }

@@ -291,7 +291,7 @@ int rpt_suppress_session(const struct rpt_suppressions *sup, struct rpt_session 
         x->expired = r->expired;
         int64_t take = r->allow < 0 ? g->bytes : LG_MIN(g->bytes, r->allow - used[k]);
         x->bytes = r->expired ? 0 : take;
-        x->over = r->expired ? 0 : g->bytes - take;
+        x->over = r->expired ? g->bytes : g->bytes - take; /* expired: all of it still leaks */
         used[k] += x->bytes;
         /* what the statistical channels see of it: the allocator's bytes, in proportion */
         int64_t alloc = g->usable > 0            ? g->usable
@@ -326,12 +326,14 @@ void rpt_rule_use_of(const struct rpt_results *r, int line, struct rpt_rule_use 
     memset(u, 0, sizeof *u);
     for (int i = 0; i < r->n_sessions; i++) {
         const struct rpt_session *s = &r->sessions[i];
-        bool took = false;
+        bool took = false, expired_session = false;
         for (int k = 0; k < s->n_suppressed; k++) {
             const struct rpt_suppressed *x = &s->suppressed[k];
             if (x->rule != line) continue;
             if (x->expired) {
                 u->expired_hit++;
+                u->expired_bytes += x->over;
+                expired_session = true;
                 continue;
             }
             took = true;
@@ -340,5 +342,6 @@ void rpt_rule_use_of(const struct rpt_results *r, int line, struct rpt_rule_use 
             u->objects += x->object;
         }
         u->sessions += took;
+        u->expired_sessions += expired_session;
     }
 }
