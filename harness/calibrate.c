@@ -230,6 +230,8 @@ static int check_out(const char *out)
     return LG_OK;
 }
 
+#define CALIB_MIN_SESSIONS 8
+
 static int parse(struct calib *c, int argc, char **argv, bool *help)
 {
     struct hx_options o;
@@ -275,6 +277,13 @@ static int parse(struct calib *c, int argc, char **argv, bool *help)
     o.required_set = true;
     lg_strlcpy(o.require_arg, "none", sizeof o.require_arg);
     if (hx_check_options(&o) != LG_OK) return lg_errcode();
+    /* a run's noise is its slope bound, its late-vs-early shift and its jitter: with fewer
+     * sessions than this there are none to measure, and the budgets would say "measured" */
+    if (o.sessions < CALIB_MIN_SESSIONS)
+        return lg_fail(LG_EINVAL,
+                       "--sessions %d: a calibration run needs at least %d measured sessions to "
+                       "measure its noise (the gate runs %d)",
+                       o.sessions, CALIB_MIN_SESSIONS, 40);
     if (lg_snprintf(c->work, sizeof c->work, "%s.runs", c->out))
         return lg_fail(LG_EINVAL, "--out: path too long");
     return check_out(c->out);

@@ -2,7 +2,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "reports.h"
 #include "soak_impl.h"
 
 static void soak_usage(FILE *f)
@@ -72,6 +74,24 @@ static int parse_soak_option(struct hx_soak_options *so, int argc, char **argv, 
 }
 
 /* Derives the plan from the options once parsed and checks it. */
+
+/* --metrics may not name a file the soak itself writes in OUT (results.jsonl, a report
+ * artefact): the metrics would replace the results as they stream. */
+static int check_metrics_path(const char *metrics, const char *out)
+{
+    char dir[600];
+    const char *slash = strrchr(metrics, '/'), *name = slash ? slash + 1 : metrics;
+    if (!rpt_is_artefact_name(name)) return LG_OK;
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - metrics) : 1, slash ? metrics : ".");
+    struct stat a, b;
+    bool same = stat(dir, &a) == 0 && stat(out, &b) == 0
+                    ? a.st_dev == b.st_dev && a.st_ino == b.st_ino
+                    : strcmp(dir, out) == 0;
+    if (!same) return LG_OK;
+    return lg_fail(LG_EINVAL, "--metrics %s: that is the soak's own %s in %s; name another file",
+                   metrics, name, out);
+}
+
 static int finish_options(struct hx_soak_options *so, const char *presets_arg)
 {
     struct hx_options *o = &so->o;
@@ -116,7 +136,7 @@ static int finish_options(struct hx_soak_options *so, const char *presets_arg)
     if (!so->metrics[0] &&
         lg_snprintf(so->metrics, sizeof so->metrics, "%s/metrics.prom", o->out_dir))
         return lg_fail(LG_EINVAL, "--out: path too long");
-    return LG_OK;
+    return check_metrics_path(so->metrics, o->out_dir);
 }
 
 int hx_cmd_soak(int argc, char **argv)

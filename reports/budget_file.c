@@ -150,6 +150,10 @@ static int num(const char *path, const char *where, json_t *e, const char *key, 
     if (!json_is_number(v) || !(json_number_value(v) >= 0) || !isfinite(json_number_value(v)))
         return lg_fail(LG_EFORMAT, "%s: channels.%s.%s: %s", path, where, key,
                        v ? "expected a non-negative number" : "missing");
+    /* the bound --budget's sizes have: a budget past it lets any leak pass */
+    if (json_number_value(v) > 1e15)
+        return lg_fail(LG_EFORMAT, "%s: channels.%s.%s: %g is too large (at most 1e15 bytes)",
+                       path, where, key, json_number_value(v));
     *out = json_number_value(v);
     return LG_OK;
 }

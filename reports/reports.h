@@ -59,6 +59,9 @@ int rpt_write_all(const struct rpt_results *r, const char *dir, unsigned flags);
  * when they take their output directory, and rpt_write_all before it writes. LG_EIO naming the
  * file it could not remove. */
 int rpt_clear_artefacts(const char *dir);
+/* Whether a file name is one a run writes into its output directory (results.jsonl or an
+ * artefact of rpt_write_all): what no other output may be pointed at there. */
+bool rpt_is_artefact_name(const char *name);
 
 /* ---- figures --------------------------------------------------------------------------- */
 

@@ -12,6 +12,20 @@
 static const char *const documents[] = {"junit.xml",     "summary.md", "sessions.csv",
                                         "stacks.folded", "flame.svg",  "report.html"};
 
+bool rpt_is_artefact_name(const char *name)
+{
+    if (!strcmp(name, "results.jsonl")) return true;
+    for (size_t k = 0; k < LG_ARRAY_LEN(documents); k++)
+        if (!strcmp(name, documents[k])) return true;
+    for (int f = 0; f < RPT_NFIGURES; f++) {
+        size_t l = strlen(rpt_figure_name(f));
+        if (!strncmp(name, rpt_figure_name(f), l) &&
+            (!strcmp(name + l, ".png") || !strcmp(name + l, ".svg")))
+            return true;
+    }
+    return false;
+}
+
 int rpt_clear_artefacts(const char *dir)
 {
     char path[4200];

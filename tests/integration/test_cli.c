@@ -249,14 +249,19 @@ Test(cli, calibrate_refuses_an_unwritable_out_before_its_runs)
     char dir[600];
     snprintf(dir, sizeof dir, "%s/adir", lg_test_tmpdir());
     cr_assert_eq(mkdir(dir, 0755), 0);
-    struct lg_out o = lg_runf(LEAKGATE_BIN, "calibrate --runs 2 --sessions 4 --out '%s'", dir);
+    struct lg_out o = lg_runf(LEAKGATE_BIN, "calibrate --runs 2 --sessions 8 --out '%s'", dir);
     cr_expect_eq(o.status, 2, "exit %d\n%s", o.status, o.text);
     cr_expect(strstr(o.text, "not a regular file") && !strstr(o.text, "run 1/2"), "%s", o.text);
     free(o.text);
     cr_expect_not(lg_exists(lg_test_tmpfile("adir.runs")), "no work directory made");
-    o = run("calibrate --runs 2 --sessions 4 --out /proc/lg-budgets.json");
+    o = run("calibrate --runs 2 --sessions 8 --out /proc/lg-budgets.json");
     cr_expect_eq(o.status, 2, "exit %d\n%s", o.status, o.text);
     cr_expect(strstr(o.text, "cannot write beside it"), "%s", o.text);
+    free(o.text);
+    /* a run too short to show noise would write budgets called measured */
+    o = run("calibrate --runs 2 --sessions 3 --out /tmp/lg-never-written.json");
+    cr_expect_eq(o.status, 2, "exit %d\n%s", o.status, o.text);
+    cr_expect(strstr(o.text, "needs at least 8 measured sessions"), "%s", o.text);
     free(o.text);
 }
 

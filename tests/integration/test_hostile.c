@@ -60,6 +60,15 @@ static const struct hcase cases[] = {
                "$L report bare.jsonl -o rep --no-plots",
      3, "claims more than its sessions show",
      "grep -q INCONCLUSIVE rep/summary.md && ! grep -q 'PASS' rep/summary.md", 0},
+    {"soak --metrics naming its own results file is refused before it runs",
+     "$L soak --sessions 6 --metrics S/results.jsonl --out S", 2,
+     "that is the soak's own results.jsonl", "test ! -e S/results.jsonl", 0},
+    {"a budgets file with a budget past 1e15 bytes is refused, as --budget is",
+     "printf '{\"schema\":\"leakgate.budgets/1\",\"machine\":\"m\",\"device\":\"cpu\","
+     "\"build\":\"b\",\"command\":\"c\",\"date\":\"2026-12-03\",\"workload\":\"w\","
+     "\"channels\":{\"rss\":{\"band\":1e300,\"slope\":1,\"floor\":1,\"noise\":0}}}'"
+     " > b.json; $L run --budgets b.json --out o",
+     2, "channels.rss.band: 1e+300 is too large", NULL, 0},
     {"a mode listed twice is refused", "$L run --modes fp32,int8,fp32 --out o", 2,
      "--modes fp32,int8,fp32: 'fp32' is listed twice", NULL, 0},
     {"compare with no measured session in HEAD is inconclusive",
