@@ -107,6 +107,18 @@ static int parse_shard_field(const struct shard *s, int *i, int *n)
 }
 
 /* Loads every input and checks that they are the shards of one plan, each once, none missing. */
+/* Whether two shards judged by the same budgets: a merged verdict names one set. */
+static bool same_budgets(const struct rpt_run *a, const struct rpt_run *b)
+{
+    for (int c = 0; c < RPT_NCHANNELS; c++) {
+        const struct rpt_budget *x = &a->budgets[c], *y = &b->budgets[c];
+        const double u[3] = {x->band, x->slope, x->floor}, v[3] = {y->band, y->slope, y->floor};
+        for (int k = 0; k < 3; k++)
+            if (!(u[k] == v[k] || (isnan(u[k]) && isnan(v[k])))) return false;
+    }
+    return true;
+}
+
 static int load_and_check(struct merge *m)
 {
     for (int k = 0; k < m->n_inputs; k++) {
@@ -122,14 +134,17 @@ static int load_and_check(struct merge *m)
     for (int k = 1; k < m->n_inputs; k++) {
         const struct shard *s = &m->in[k];
         const struct rpt_run *b = &s->r->run;
-        const char *what = strcmp(a->preset, b->preset) ? "presets"
-                           : strcmp(a->modes, b->modes) ? "modes"
-                           : a->sessions != b->sessions ? "plan sessions"
-                           : a->steps != b->steps       ? "steps"
-                           : a->warmup != b->warmup     ? "warm-up"
-                           : a->seed != b->seed         ? "seed"
-                           : s->n != f->n               ? "shard count"
-                                                        : NULL;
+        const char *what = strcmp(a->preset, b->preset)     ? "presets"
+                           : strcmp(a->modes, b->modes)     ? "modes"
+                           : a->sessions != b->sessions     ? "plan sessions"
+                           : a->steps != b->steps           ? "steps"
+                           : a->warmup != b->warmup         ? "warm-up"
+                           : a->seed != b->seed             ? "seed"
+                           : s->n != f->n                   ? "shard count"
+                           : a->required != b->required     ? "required channels"
+                           : !same_budgets(a, b)            ? "budgets"
+                           : strcmp(a->version, b->version) ? "leakgate versions"
+                                                            : NULL;
         if (what)
             return lg_fail(
                 LG_EINVAL,

@@ -69,6 +69,11 @@ static const struct hcase cases[] = {
      "\"channels\":{\"rss\":{\"band\":1e300,\"slope\":1,\"floor\":1,\"noise\":0}}}'"
      " > b.json; $L run --budgets b.json --out o",
      2, "channels.rss.band: 1e+300 is too large", NULL, 0},
+    {"merge refuses shards judged by different budgets",
+     "$L soak --sessions 8 --shard 0/2 --quiet --no-reports --out S >/dev/null; "
+     "$L soak --sessions 8 --shard 1/2 --quiet --no-reports --budget rss.slope=1GiB --out T "
+     ">/dev/null; $L merge S/shard-0-of-2 T/shard-1-of-2 -o M --no-reports",
+     2, "their budgets differ", NULL, 0},
     {"a mode listed twice is refused", "$L run --modes fp32,int8,fp32 --out o", 2,
      "--modes fp32,int8,fp32: 'fp32' is listed twice", NULL, 0},
     {"compare with no measured session in HEAD is inconclusive",
