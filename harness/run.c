@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysinfo.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -89,6 +90,28 @@ int hx_make_data(const struct hx_options *o, struct trk_tracker *trk, struct tft
     return data_synth_new(data, trk, cfg, &(struct data_synth_options){.seed = o->seed});
 }
 
+/* A model whose parameters alone — weights, gradients and Adam's two moments, 16 bytes each —
+ * are more than this machine's memory and swap is refused before a session (exit 2), naming
+ * the sizes: a --csv-config's hidden 65536 or cardinality 1e8 is in range, and ran into the
+ * OOM killer at 24 GB instead. */
+static int check_model_fits(const struct tft_config *cfg, const struct hx_options *o)
+{
+    struct sysinfo si;
+    if (sysinfo(&si) != 0) return LG_OK;
+    double have = ((double)si.totalram + (double)si.totalswap) * si.mem_unit;
+    double need = 16.0 * (double)tft_config_param_count(cfg);
+    if (need <= have) return LG_OK;
+    char b1[32], b2[32];
+    return lg_fail(LG_EINVAL,
+                   "%s%s: the model has %lld parameters (hidden %d): %s for its weights, "
+                   "gradients and optimizer state alone, more than this machine's memory and "
+                   "swap (%s)",
+                   o->csv_config[0] ? "--csv-config " : "--preset ",
+                   o->csv_config[0] ? o->csv_config : o->preset,
+                   (long long)tft_config_param_count(cfg), cfg->hidden,
+                   lg_fmt_bytes(b1, sizeof b1, need), lg_fmt_bytes(b2, sizeof b2, have));
+}
+
 int hx_env_init(struct hx_env *env, const struct hx_options *o)
 {
     memset(env, 0, sizeof *env);
@@ -97,6 +120,7 @@ int hx_env_init(struct hx_env *env, const struct hx_options *o)
     if (rc) return rc;
     if ((rc = tn_device_init(env->trk, o->device))) return rc;
     if ((rc = hx_make_data(o, env->trk, &env->cfg, &env->data))) return rc;
+    if ((rc = check_model_fits(&env->cfg, o))) return rc;
     env->max_samples = 3 * (o->steps > 0 ? o->steps : 20) + 64;
     env->samples = calloc((size_t)env->max_samples, sizeof *env->samples);
     if (!env->samples) return lg_fail(LG_ENOMEM, "out of memory for the timeline buffer");

@@ -149,12 +149,19 @@ static void state_fini(struct soak_state *st)
     if (st->env.o) hx_env_fini(&st->env);
 }
 
+/* Rewrites the metrics file; a failure is said once and leaves the error of the soak itself
+ * (lg_errmsg) as it was, so that a session's or the results' failure is the one reported. */
 static void write_metrics(struct soak_state *st, const char *path)
 {
-    if (hx_soak_metrics_write(path, &st->gauges, &st->trend) != LG_OK && !st->metrics_failed) {
-        fprintf(stderr, "leakgate soak: metrics: %s (the soak goes on)\n", lg_errmsg());
-        st->metrics_failed = true;
-    }
+    int code = lg_errcode();
+    char msg[1024];
+    lg_strlcpy(msg, lg_errmsg(), sizeof msg);
+    if (hx_soak_metrics_write(path, &st->gauges, &st->trend) == LG_OK) return;
+    if (!st->metrics_failed)
+        fprintf(stderr, "leakgate soak: metrics: %s (the soak goes on without them)\n",
+                lg_errmsg());
+    st->metrics_failed = true;
+    if (code != LG_OK) lg_fail(code, "%s", msg);
 }
 
 /* Runs one session of the plan, judges and streams it. *fatal: the session failed. */
@@ -172,6 +179,8 @@ static int one_session(struct soak_state *st, const struct hx_soak_options *so,
         st->have_baseline[pi] = true;
     }
     int src = hx_session_run(&st->env, index, mode, warm, &s);
+    char err[sizeof s.error];
+    lg_strlcpy(err, src != LG_OK ? lg_errmsg() : "", sizeof err);
     if (warm) { /* the last warm-up session of the preset is its baseline */
         memcpy(base, s.absolute, sizeof s.absolute);
         st->have_baseline[pi] = true;
@@ -189,16 +198,17 @@ static int one_session(struct soak_state *st, const struct hx_soak_options *so,
         hx_gate_compact(&so->o, &s); /* class peaks stay; their tags where a budget needs them */
     }
     int wrc = rpt_writer_session(w, &s);
+    if (src == LG_OK && wrc != LG_OK) lg_strlcpy(err, lg_errmsg(), sizeof err);
     hx_soak_gauges_session(&st->gauges, &s, pi, mode);
     write_metrics(st, so->metrics);
     progress_session(so, pr, &s, &st->trend, fired, st->plan.presets[pi]);
     rpt_session_fini(&s);
-    if (src != LG_OK) {
+    if (src != LG_OK) { /* the session's own error, not whatever the metrics said after it */
         fprintf(stderr, "leakgate soak: session %d (%s %s) failed: %s\n", index,
-                st->plan.presets[pi], hx_mode_name(mode), lg_errmsg());
-        return src;
+                st->plan.presets[pi], hx_mode_name(mode), err);
+        return lg_fail(src, "%s", err);
     }
-    return wrc;
+    return wrc == LG_OK ? LG_OK : lg_fail(wrc, "%s", err); /* the results, not the metrics */
 }
 
 /* Appends the soak's extent to the verdict's summary. */

@@ -176,6 +176,25 @@ Test(cli, malformed_csv_exits_2_naming_file_and_line)
     free(o.text);
 }
 
+/* A config whose sizes are in range but whose parameters alone outgrow memory and swap is
+ * refused before a session, naming the config: it met the OOM killer at 24 GB before. */
+Test(cli, a_model_larger_than_memory_is_refused_before_a_session)
+{
+    const char *big = lg_test_tmpfile("big.json");
+    cr_assert_eq(lg_shell("sed 's/\"hidden\": *[0-9]*/\"hidden\": 65536/' '%s' > '%s' && "
+                          "grep -q '\"hidden\": 65536' '%s'",
+                          lg_test_datafile("csv", "small.json"), big, big),
+                 0);
+    struct lg_out o =
+        lg_runf(LEAKGATE_BIN, "run --sessions 4 --quiet --out '%s/o' --csv '%s' --csv-config '%s'",
+                lg_test_tmpdir(), lg_test_datafile("csv", "small.csv"), big);
+    cr_expect_eq(o.status, 2, "%s", o.text);
+    cr_expect(strstr(o.text, "big.json: the model has") &&
+                  strstr(o.text, "more than this machine's memory and swap"),
+              "%s", o.text);
+    free(o.text);
+}
+
 Test(cli, a_session_that_fails_frees_what_it_took)
 {
     /* the checkpoint cannot be written: its temporary name is taken by a directory */
