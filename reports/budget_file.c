@@ -152,8 +152,8 @@ static int num(const char *path, const char *where, json_t *e, const char *key, 
                        v ? "expected a non-negative number" : "missing");
     /* the bound --budget's sizes have: a budget past it lets any leak pass */
     if (json_number_value(v) > 1e15)
-        return lg_fail(LG_EFORMAT, "%s: channels.%s.%s: %g is too large (at most 1e15 bytes)",
-                       path, where, key, json_number_value(v));
+        return lg_fail(LG_EFORMAT, "%s: channels.%s.%s: %g is too large (at most 1e15 bytes)", path,
+                       where, key, json_number_value(v));
     *out = json_number_value(v);
     return LG_OK;
 }
