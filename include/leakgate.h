@@ -50,7 +50,7 @@ extern "C" {
 
 #define LEAKGATE_OK       0
 #define LEAKGATE_ESESSION 1 /* session_begin while one is open, or session_end with none */
-#define LEAKGATE_ELOST    2 /* the connection to leakgate is gone: every later session call says so */
+#define LEAKGATE_ELOST    2 /* leakgate is gone: every later session call says so */
 #define LEAKGATE_EINVAL   3 /* a NULL or empty name, or tag_pop with no scope open */
 
 /* The library's LEAKGATE_API_VERSION. */
