@@ -27,6 +27,7 @@ const char *hx_stop_name(void)
     case 0: return "";
     case SIGINT: return "SIGINT";
     case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
     }
     return "a signal";
 }
@@ -39,6 +40,7 @@ void hx_install_signal_handlers(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL); /* a lost terminal or SSH session: the same orderly stop */
 }
 
 void hx_fill_run_line(const struct hx_options *o, const struct tft_config *cfg, struct rpt_run *run)

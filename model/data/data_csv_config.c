@@ -160,6 +160,10 @@ int data_csv_roles_parse(struct data_csv_roles *r, const char *json, size_t len,
     json_error_t err;
     int rc = LG_OK;
     memset(r, 0, sizeof *r);
+    if (len >= 3 && !memcmp(json, "\xEF\xBB\xBF", 3)) { /* a UTF-8 BOM, as the CSV loader allows */
+        json += 3;
+        len -= 3;
+    }
     json_t *o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &err);
     if (!o)
         return lg_fail(LG_EFORMAT, "%s:%d:%d: bad JSON: %s", name, err.line, err.column, err.text);

@@ -195,6 +195,21 @@ Test(cli, a_model_larger_than_memory_is_refused_before_a_session)
     free(o.text);
 }
 
+/* A config saved with a UTF-8 BOM (as some editors do) reads as the CSV itself does. */
+Test(cli, a_csv_config_with_a_bom_is_read)
+{
+    const char *bom = lg_test_tmpfile("bom.json");
+    cr_assert_eq(lg_shell("printf '\\357\\273\\277' > '%s' && cat '%s' >> '%s'", bom,
+                          lg_test_datafile("csv", "small.json"), bom),
+                 0);
+    struct lg_out o =
+        lg_runf(LEAKGATE_BIN,
+                "run --sessions 4 --quiet --no-reports --out '%s/o' --csv '%s' --csv-config '%s'",
+                lg_test_tmpdir(), lg_test_datafile("csv", "small.csv"), bom);
+    cr_expect(o.status != 2 && !strstr(o.text, "bad JSON"), "exit %d: %s", o.status, o.text);
+    free(o.text);
+}
+
 Test(cli, a_session_that_fails_frees_what_it_took)
 {
     /* the checkpoint cannot be written: its temporary name is taken by a directory */

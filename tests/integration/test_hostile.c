@@ -49,6 +49,10 @@ static const struct hcase cases[] = {
      "-TERM $p; wait $p",
      3, "stopped (SIGTERM) with no measured session", "grep -q '\"partial\":true' w/results.jsonl",
      0},
+    {"sighup (a lost terminal) stops a run as sigterm does",
+     "$L run --sessions 100000 --quiet --no-reports --out w & p=$!; sleep 2; kill -HUP $p; "
+     "wait $p",
+     3, "stopped (SIGHUP)", "grep -q '\"stopped\":\"SIGHUP\"' w/results.jsonl", 0},
     {"a results file of only its run line is inconclusive in report",
      ONLY_RUN_LINE "$L report only.jsonl -o rep --no-plots", 3,
      "no measured session, so no evidence",
