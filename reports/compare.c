@@ -38,12 +38,7 @@ static double exact_median(const struct rpt_results *r, enum rpt_channel c, int 
  * not trusted: the budgets may differ). */
 static int judge(const struct rpt_results *r, const struct rpt_budget *b, struct rpt_verdict *v)
 {
-    struct rpt_series ser;
     memset(v, 0, sizeof *v);
-    int rc = rpt_series_init(&ser, r->n_sessions);
-    if (rc != LG_OK) return rc;
-    ser.device = rpt_run_had_device(&r->run);
-    for (int i = 0; i < r->n_sessions; i++) rpt_series_add(&ser, &r->sessions[i]);
     v->required = r->run.required;
     v->sessions_planned = r->run.sessions;
     if (r->has_verdict) {
@@ -53,9 +48,7 @@ static int judge(const struct rpt_results *r, const struct rpt_budget *b, struct
         v->partial = true;
         lg_strlcpy(v->stopped, "results cut short: no verdict line", sizeof v->stopped);
     }
-    rpt_judge_series(&ser, b, v);
-    rpt_series_fini(&ser);
-    return LG_OK;
+    return rpt_judge_sessions(r, b, v);
 }
 
 /* Compares channel c, printing its row; *compared: both runs measured it. Returns whether HEAD

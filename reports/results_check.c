@@ -1,7 +1,7 @@
 /* results_check.c — a results file's verdict line held against the sessions the file holds.
  * `report` and `merge` print and pass on verdicts they did not reach themselves, so before they
  * believe one they judge the sessions on disk again by the run's own rules and budgets: a
- * verdict that claims more than its sessions show is malformed input (exit 2), never a PASS.
+ * verdict that claims more than its sessions show is not believed, and never passes.
  *
  * rpt_results_believe is what the commands call: a file whose line is refused, or that has
  * none, is judged from its sessions instead, and the report says so.
@@ -34,22 +34,15 @@ static int contradicts(const char *path, const char *what)
                    path, what);
 }
 
-/* The verdict the file's sessions give when judged again (an exact-only one for a soak). */
+/* The verdict the file's sessions give when judged again, on the line's own terms. */
 static int judge_again(const struct rpt_results *r, struct rpt_verdict *v)
 {
-    struct rpt_series ser;
-    int rc = rpt_series_init(&ser, r->n_sessions);
-    if (rc != LG_OK) return rc;
-    ser.device = rpt_run_had_device(&r->run);
-    for (int i = 0; i < r->n_sessions; i++) rpt_series_add(&ser, &r->sessions[i]);
     memset(v, 0, sizeof *v);
     v->required = r->verdict.required;
     v->sessions_planned = r->verdict.sessions_planned;
     v->partial = r->verdict.partial;
     lg_strlcpy(v->stopped, r->verdict.stopped, sizeof v->stopped);
-    rpt_judge_series(&ser, r->run.budgets, v);
-    rpt_series_fini(&ser);
-    return LG_OK;
+    return rpt_judge_sessions(r, r->run.budgets, v);
 }
 
 int rpt_results_check(const struct rpt_results *r, const char *path)

@@ -320,19 +320,27 @@ void rpt_conclude(struct rpt_verdict *v, const struct rpt_budget *budgets)
 /* ---- results without a verdict line ------------------------------------------------------------
  */
 
-int rpt_judge_results(struct rpt_results *r, bool again)
+int rpt_judge_sessions(const struct rpt_results *r, const struct rpt_budget *b,
+                       struct rpt_verdict *v)
 {
-    struct rpt_verdict *v = &r->verdict;
     struct rpt_series ser;
-    if (!strcmp(r->run.command, "soak"))
-        return rpt_soak_judge_results(r, RPT_SOAK_DEFAULT_WINDOW, again);
     int rc = rpt_series_init(&ser, r->n_sessions);
     if (rc != LG_OK) return rc;
     ser.device = rpt_run_had_device(&r->run);
     for (int i = 0; i < r->n_sessions; i++) rpt_series_add(&ser, &r->sessions[i]);
-    rpt_verdict_start_again(r, again);
-    rpt_judge_series(&ser, r->run.budgets, v);
+    rpt_judge_series(&ser, b, v);
     rpt_series_fini(&ser);
+    return LG_OK;
+}
+
+int rpt_judge_results(struct rpt_results *r, bool again)
+{
+    struct rpt_verdict *v = &r->verdict;
+    if (!strcmp(r->run.command, "soak"))
+        return rpt_soak_judge_results(r, RPT_SOAK_DEFAULT_WINDOW, again);
+    rpt_verdict_start_again(r, again);
+    int rc = rpt_judge_sessions(r, r->run.budgets, v);
+    if (rc != LG_OK) return rc;
     size_t l = strlen(v->summary);
     snprintf(v->summary + l, sizeof v->summary - l, " (%s from the %d session(s) on disk%s)",
              again ? "judged again" : "partial run: judged", r->n_sessions,

@@ -155,6 +155,10 @@ void rpt_judge_series(const struct rpt_series *s, const struct rpt_budget *b,
 
 /* Whether a results file's run line names a device ("cuda: ..."). */
 bool rpt_run_had_device(const struct rpt_run *run);
+/* Judges loaded results' sessions by the run's rules with budgets b into v, whose required,
+ * sessions_planned, partial and stopped are the caller's (r is left as it is). LG_ENOMEM. */
+int rpt_judge_sessions(const struct rpt_results *r, const struct rpt_budget *b,
+                       struct rpt_verdict *v);
 /* Judges loaded results from their sessions, in place: a soak over its sliding window
  * (rpt_soak_judge_results), a run over every session. again false: the file has no verdict line
  * (a run cut short), and the verdict is partial. again true: its verdict line was refused by
