@@ -418,6 +418,16 @@ int data_parse_csv(struct data_set **out, struct tft_config *cfg, struct trk_tra
         goto cleanup;
     }
     if ((rc = data_set_finish(L.ds, L.r.val_steps)) != LG_OK) goto cleanup;
+    if (L.ds->n_val == 0) { /* every session validates: say so here, not in its first one */
+        int64_t longest = 0, need = L.r.cfg.T_enc + L.r.cfg.T_dec + (int64_t)L.r.val_steps;
+        for (int s = 0; s < L.n_series; s++) longest = LG_MAX(longest, len[s]);
+        rc = lg_fail(LG_EFORMAT,
+                     "%s: val_steps %lld leaves no validation window: a series needs T_enc + "
+                     "T_dec + val_steps = %lld rows for one, and the longest in %s has %lld",
+                     json_name, (long long)L.r.val_steps, (long long)need, csv_name,
+                     (long long)longest);
+        goto cleanup;
+    }
     *out = L.ds;
     *cfg = L.ds->cfg;
     L.ds = NULL;

@@ -195,6 +195,25 @@ Test(cli, a_model_larger_than_memory_is_refused_before_a_session)
     free(o.text);
 }
 
+/* val_steps past every series' length leaves nothing to validate: said when the config is read,
+ * naming the key, not in the first session's validation. */
+Test(cli, a_val_steps_no_series_can_hold_is_refused_at_load)
+{
+    const char *cfg = lg_test_tmpfile("val.json");
+    cr_assert_eq(lg_shell("sed 's/\"val_steps\": *[0-9]*/\"val_steps\": 1000000/' '%s' > '%s' && "
+                          "grep -q '\"val_steps\": 1000000' '%s'",
+                          lg_test_datafile("csv", "small.json"), cfg, cfg),
+                 0);
+    struct lg_out o =
+        lg_runf(LEAKGATE_BIN, "run --sessions 4 --quiet --out '%s/o' --csv '%s' --csv-config '%s'",
+                lg_test_tmpdir(), lg_test_datafile("csv", "small.csv"), cfg);
+    cr_expect_eq(o.status, 2, "%s", o.text);
+    cr_expect(strstr(o.text, "val.json: val_steps 1000000 leaves no validation window") &&
+                  !strstr(o.text, "session 0"),
+              "%s", o.text);
+    free(o.text);
+}
+
 /* A config saved with a UTF-8 BOM (as some editors do) reads as the CSV itself does. */
 Test(cli, a_csv_config_with_a_bom_is_read)
 {
