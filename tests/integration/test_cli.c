@@ -176,18 +176,32 @@ Test(cli, malformed_csv_exits_2_naming_file_and_line)
     free(o.text);
 }
 
+/* Runs 4 sessions on tests/data/csv/small.csv with the config at cfg. */
+static struct lg_out run_small_csv(const char *cfg)
+{
+    return lg_runf(
+        LEAKGATE_BIN,
+        "run --sessions 4 --quiet --no-reports --out '%s/o' --csv '%s' --csv-config '%s'",
+        lg_test_tmpdir(), lg_test_datafile("csv", "small.csv"), cfg);
+}
+
+/* small.json with the number at `key` set to `value`, as scratch file `name`; its path. */
+static const char *small_json_with(const char *name, const char *key, const char *value)
+{
+    const char *path = lg_test_tmpfile(name);
+    cr_assert_eq(lg_shell("sed 's/\"%s\": *[0-9]*/\"%s\": %s/' '%s' > '%s' && "
+                          "grep -q '\"%s\": %s' '%s'",
+                          key, key, value, lg_test_datafile("csv", "small.json"), path, key, value,
+                          path),
+                 0);
+    return path;
+}
+
 /* A config whose sizes are in range but whose parameters alone outgrow memory and swap is
  * refused before a session, naming the config: it met the OOM killer at 24 GB before. */
 Test(cli, a_model_larger_than_memory_is_refused_before_a_session)
 {
-    const char *big = lg_test_tmpfile("big.json");
-    cr_assert_eq(lg_shell("sed 's/\"hidden\": *[0-9]*/\"hidden\": 65536/' '%s' > '%s' && "
-                          "grep -q '\"hidden\": 65536' '%s'",
-                          lg_test_datafile("csv", "small.json"), big, big),
-                 0);
-    struct lg_out o =
-        lg_runf(LEAKGATE_BIN, "run --sessions 4 --quiet --out '%s/o' --csv '%s' --csv-config '%s'",
-                lg_test_tmpdir(), lg_test_datafile("csv", "small.csv"), big);
+    struct lg_out o = run_small_csv(small_json_with("big.json", "hidden", "65536"));
     cr_expect_eq(o.status, 2, "%s", o.text);
     cr_expect(strstr(o.text, "big.json: the model has") &&
                   strstr(o.text, "more than this machine's memory and swap"),
@@ -199,14 +213,7 @@ Test(cli, a_model_larger_than_memory_is_refused_before_a_session)
  * naming the key, not in the first session's validation. */
 Test(cli, a_val_steps_no_series_can_hold_is_refused_at_load)
 {
-    const char *cfg = lg_test_tmpfile("val.json");
-    cr_assert_eq(lg_shell("sed 's/\"val_steps\": *[0-9]*/\"val_steps\": 1000000/' '%s' > '%s' && "
-                          "grep -q '\"val_steps\": 1000000' '%s'",
-                          lg_test_datafile("csv", "small.json"), cfg, cfg),
-                 0);
-    struct lg_out o =
-        lg_runf(LEAKGATE_BIN, "run --sessions 4 --quiet --out '%s/o' --csv '%s' --csv-config '%s'",
-                lg_test_tmpdir(), lg_test_datafile("csv", "small.csv"), cfg);
+    struct lg_out o = run_small_csv(small_json_with("val.json", "val_steps", "1000000"));
     cr_expect_eq(o.status, 2, "%s", o.text);
     cr_expect(strstr(o.text, "val.json: val_steps 1000000 leaves no validation window") &&
                   !strstr(o.text, "session 0"),
@@ -221,10 +228,7 @@ Test(cli, a_csv_config_with_a_bom_is_read)
     cr_assert_eq(lg_shell("printf '\\357\\273\\277' > '%s' && cat '%s' >> '%s'", bom,
                           lg_test_datafile("csv", "small.json"), bom),
                  0);
-    struct lg_out o =
-        lg_runf(LEAKGATE_BIN,
-                "run --sessions 4 --quiet --no-reports --out '%s/o' --csv '%s' --csv-config '%s'",
-                lg_test_tmpdir(), lg_test_datafile("csv", "small.csv"), bom);
+    struct lg_out o = run_small_csv(bom);
     cr_expect(o.status != 2 && !strstr(o.text, "bad JSON"), "exit %d: %s", o.status, o.text);
     free(o.text);
 }
