@@ -57,6 +57,13 @@ def plugin_site(tmp_path, name, source):
     return site
 
 
+def plugin_results(tmp_path, nodeid):
+    """The results.jsonl the pytest plugin wrote for the test NODEID under tmp_path (the default
+    --leakgate-out, leakgate-pytest)."""
+    from leakgate.pytest_plugin import out_dir_name
+    return tmp_path / "leakgate-pytest" / out_dir_name(nodeid) / "results.jsonl"
+
+
 def channel(lines, name):
     v = [x for x in lines if x.get("type") == "verdict"]
     assert v, "no verdict line"

@@ -6,7 +6,7 @@ import os
 import sys
 import textwrap
 
-from conftest import plugin_site, run
+from conftest import plugin_results, plugin_site, run
 
 TESTS = textwrap.dedent("""\
     import pytest
@@ -38,8 +38,8 @@ def test_leak_fails_clean_passes_with_results(leakgate_bin, tmp_path):
     assert "1 failed, 2 passed" in out, out
     assert "leakgate: LEAK (leakgate exec exit 1)" in out, out
     assert "je_allocated    yes leak" in out and "(rule 2)" in out, out  # the CLI's why
-    leaky = tmp_path / "leakgate-pytest" / "test_demo.py_test_leaky" / "results.jsonl"
-    clean = tmp_path / "leakgate-pytest" / "test_demo.py_test_clean" / "results.jsonl"
+    leaky = plugin_results(tmp_path, "test_demo.py::test_leaky")
+    clean = plugin_results(tmp_path, "test_demo.py::test_clean")
     v = [json.loads(x) for x in open(leaky)][-1]
     assert v["type"] == "verdict" and v["status"] == "leak" and v["sessions_measured"] == 5, v
     v = [json.loads(x) for x in open(clean)][-1]
@@ -54,8 +54,7 @@ def test_option_gates_every_test(leakgate_bin, tmp_path):
     rc, out = pytest_in(tmp_path, "--leakgate", "-k", "plain", "--leakgate-sessions", "4",
                         env={"LEAKGATE_BIN": leakgate_bin})
     assert rc == 0 and "1 passed" in out, out
-    v = [json.loads(x) for x in open(
-        tmp_path / "leakgate-pytest" / "test_demo.py_test_plain" / "results.jsonl")][-1]
+    v = [json.loads(x) for x in open(plugin_results(tmp_path, "test_demo.py::test_plain"))][-1]
     assert v["status"] == "pass" and v["sessions_measured"] == 4, v
 
 
@@ -102,3 +101,20 @@ def test_child_loads_the_plugins_the_parent_loads(leakgate_bin, tmp_path):
     rc, out = pytest_in(tmp_path, "-k", "clean", env=env)
     assert rc == 1 and "je_allocated    yes leak" in out, out
     assert "the test function is a wrapper, wrapper (" in out and "peerkeep.py:" in out, out
+
+
+def test_each_test_gets_its_own_output_folder():
+    # Ids that fold alike (`a b`, `a_b`, `a/b`) or differ only past the cut (long parametrized
+    # ids) once shared a folder: the later test overwrote the earlier's results.jsonl, so a LEAK
+    # failure pointed at a file that said pass (issue 42.4). A hash of the whole id tells them apart.
+    from leakgate.pytest_plugin import out_dir_name
+    long = "test_x.py::test_p[" + "x" * 200
+    ids = ["t.py::test[a b]", "t.py::test[a_b]", "t.py::test[a/b]", "t.py::test[a__b]",
+           long + "1]", long + "2]", "", "_", "-", "..", "t.py::test[\u00e9]", "t.py::test[\u00e8]"]
+    names = [out_dir_name(i) for i in ids]
+    assert len(set(names)) == len(ids), names
+    for n in names:
+        assert 0 < len(n.encode()) <= 128 and "/" not in n and n not in (".", ".."), n
+        assert not n.startswith(("-", ".")), n  # never read as an option or hidden
+    assert out_dir_name("t.py::test[a b]").startswith("t.py_test_a_b-"), names
+    assert out_dir_name(long + "1]") == out_dir_name(long + "1]")  # the same test, the same folder

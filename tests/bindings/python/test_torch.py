@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from conftest import SRC, channel, exec_py, plugin_site, run
+from conftest import SRC, channel, exec_py, plugin_results, plugin_site, run
 
 torch = pytest.importorskip("torch", reason="SKIP: torch is not installed (python3-torch)")
 TRAIN = os.path.join(SRC, "examples", "pytorch-trainer", "train.py")
@@ -140,8 +140,7 @@ def peer_layout(tmp_path):
 
 
 def peer_verdict(tmp_path, test):
-    path = tmp_path / "leakgate-pytest" / ("test_peer.py_" + test) / "results.jsonl"
-    return [json.loads(x) for x in open(path)][-1]
+    return [json.loads(x) for x in open(plugin_results(tmp_path, "test_peer.py::" + test))][-1]
 
 
 def test_plugin_child_blocks_the_plugins_the_parent_blocked(leakgate_bin, tmp_path):

@@ -23,6 +23,7 @@ sessions, and the test is skipped as not judged, naming the channels this proces
 Fixtures are set up once per test; the sessions repeat its body with the same arguments.
 """
 
+import hashlib
 import os
 import re
 import shutil
@@ -43,7 +44,8 @@ def pytest_addoption(parser):
     g.addoption("--leakgate-warmup", type=int, default=1, metavar="W",
                 help="warm-up sessions for tests whose marker does not say (default 1)")
     g.addoption("--leakgate-out", default="leakgate-pytest", metavar="DIR",
-                help="where each test's results.jsonl and report go (DIR/NODEID/)")
+                help="where each test's results.jsonl and report go (DIR/NODEID-HASH/: the "
+                     "test id folded to a name, and a hash of the whole id)")
     g.addoption("--leakgate-bin", default=None, metavar="PATH",
                 help="the leakgate binary (default: LEAKGATE_BIN, else leakgate on PATH)")
     g.addoption("--leakgate-require", default=None, metavar="CH,...",
@@ -123,8 +125,14 @@ def _binary(config):
     return b if b else shutil.which("leakgate")
 
 
-def _safe(nodeid):
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")[:150] or "test"
+def out_dir_name(nodeid):
+    """The folder, under --leakgate-out, of the test NODEID: a readable prefix (the id with other
+    characters folded to `_`, cut at 100) and 16 hex digits of the SHA-256 of the whole id, so two
+    ids that fold or cut alike (`a b` and `a_b`, long parametrized ids) never share a folder: a
+    shared one let the later test overwrite the earlier's results (and, under xdist, fail)."""
+    readable = re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_.-")[:100] or "test"
+    digest = hashlib.sha256(nodeid.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return "%s-%s" % (readable, digest)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -151,7 +159,7 @@ def _run_under_exec(item, exe, sessions, warmup, require):
     config = item.config
     root = str(config.rootpath)
     out = os.path.abspath(os.path.join(str(config.invocation_params.dir),
-                                       config.getoption("--leakgate-out"), _safe(item.nodeid)))
+                                       config.getoption("--leakgate-out"), out_dir_name(item.nodeid)))
     cmd = [exe, "exec", "--warmup", str(warmup), "--sessions", str(sessions), "--out", out]
     if require:
         cmd += ["--require", require]
