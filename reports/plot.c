@@ -225,21 +225,31 @@ static bool whole(const char *path, bool png, long *size)
     return memmem(tail, 16, "</svg>", 6) != NULL;
 }
 
-/* Moves a finished figure from the scratch directory into dir, once it is known to be whole. */
-static int take_figure(const char *tmp, const char *dir, const char *name, int png_or_svg)
+/* Moves a finished figure from the scratch directory into dir, once it is known to be whole;
+ * when it is not, says what gnuplot wrote and said (it may exit 0 having written nothing). */
+static int take_figure(const char *tmp, const char *dir, const char *name, int png_or_svg,
+                       const char *log)
 {
     const char *ext = png_or_svg ? "svg" : "png";
-    char from[4200], to[4200];
+    char from[4200], to[4200], said[600];
     long size;
     if (lg_snprintf(from, sizeof from, "%s/%s.%s", tmp, name, ext) ||
         lg_snprintf(to, sizeof to, "%s/%s.%s", dir, name, ext))
         return lg_fail(LG_EINVAL, "output path too long: %s", dir);
-    if (!whole(from, !png_or_svg, &size))
-        return lg_fail(
-            LG_EIO,
-            "%s: gnuplot wrote %ld bytes, not a whole %s (is the disk full?); the figure was not "
-            "written",
-            to, size < 0 ? 0 : size, png_or_svg ? "SVG" : "PNG");
+    if (!whole(from, !png_or_svg, &size)) {
+        log_tail(log, said, sizeof said);
+        for (char *c = said; (c = strchr(c, '\n'));) *c = ' '; /* one line */
+        if (size < 0)
+            return lg_fail(LG_EIO,
+                           "%s: gnuplot exited 0 but wrote no %s; gnuplot said: %s; the figure "
+                           "was not written",
+                           to, png_or_svg ? "SVG" : "PNG", said[0] ? said : "nothing");
+        return lg_fail(LG_EIO,
+                       "%s: gnuplot wrote %ld bytes, not a whole %s (cut short: is the disk "
+                       "full, or a file-size limit reached?); gnuplot said: %s; the figure was "
+                       "not written",
+                       to, size, png_or_svg ? "SVG" : "PNG", said[0] ? said : "nothing");
+    }
     if (rename(from, to) != 0) return lg_fail(LG_EIO, "cannot write %s: %s", to, strerror(errno));
     return LG_OK;
 }
@@ -254,8 +264,9 @@ int rpt_gp_render(const struct rpt_gp_job *jobs, int n, rpt_gp_script script, co
     rc = lg_mkdirs(dir);
     if (rc != LG_OK) return rc;
     /* the scratch directory sits in the output directory: TMPDIR plays no part, and the
-     * figures are renamed into place only once each is known to be whole */
-    if (lg_snprintf(tmp, sizeof tmp, "%s/.lg-plot.XXXXXX", dir))
+     * figures are renamed into place only once each is known to be whole. A relative dir that
+     * starts with '-' gets "./" before it, or gnuplot reads the script's path as an option. */
+    if (lg_snprintf(tmp, sizeof tmp, "%s%s/.lg-plot.XXXXXX", dir[0] == '-' ? "./" : "", dir))
         return lg_fail(LG_EINVAL, "output path too long: %s", dir);
     if (!mkdtemp(tmp))
         return lg_fail(LG_EIO, "%s: cannot create a scratch directory for gnuplot: %s", dir,
@@ -294,7 +305,7 @@ int rpt_gp_render(const struct rpt_gp_job *jobs, int n, rpt_gp_script script, co
         rc = lg_fail(LG_EINVAL, "scratch path too long");
     if (rc == LG_OK) rc = run_gnuplot(exe, main_gp, log);
     for (int f = 0; f < n && rc == LG_OK; f++)
-        for (int t = 0; t < 2 && rc == LG_OK; t++) rc = take_figure(tmp, dir, jobs[f].name, t);
+        for (int t = 0; t < 2 && rc == LG_OK; t++) rc = take_figure(tmp, dir, jobs[f].name, t, log);
     rm_tree(tmp);
     return rc;
 }

@@ -56,6 +56,29 @@ Test(cli, clean_run_passes)
     cr_expect_eq(access(lg_test_tmpfile("out/results.jsonl"), R_OK), 0, "results.jsonl written");
 }
 
+/* An output folder whose name starts with '-' (issue 42.6): gnuplot read the scratch script's
+ * path as an option and wrote nothing, so a clean run lost every plot and exited 2 after its
+ * PASS ("is the disk full?"); report -o -dashdir the same. Both get their plots and exit 0. */
+Test(cli, a_dash_named_output_folder_gets_its_plots)
+{
+    if (lg_shell("command -v gnuplot >/dev/null 2>&1") != 0)
+        cr_skip_test("SKIP: gnuplot is not installed, so no plot to check");
+    struct lg_out o = lg_runf("/bin/sh",
+                              "-c 'cd \"%s\" && \"%s\" run --sessions 8 --quiet "
+                              "--modes fp32 --out -o-dash'",
+                              lg_test_tmpdir(), LEAKGATE_BIN);
+    cr_expect_eq(o.status, 0, "run --out -o-dash: exit %d\n%s", o.status, o.text);
+    free(o.text);
+    o = lg_runf("/bin/sh", "-c 'cd \"%s\" && \"%s\" report ./-o-dash/results.jsonl -o -dashdir'",
+                lg_test_tmpdir(), LEAKGATE_BIN);
+    cr_expect_eq(o.status, 0, "report -o -dashdir: exit %d\n%s", o.status, o.text);
+    free(o.text);
+    const char *plots[] = {"-o-dash/deltas.png", "-o-dash/timeline.svg", "-dashdir/deltas.png",
+                           "-dashdir/leaks.svg"};
+    for (size_t k = 0; k < LG_ARRAY_LEN(plots); k++)
+        cr_expect_eq(access(lg_test_tmpfile(plots[k]), R_OK), 0, "%s written", plots[k]);
+}
+
 /* A run into a directory an earlier run reported into: none of the earlier PASS's artefacts
  * stays beside the new run's results, with --no-reports too. */
 Test(cli, a_later_run_leaves_no_earlier_report_behind)

@@ -398,6 +398,31 @@ Test(reports, a_failing_gnuplot_is_reported_with_its_own_words, .fini = restore_
     rpt_results_free(r);
 }
 
+/* A gnuplot that exits 0 having written nothing (it took the script's path for an option: issue
+ * 42.6) is named as such, with what it said, not blamed on a full disk. */
+Test(reports, a_gnuplot_that_writes_nothing_is_named_with_its_words, .fini = restore_path)
+{
+    snprintf(saved_path, sizeof saved_path, "%s",
+             getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+    char bin[600], exe[700], path[5000];
+    snprintf(bin, sizeof bin, "%s/bin", lg_test_tmpdir());
+    snprintf(exe, sizeof exe, "%s/gnuplot", bin);
+    cr_assert_eq(mkdir(bin, 0755), 0);
+    FILE *f = fopen(exe, "w");
+    fputs("#!/bin/sh\necho \"gnuplot: unrecognized option $1\" >&2\nexit 0\n", f);
+    fclose(f);
+    cr_assert_eq(chmod(exe, 0755), 0);
+    snprintf(path, sizeof path, "%s:%s", bin, saved_path); /* the fake gnuplot comes first */
+    setenv("PATH", path, 1);
+    struct rpt_results *r = load("clean.jsonl");
+    cr_assert_eq(rpt_write_all(r, out_dir("silent"), RPT_ALL), LG_EIO);
+    cr_assert(strstr(lg_errmsg(), "deltas.png: gnuplot exited 0 but wrote no PNG"), "%s",
+              lg_errmsg());
+    cr_assert(strstr(lg_errmsg(), "gnuplot said: gnuplot: unrecognized option"), "%s", lg_errmsg());
+    cr_assert_not(strstr(lg_errmsg(), "disk full"), "%s", lg_errmsg());
+    rpt_results_free(r);
+}
+
 static struct rpt_results *hostile_results(void) /* freed by the test */
 {
     struct rpt_results *r = calloc(1, sizeof *r);
