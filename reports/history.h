@@ -114,7 +114,8 @@ struct rpt_history {
 };
 /* Reads a history file (under a shared flock). Strict: a line that is JSON but not a record of
  * this schema is LG_EFORMAT naming file, line and member; a line that is not JSON is skipped and
- * counted only when it is the start of a record a crash cut short. *out is freed with
+ * counted only when it is the start of a record a crash cut short (the line ends before its
+ * record does); a whole line that is not JSON (a duplicate key) is LG_EFORMAT. *out is freed with
  * rpt_history_free. LG_EIO when it cannot be read. */
 int rpt_history_load(struct rpt_history **out, const char *path);
 /* The same from text in memory (the fuzzer's entry point); path names it in messages. */

@@ -2,7 +2,8 @@
  * an exclusive flock, so two writers never interleave, with one write() of the line so a crash
  * leaves at most its own line cut short, and a newline first when the last line was cut short,
  * so the next record always starts a line of its own; read under a shared flock, a cut line
- * skipped and counted, anything else that is not a record refused with file:line. */
+ * (one the parser runs out of before its record ends) skipped and counted, anything else that is
+ * not a record, a whole line that is not JSON included, refused with file:line. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -86,11 +87,33 @@ void rpt_history_free(struct rpt_history *h)
     free(h);
 }
 
-/* Whether a line that is not JSON is the start of a record a crash cut short. */
-static bool torn(const char *line, size_t n)
+/* Whether the k bytes at p (k < 4) are the start of a UTF-8 sequence that needs more. */
+static bool utf8_cut(const unsigned char *p, size_t k)
 {
-    size_t m = strlen(MAGIC);
-    return n < m ? memcmp(line, MAGIC, n) == 0 : memcmp(line, MAGIC, m) == 0;
+    if (k == 0 || k > 3) return false;
+    size_t need = p[0] >= 0xF0 && p[0] <= 0xF4 ? 4 : p[0] >= 0xE0 ? 3 : p[0] >= 0xC2 ? 2 : 0;
+    if (need <= k) return false;
+    for (size_t i = 1; i < k; i++)
+        if ((p[i] & 0xC0) != 0x80) return false;
+    return true;
+}
+
+/* Whether a line that is not JSON is a record a crash cut short: it starts as a record does, and
+ * the parser ran out of line before the record ended (cut between tokens, inside a literal, an
+ * escape or a UTF-8 sequence). A line that ends as a record does but is not JSON (a duplicate
+ * key, a stray byte, text after the record) was written whole: that is an input error, never
+ * skipped. Such a cut line ends the file, or a later append ended it with a newline first. */
+static bool torn(const char *line, size_t n, const json_error_t *err)
+{
+    size_t m = strlen(MAGIC), at = (size_t)err->position;
+    if (n < m ? memcmp(line, MAGIC, n) != 0 : memcmp(line, MAGIC, m) != 0) return false;
+    switch (json_error_code(err)) {
+    case json_error_premature_end_of_input: return true;
+    case json_error_invalid_syntax: return at == n; /* "tru", "1e", "\u00" at the end */
+    case json_error_invalid_utf8:
+        return at < n && utf8_cut((const unsigned char *)line + at, n - at);
+    default: return false;
+    }
 }
 
 static int take_line(struct rpt_history *h, const struct rpt_dec *d, const char *line, size_t n,
@@ -98,7 +121,7 @@ static int take_line(struct rpt_history *h, const struct rpt_dec *d, const char 
 {
     json_error_t err;
     json_t *o = json_loadb(line, n, JSON_REJECT_DUPLICATES, &err);
-    if (!o && torn(line, n)) {
+    if (!o && torn(line, n, &err)) {
         if (!h->torn++) h->first_torn = d->line;
         return LG_OK;
     }

@@ -220,6 +220,73 @@ Test(history, anything_else_is_refused_naming_file_and_line)
     cr_assert_eq(rpt_history_load(&h, "/nonexistent/h.jsonl"), LG_EIO);
 }
 
+/* Issue 42.8: only a line cut before its record ends is a crash's; a whole record that is not
+ * JSON (here: a duplicate `commit` key) anywhere in the file is an input error naming file:line,
+ * exit 2 from `leakgate history`, not a line skipped that changes drift and --baseline auto. */
+Test(history, a_whole_record_that_is_not_json_is_refused_not_skipped)
+{
+    const char *path = lg_test_tmpfile("h.jsonl"), *dup = lg_test_tmpfile("dup.jsonl");
+    for (int k = 0; k < 5; k++) {
+        char commit[8];
+        snprintf(commit, sizeof commit, "c%d", k);
+        append_run(path, commit, "tiny", run_of(1 << 20, 1 << 20, 0, 4));
+    }
+    cr_assert_eq(lg_shell("sed 's/^{/{\"commit\":\"x\",/' '%s' > '%s'", path, dup), 0);
+    struct rpt_history *h = NULL;
+    cr_assert_eq(rpt_history_load(&h, dup), LG_EFORMAT, "every record's duplicate key skipped");
+    cr_assert(strstr(lg_errmsg(), "dup.jsonl:1: not JSON: duplicate object key"), "%s",
+              lg_errmsg());
+    cr_assert_null(h);
+    char *argv[] = {"history", (char *)dup, "--no-plots", NULL};
+    cr_assert_eq(rpt_cmd_history(3, argv), 2, "an input error, not 'inconclusive'");
+
+    /* one bad record in the middle, the rest whole: still refused, naming its line */
+    static const char *const mid[] = {"s/^{/{\"commit\":\"x\",/", "s/}$/}}/", "s/}$/} x/",
+                                      "s/\"tiny\"/\"ti\x01ny\"/"};
+    for (size_t i = 0; i < LG_ARRAY_LEN(mid); i++) {
+        cr_assert_eq(lg_shell("sed '3%s' '%s' > '%s'", mid[i], path, dup), 0);
+        cr_assert_eq(rpt_history_load(&h, dup), LG_EFORMAT, "line 3 (%s) skipped", mid[i]);
+        cr_assert(strstr(lg_errmsg(), "dup.jsonl:3: not JSON"), "%s: %s", mid[i], lg_errmsg());
+        cr_assert_null(h);
+    }
+}
+
+/* Wherever a crash cuts a record (between tokens, inside a literal, a number, an escape or a
+ * UTF-8 sequence), the line it leaves is skipped, at the end of the file and, once a later
+ * append has ended it, in the middle. */
+Test(history, a_record_cut_anywhere_is_skipped)
+{
+    const char *path = lg_test_tmpfile("h.jsonl");
+    append_run(path, "h\xc3\xa9llo \xf0\x9f\x98\x80 \x01\"q\\", "t\xe2\x82\xacny",
+               run_of(1 << 20, 1 << 20, 0, 4));
+    size_t len = 0;
+    char *rec = lg_slurp(path, &len);
+    cr_assert(rec && len > 2 && rec[len - 1] == '\n');
+    char *text = malloc(3 * len);
+    cr_assert_not_null(text);
+    for (size_t cut = 1; cut < len - 1; cut++) {
+        for (int middle = 0; middle < 2; middle++) {
+            size_t n = 0;
+            memcpy(text, rec, len); /* a whole record, then the cut one */
+            n += len;
+            memcpy(text + n, rec, cut);
+            n += cut;
+            if (middle) { /* ended by the next append, which follows it */
+                text[n++] = '\n';
+                memcpy(text + n, rec, len);
+                n += len;
+            }
+            struct rpt_history *h = NULL;
+            cr_assert_eq(rpt_history_parse(&h, "h.jsonl", text, n), LG_OK, "cut at %zu: %s", cut,
+                         lg_errmsg());
+            cr_assert(h->n == 1 + middle && h->torn == 1 && h->first_torn == 2, "cut at %zu", cut);
+            rpt_history_free(h);
+        }
+    }
+    free(text);
+    free(rec);
+}
+
 Test(history, the_baseline_is_the_last_passing_record_of_the_same_workload)
 {
     const char *path = lg_test_tmpfile("h.jsonl");
