@@ -1,6 +1,7 @@
 /* series.c — a run's verdict: the per-session values each channel is judged on, kept in arrays
- * sized once per run; which channels a run requires; and the run's conclusion from its
- * channels, where the evidence rules live (a PASS is earned). */
+ * sized once per run (or grown between sessions, rpt_series_reserve, never by rpt_series_add);
+ * which channels a run requires; and the run's conclusion from its channels, where the evidence
+ * rules live (a PASS is earned). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,6 +35,28 @@ int rpt_series_init(struct rpt_series *s, int cap)
 nomem:
     rpt_series_fini(s);
     return lg_fail(LG_ENOMEM, "out of memory for the run's series");
+}
+
+int rpt_series_reserve(struct rpt_series *s, int cap)
+{
+    if (cap <= s->cap) return LG_OK;
+    size_t keep = (size_t)s->cap + 1, more = (size_t)(cap - s->cap);
+    for (int c = 0; c < RPT_NCHANNELS; c++) {
+        double *y = realloc(s->y[c], (keep + more) * sizeof *y);
+        if (!y) goto nomem;
+        memset(y + keep, 0, more * sizeof *y);
+        s->y[c] = y;
+    }
+    for (int k = 0; k < 3; k++) {
+        int64_t *l = realloc(s->leaked[k], (keep + more) * sizeof *l);
+        if (!l) goto nomem;
+        memset(l + keep, 0, more * sizeof *l);
+        s->leaked[k] = l;
+    }
+    s->cap = cap;
+    return LG_OK;
+nomem: /* arrays grown so far hold more than s->cap says: harmless, and freed by _fini */
+    return lg_fail(LG_ENOMEM, "out of memory for the run's series (%d sessions)", cap);
 }
 
 void rpt_series_fini(struct rpt_series *s)
