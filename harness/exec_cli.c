@@ -1,6 +1,7 @@
 /* exec_cli.c — `leakgate exec [options] -- CMD [ARGS...]`: its options (those of `run` that
  * apply, parsed by the shared parser, and exec's own), and its exit status. */
 #include <regex.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,97 @@ static bool run_only(const char *a)
     return false;
 }
 
+/* What a marker regex may cost to compile. glibc's regcomp copies a counted repetition's atom
+ * once per count, nested counts multiplying, and an optional chain costs it quadratic memory:
+ * x{1,1000} takes 9 MB, x{1,4000} 128 MB, ((a{1,100}){1,100}){1,100} gigabytes. Within both
+ * limits the worst measured was 35 MB. */
+#define MARKER_MAX_COUNT 1000 /* the largest count of one {m,n} */
+#define MARKER_MAX_ATOMS 4096 /* the pattern's atoms once counted repetitions are expanded */
+#define MARKER_MAX_DEPTH 64   /* nested groups */
+
+/* A {m}, {m,} or {m,n} at *p: its largest count (m + 1 for {m,}), advancing *p past it; -1 when
+ * *p is no interval (then '{' is an ordinary character). */
+static long interval_at(const char **p)
+{
+    const char *q = *p + 1;
+    char *end;
+    if (*q < '0' || *q > '9') return -1;
+    long m = strtol(q, &end, 10), n = m;
+    if (*end == ',') {
+        q = end + 1;
+        n = *q >= '0' && *q <= '9' ? strtol(q, &end, 10) : m + 1;
+        if (*q >= '0' && *q <= '9') q = end;
+        end = (char *)q;
+    }
+    if (*end != '}') return -1;
+    *p = end + 1;
+    return n > m ? n : m;
+}
+
+/* The end of the bracket expression at p ('['): past its ']', classes ("[:alpha:]"),
+ * collating elements and equivalence classes inside it, and a leading ']' included. */
+static const char *bracket_end(const char *p)
+{
+    p += p[1] == '^' ? 2 : 1;
+    if (*p == ']') p++;
+    while (*p && *p != ']') {
+        if (p[0] == '[' && (p[1] == ':' || p[1] == '.' || p[1] == '=')) {
+            char close[3] = {p[1], ']', '\0'};
+            const char *c = strstr(p + 2, close);
+            if (c) p = c + 1;
+        }
+        p++;
+    }
+    return *p ? p + 1 : p;
+}
+
+/* LG_OK, or LG_EINVAL naming what would make regcomp take too much memory or time. Each atom
+ * counts once, a group as its content, and {m,n} multiplies the atom or group before it by n. */
+static int check_marker_cost(const char *re)
+{
+    uint64_t sum[MARKER_MAX_DEPTH + 1] = {0}, last[MARKER_MAX_DEPTH + 1] = {0};
+    const uint64_t cap = (uint64_t)MARKER_MAX_ATOMS + 1; /* figures saturate here */
+    int depth = 0;
+    for (const char *p = re; *p;) {
+        long count;
+        uint64_t atom = 1;
+        if (*p == '{' && (count = interval_at(&p)) >= 0) {
+            if (count > MARKER_MAX_COUNT)
+                return lg_fail(LG_EINVAL,
+                               "--session-marker: a counted repetition of %ld (at most %d): "
+                               "compiling it would take too much memory",
+                               count, MARKER_MAX_COUNT);
+            uint64_t grown = last[depth] * (uint64_t)(count > 1 ? count : 1);
+            grown = grown < cap ? grown : cap;
+            sum[depth] = sum[depth] - last[depth] + grown;
+            last[depth] = grown;
+        } else if (*p == '(') {
+            if (++depth > MARKER_MAX_DEPTH)
+                return lg_fail(LG_EINVAL, "--session-marker: groups nested deeper than %d",
+                               MARKER_MAX_DEPTH);
+            sum[depth] = last[depth] = 0;
+            p++;
+            continue;
+        } else {
+            if (*p == ')' && depth > 0)
+                atom = sum[depth--], p++;
+            else if (*p == '[')
+                p = bracket_end(p);
+            else
+                p += *p == '\\' && p[1] ? 2 : 1;
+            last[depth] = atom < cap ? atom : cap;
+            sum[depth] += last[depth];
+        }
+        if (sum[depth] > MARKER_MAX_ATOMS)
+            return lg_fail(LG_EINVAL,
+                           "--session-marker: its counted repetitions expand to more than %d "
+                           "atoms (nested {m,n} multiply): compiling it would take too much "
+                           "memory",
+                           MARKER_MAX_ATOMS);
+    }
+    return LG_OK;
+}
+
 static int parse_own(struct hx_exec_options *eo, int argc, char **argv, int i)
 {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -71,7 +163,14 @@ static int parse_own(struct hx_exec_options *eo, int argc, char **argv, int i)
     if (known <= 0) return known;
     int rc = LG_OK;
     if (!strcmp(a, "--session-marker")) {
-        regex_t re; /* checked here: a bad one is a usage error, not an agent that cannot start */
+        /* checked here: a bad one is a usage error, not an agent that cannot start; its size
+         * and its counts first, so that compiling it stays cheap */
+        if (strlen(v) >= sizeof eo->marker) {
+            lg_fail(LG_EINVAL, "--session-marker: longer than %zu bytes", sizeof eo->marker - 1);
+            return -1;
+        }
+        if (check_marker_cost(v) != LG_OK) return -1;
+        regex_t re;
         int bad = v[0] ? regcomp(&re, v, REG_EXTENDED | REG_NOSUB) : REG_BADPAT;
         char why[200] = "empty";
         if (bad && v[0]) regerror(bad, &re, why, sizeof why);
@@ -79,8 +178,8 @@ static int parse_own(struct hx_exec_options *eo, int argc, char **argv, int i)
         if (bad)
             rc = lg_fail(LG_EINVAL, "--session-marker '%s': not a POSIX extended regex (%s)", v,
                          why);
-        else if (lg_strlcpy(eo->marker, v, sizeof eo->marker))
-            rc = lg_fail(LG_EINVAL, "--session-marker: too long");
+        else
+            lg_strlcpy(eo->marker, v, sizeof eo->marker);
     } else if (!strcmp(a, "--prof-sample")) {
         rc = hx_parse_int(a, v, 8, 30, &eo->lg_sample);
     } else if (lg_strlcpy(eo->agent, v, sizeof eo->agent)) {
@@ -128,16 +227,21 @@ static int parse(struct hx_exec_options *eo, int argc, char **argv, bool *help)
         return lg_fail(LG_EINVAL, "no command to run: leakgate exec [options] -- CMD [ARGS...]");
     eo->argv = argv + i;
     /* The device is CMD's, not an option: --require may name device channels. The shared check
-     * resolves budgets and the minimum sessions; --require is resolved here. */
+     * resolves the budgets; --require is resolved here, and the minimum sessions are checked
+     * against what it requires (a channel left out of it needs no sessions). */
     bool req_set = o->required_set;
     char req[sizeof o->require_arg];
     lg_strlcpy(req, o->require_arg, sizeof req);
     o->required_set = false;
+    int sessions = o->sessions;
+    o->sessions = 0; /* the shared check of the minimum waits for the required set */
     int rc = hx_check_options(o);
+    o->sessions = sessions;
     if (rc == LG_OK && req_set) {
         rc = rpt_parse_required(req, true, &o->required);
         o->required_set = true;
     }
+    if (rc == LG_OK) rc = hx_check_sessions(o, o->sessions, "--sessions");
     return rc;
 }
 
