@@ -20,6 +20,8 @@
 #include "lga_ops.h"
 #include "lga_wire.h"
 
+#define LGA_MARKER_MAX 511 /* bytes of a marker line sent (the parent's field holds 512) */
+
 /* ---- sessions ----------------------------------------------------------------------------- */
 
 /* Quiesces (the tracker's: tcache flush, purge of every arena; the device's) and snapshots
@@ -58,8 +60,11 @@ static int off_status(void)
     return lga.lost && getpid() == lga.pid ? LEAKGATE_ELOST : LEAKGATE_OK;
 }
 
+static void end_at_exit(int status, void *arg);
+
 int lga_session_begin(void)
 {
+    static bool at_exit_set; /* this image's handler for a session the program never ends */
     if (!lga_on()) return off_status();
     if (lga_tl.in_hook) return LEAKGATE_ESESSION;
     lga_tl.in_agent++;
@@ -68,6 +73,9 @@ int lga_session_begin(void)
     if (!lga.session_open) {
         begin_locked();
         rc = LEAKGATE_OK;
+        /* registered at the first API begin, so it runs before the handlers of the program
+         * registered earlier (and its static destructors): what they free was kept until exit */
+        if (!lga.marker && !at_exit_set) at_exit_set = on_exit(end_at_exit, NULL) == 0;
     }
     pthread_mutex_unlock(&lga.mu);
     lga_tl.in_agent--;
@@ -177,10 +185,26 @@ static void run_hook(void)
     lga_tl.in_agent = in_agent;
 }
 
-/* Sends the SESSION message and waits for the REPLY; the caller holds lga.mu. */
+/* The output line that ended the session, cut to LGA_MARKER_MAX bytes at a UTF-8 character's
+ * start (the line is matched whole, up to 4 KiB; the parent keeps it as a label). */
+static void put_marker(struct lga_enc *e, const char *marker)
+{
+    char cut[LGA_MARKER_MAX + 1];
+    size_t n = marker ? strlen(marker) : 0;
+    if (n > LGA_MARKER_MAX) {
+        n = LGA_MARKER_MAX;
+        while (n > 0 && ((unsigned char)marker[n] & 0xc0) == 0x80) n--;
+    }
+    if (n) memcpy(cut, marker, n);
+    cut[n] = '\0';
+    lga_put_str(e, cut);
+}
+
+/* Sends the SESSION message and waits for the REPLY; the caller holds lga.mu. at_exit: the
+ * session was ended by the program's exit, not by the program. */
 static int report_locked(const struct trk_snapshot *snap, const struct trk_totals *peak_host,
                          const struct trk_totals *peak_dev, const struct trk_leaks *lk,
-                         const char *dump, const char *marker, double duration)
+                         const char *dump, const char *marker, double duration, bool at_exit)
 {
     struct lga_enc e;
     lga_enc_init(&e, LGA_SESSION);
@@ -192,11 +216,12 @@ static int report_locked(const struct trk_snapshot *snap, const struct trk_total
     lga_put_i64(&e, peak_dev->peak_bytes);
     put_leaks(&e, lk);
     lga_put_str(&e, dump);
-    lga_put_str(&e, marker ? marker : "");
+    put_marker(&e, marker);
     lga_put_u32(&e, lga.has_begin ? 1u : 0u);
     if (lga.has_begin) put_snapshot(&e, &lga.begin_snap);
     lga.has_begin = false;
     put_notes(&e);
+    lga_put_u32(&e, at_exit ? LGA_SESSION_AT_EXIT : 0u);
     struct lga_dec d;
     int rc = lga_call(lga.fd, &e, LGA_REPLY, &d);
     if (rc != LG_OK) return rc;
@@ -208,7 +233,7 @@ static int report_locked(const struct trk_snapshot *snap, const struct trk_total
     return LG_OK;
 }
 
-int lga_session_end(const char *marker)
+static int end_session(const char *marker, bool at_exit)
 {
     if (!lga_on()) return off_status();
     if (lga_tl.in_hook) return LEAKGATE_ESESSION; /* a marker the hook wrote ends nothing */
@@ -230,7 +255,7 @@ int lga_session_end(const char *marker)
     char dump[600];
     dump_profile(dump, sizeof dump);
     run_hook(); /* after the measurement and the dump: its memory is in neither */
-    int wrc = report_locked(&snap, &host, &dev, lk, dump, marker, duration);
+    int wrc = report_locked(&snap, &host, &dev, lk, dump, marker, duration, at_exit);
     trk_leaks_free(lk);
     lga.session_open = false;
     lga.sessions++;
@@ -247,6 +272,20 @@ out:
     pthread_mutex_unlock(&lga.mu);
     lga_tl.in_agent--;
     return rc;
+}
+
+int lga_session_end(const char *marker) { return end_session(marker, false); }
+
+/* At the program's successful exit (exit(0) or a return 0 from main; not _exit, not a signal),
+ * an API session still open is ended and measured there: what the program kept in it is what it
+ * kept, and leaving without leakgate_session_end() must not leave it unjudged. A failing exit is
+ * a failed run (exit 4), told with its session begun and never ended. Not in marker mode, where
+ * the lines after the last marker are no session. */
+static void end_at_exit(int status, void *arg)
+{
+    (void)arg;
+    if (status != 0 || !lga_on() || getpid() != lga.pid || lga.marker) return;
+    end_session(NULL, true); /* LEAKGATE_ESESSION when none is open: nothing to do */
 }
 
 /* ---- the API table ----------------------------------------------------------------------------

@@ -10,7 +10,8 @@
  *   HELLO {api, pid, flags, jemalloc} -->
  *                                     <-- CONFIG {flags, marker regex, profile dir}
  *   SESSION {snapshot, leaks, dump,   -->   (judges the sessions so far)
- *            [begin snapshot], notes}
+ *            [begin snapshot], notes,
+ *            [flags]}
  *                                     <-- REPLY {flags: arm heap profiling}
  *   ...
  *   BYE {open session?}               -->   (at exit; EOF follows)
@@ -53,6 +54,8 @@ enum lga_msg_type {
 #define LGA_USED_DEVICE      4u  /* an interposed device allocation */
 #define LGA_USED_DEVICE_TAGS 8u  /* a tagged device allocation */
 #define LGA_DEVICE_DRIVER    16u /* the driver view (cudaMemGetInfo) was read */
+/* SESSION's trailing flags (optional: a message without them has none). */
+#define LGA_SESSION_AT_EXIT 1u /* ended by the program's exit: begun, never ended */
 
 /* A growing output buffer; the memory is the encoder's, freed with lga_enc_fini. */
 struct lga_enc {

@@ -35,12 +35,16 @@ struct exec_run {
     int64_t baseline[RPT_NCHANNELS];
     int n; /* sessions received */
     int measured;
-    uint32_t used;     /* LGA_USED_* over the run */
-    int hellos;        /* process images that said HELLO (exec chains say it again) */
-    bool open_at_exit; /* the program exited with an API session begun, never ended */
-    bool bye;          /* the latest image that said HELLO said BYE as it exited */
-    bool lost;         /* the connection ended without that BYE: later sessions unmeasured */
-    bool killed;       /* we sent SIGTERM (a stop was requested, or the run failed) */
+    int unjudged;       /* sessions the series had no room for (out of memory): recorded only */
+    int first_unjudged; /* the first of them */
+    uint32_t used;      /* LGA_USED_* over the run */
+    int hellos;         /* process images that said HELLO (exec chains say it again) */
+    bool open_at_exit;  /* the program exited with an API session begun, never ended */
+    int ended_at_exit;  /* the session the agent ended at the program's exit (-1 none) */
+    bool bye;           /* the latest image that said HELLO said BYE as it exited */
+    bool lost;          /* the connection ended without that BYE: later sessions unmeasured */
+    bool killed;        /* we sent SIGTERM (a stop was requested, or the run failed) */
+    int cmd_stopped;    /* CMD was said to be stopped (SIGSTOP) and not yet to continue */
     double kill_at;
     int rc;                /* the first failure of the run itself */
     int64_t suppressed[2]; /* bytes suppression rules took so far (host, device) */
@@ -113,15 +117,41 @@ static void deltas(struct exec_run *r, struct rpt_session *s, const struct hx_ex
     hx_session_deltas(s, r->baseline);
 }
 
-/* Keeps s's notes for the print after the verdict (the latest session that has any). */
+/* What the results say of a session the agent ended at the program's exit (a note of
+ * leakgate's own, beside the program's). */
+#define AT_EXIT_NOTE                                                                               \
+    "leakgate: ended by the program's exit (begun with leakgate_session_begin(), never ended): "   \
+    "measured as the program exited, what it kept there is what it kept"
+
+/* Marks s as ended by the program's exit: a note in the results, a line on the console. */
+static void mark_at_exit(struct exec_run *r, struct rpt_session *s)
+{
+    r->ended_at_exit = s->index;
+    char **v = realloc(s->notes, ((size_t)s->n_notes + 1) * sizeof *v);
+    if (v) {
+        s->notes = v;
+        if ((v[s->n_notes] = strdup(AT_EXIT_NOTE))) s->n_notes++;
+    }
+    if (!r->o->quiet)
+        fprintf(stderr,
+                "leakgate exec: session %d was begun and never ended: ended by the program's exit "
+                "and measured there\n",
+                s->index);
+}
+
+/* Keeps s's notes for the print after the verdict (the latest session that has any of the
+ * program's own). */
 static void keep_notes(struct exec_run *r, const struct rpt_session *s)
 {
     size_t len = 0;
-    for (int i = 0; i < s->n_notes; i++) len += strlen(s->notes[i]) + 1;
-    char *t = s->n_notes ? malloc(len + 1) : NULL;
+    int own = 0;
+    for (int i = 0; i < s->n_notes; i++)
+        if (strcmp(s->notes[i], AT_EXIT_NOTE)) len += strlen(s->notes[i]) + 1, own++;
+    char *t = own ? malloc(len + 1) : NULL;
     if (!t) return;
     t[0] = '\0';
-    for (int i = 0; i < s->n_notes; i++) strcat(strcat(t, s->notes[i]), "\n");
+    for (int i = 0; i < s->n_notes; i++)
+        if (strcmp(s->notes[i], AT_EXIT_NOTE)) strcat(strcat(t, s->notes[i]), "\n");
     free(r->notes);
     r->notes = t;
     r->notes_index = s->index;
@@ -135,6 +165,26 @@ static void print_notes(const struct exec_run *r, FILE *f)
         const char *nl = strchr(p, '\n');
         fprintf(f, "  %.*s\n", (int)(nl - p), p);
         p = nl + 1;
+    }
+}
+
+/* Adds s to the series, doubling it when full: a program may run any number of sessions, and
+ * each is judged. Should memory run out, the session is recorded but not judged, and the verdict
+ * says which were not (never a silent pass). */
+static void series_add(struct exec_run *r, const struct rpt_session *s)
+{
+    if (r->ser.n_all >= r->ser.cap && r->ser.cap < INT_MAX) /* a failure leaves it full */
+        (void)rpt_series_reserve(&r->ser, r->ser.cap <= INT_MAX / 2 ? r->ser.cap * 2 : INT_MAX);
+    if (r->ser.n_all < r->ser.cap) {
+        rpt_series_add(&r->ser, s);
+        return;
+    }
+    if (!r->unjudged++) {
+        r->first_unjudged = s->index;
+        fprintf(stderr,
+                "leakgate exec: %s: session %d and later are written to the results but not "
+                "judged\n",
+                lg_errmsg(), s->index);
     }
 }
 
@@ -156,8 +206,9 @@ static int on_session(struct exec_run *r, const unsigned char *p, size_t n)
         if (prc != LG_OK && !r->o->quiet)
             fprintf(stderr, "leakgate exec: heap profile: %s\n", lg_errmsg());
         r->ser.device = (r->used & (LGA_USED_DEVICE | LGA_USED_DEVICE_TAGS)) != 0;
+        if (m.at_exit) mark_at_exit(r, &s);
         hx_gate_session(r->o, r->suppressed, &s);
-        rpt_series_add(&r->ser, &s);
+        series_add(r, &s);
         rc = rpt_writer_session(r->w, &s);
         keep_notes(r, &s);
         hx_progress_session(r->o, &s, r->n, LG_MAX(r->n + 1, r->o->sessions + r->o->warmup));
@@ -193,23 +244,51 @@ static void stop_child(struct exec_run *r)
 {
     if (r->killed || r->ch.pid <= 0) return;
     kill(r->ch.pid, SIGTERM);
+    kill(r->ch.pid, SIGCONT); /* a stopped CMD would hold SIGTERM until SIGKILL */
     r->killed = true;
     r->kill_at = lg_now();
 }
 
-/* One message, or LG_EIO at the end; a stop request or a long wait after SIGTERM is handled. */
+static void said_continued(struct exec_run *r)
+{
+    if (!r->cmd_stopped) return;
+    r->cmd_stopped = 0;
+    fprintf(stderr, "leakgate exec: CMD (pid %d) continues\n", (int)r->ch.pid);
+}
+
+/* Says when CMD was stopped (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU) or continued: a stopped
+ * program sends nothing, and a run that only waits would look hung. Reaps nothing (only stop
+ * and continue events are taken). */
+static void watch_stops(struct exec_run *r)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PID, (id_t)r->ch.pid, &si, WSTOPPED | WCONTINUED | WNOHANG) != 0 ||
+        si.si_pid != r->ch.pid)
+        return;
+    if (si.si_code == CLD_STOPPED && !r->cmd_stopped++)
+        fprintf(stderr,
+                "leakgate exec: CMD (pid %d) is stopped by signal %d (%s); leakgate waits for it: "
+                "`kill -CONT %d` continues it\n",
+                (int)r->ch.pid, si.si_status, strsignal(si.si_status), (int)r->ch.pid);
+    else if (si.si_code == CLD_CONTINUED)
+        said_continued(r);
+}
+
+/* One message, or LG_EIO at the end; a stop request, a stopped CMD, or a long wait after
+ * SIGTERM is handled. */
 static int next_msg(struct exec_run *r, uint32_t *type, unsigned char **p, size_t *n)
 {
     for (;;) {
         if (hx_stop_requested) stop_child(r);
-        if (r->killed) {
-            struct pollfd pfd = {r->ch.fd, POLLIN, 0};
-            int k = poll(&pfd, 1, 500);
-            if (k == 0) {
-                if (lg_now() - r->kill_at > KILL_GRACE_S) kill(r->ch.pid, SIGKILL);
-                continue;
-            }
-            if (k < 0 && errno == EINTR) continue;
+        struct pollfd pfd = {r->ch.fd, POLLIN, 0};
+        int k = poll(&pfd, 1, 500);
+        if (k < 0 && errno == EINTR) continue;
+        if (k > 0) said_continued(r); /* it sent something: it runs */
+        if (k == 0) {
+            watch_stops(r);
+            if (r->killed && lg_now() - r->kill_at > KILL_GRACE_S) kill(r->ch.pid, SIGKILL);
+            continue;
         }
         int rc = lga_recv(r->ch.fd, type, p, n);
         if (rc != LG_EINTR) return rc;
@@ -256,8 +335,14 @@ static unsigned default_required(uint32_t used)
     return m;
 }
 
-/* Channels the program never used are not measured: said so, never judged as zero. */
-static void mark_unused(struct rpt_verdict *v, uint32_t used)
+#define CUDA_STATIC_WHY                                                                            \
+    "CMD is linked with CUDA's static runtime (libcudart_static, nvcc's default), whose device "   \
+    "calls no interposer sees: build it with -cudart shared"
+
+/* Channels the program never used are not measured: said so, never judged as zero. A program
+ * with CUDA's static runtime may well use the device: its device channels say why they are
+ * not measured. */
+static void mark_unused(struct rpt_verdict *v, uint32_t used, bool cuda_static)
 {
     static const struct {
         enum rpt_channel c;
@@ -275,9 +360,11 @@ static void mark_unused(struct rpt_verdict *v, uint32_t used)
     };
     for (size_t i = 0; i < LG_ARRAY_LEN(rules); i++) {
         if (used & rules[i].need) continue;
+        bool device = rules[i].c != RPT_CH_TAGGED_HOST && rules[i].c != RPT_CH_REFS;
         for (int k = 0; k < v->n_channels; k++)
             if (v->channels[k].channel == rules[i].c)
-                rpt_channel_unavailable(&v->channels[k], rules[i].c, rules[i].why);
+                rpt_channel_unavailable(&v->channels[k], rules[i].c,
+                                        device && cuda_static ? CUDA_STATIC_WHY : rules[i].why);
     }
 }
 
@@ -287,7 +374,7 @@ static void judge(struct exec_run *r, struct rpt_verdict *v, int status, bool cm
     char what[160];
     v->required = o->required_set ? o->required : default_required(r->used);
     v->sessions_planned = o->sessions;
-    v->partial = cmd_failed || hx_stop_requested || r->lost ||
+    v->partial = cmd_failed || hx_stop_requested || r->lost || r->unjudged > 0 ||
                  (o->sessions > 0 && r->measured < o->sessions);
     hx_exec_describe_status(status, what, sizeof what);
     if (hx_stop_requested)
@@ -296,17 +383,33 @@ static void judge(struct exec_run *r, struct rpt_verdict *v, int status, bool cm
         snprintf(v->stopped, sizeof v->stopped, "CMD %.58s", what);
     else if (r->lost)
         lg_strlcpy(v->stopped, "the agent's connection ended before CMD", sizeof v->stopped);
+    else if (r->unjudged)
+        snprintf(v->stopped, sizeof v->stopped, "no memory to judge session %d on",
+                 r->first_unjudged);
     rpt_judge_series(&r->ser, o->budgets, v);
-    mark_unused(v, r->used);
+    mark_unused(v, r->used, r->ch.cuda_static);
     rpt_conclude(v, o->budgets);
     size_t l = strlen(v->summary);
     if (!v->stopped[0]) /* a stop is named by the summary already */
         snprintf(v->summary + l, sizeof v->summary - l, " (CMD %s after %d session(s))", what,
                  r->n);
     l = strlen(v->summary);
-    if (r->open_at_exit)
+    if (r->ended_at_exit >= 0)
+        snprintf(v->summary + l, sizeof v->summary - l,
+                 "; session %d, begun and never ended, was ended by CMD's exit and judged",
+                 r->ended_at_exit);
+    else if (r->open_at_exit)
         snprintf(v->summary + l, sizeof v->summary - l,
                  "; CMD exited with a session begun and never ended");
+    l = strlen(v->summary);
+    if (r->ch.cuda_static)
+        snprintf(v->summary + l, sizeof v->summary - l,
+                 "; device memory not measured: CMD is linked with CUDA's static runtime");
+    l = strlen(v->summary);
+    if (r->unjudged)
+        snprintf(v->summary + l, sizeof v->summary - l,
+                 "; %d session(s) from #%d on recorded but not judged (out of memory)", r->unjudged,
+                 r->first_unjudged);
     if (cmd_failed) v->exit_code = 4;
 }
 
@@ -346,6 +449,21 @@ static void say_begin(const struct exec_run *r)
         : r->o->stacks ? "armed from the start (--stacks)"
                        : "armed once a channel leaks",
         lg_fmt_bytes(b1, sizeof b1, (double)((int64_t)1 << r->eo->lg_sample)));
+    if (r->ch.cuda_static)
+        fprintf(stderr,
+                "leakgate exec: %s carries CUDA's static runtime (libcudart_static, nvcc's "
+                "default): its device memory will not be measured (build it with -cudart "
+                "shared)\n",
+                r->ch.path);
+}
+
+/* The series' first capacity beyond --sessions + --warmup; LEAKGATE_TEST_SERIES_START lowers it
+ * so that a test reaches the growth with a few hundred sessions. */
+static int series_start(void)
+{
+    const char *t = getenv("LEAKGATE_TEST_SERIES_START");
+    int v = t ? atoi(t) : 0;
+    return v > 0 && v < HX_EXEC_SERIES_START ? v : HX_EXEC_SERIES_START;
 }
 
 /* The output directory as an absolute path (the agent writes heap profiles into it). */
@@ -359,7 +477,7 @@ static int heap_dir(const char *out, char *dir, size_t size)
 
 int hx_exec_run(struct hx_exec_options *eo, struct rpt_verdict *v, bool *cmd_failed)
 {
-    struct exec_run r = {.eo = eo, .o = &eo->o};
+    struct exec_run r = {.eo = eo, .o = &eo->o, .ended_at_exit = -1};
     struct lg_dir_lock lock = {-1};
     struct rpt_run run;
     char path[700], dir[700];
@@ -375,8 +493,7 @@ int hx_exec_run(struct hx_exec_options *eo, struct rpt_verdict *v, bool *cmd_fai
     if (rc == LG_OK) rc = heap_dir(r.o->out_dir, dir, sizeof dir);
     if (rc == LG_OK)
         rc = hx_prof_init(&r.prof, eo->prof, (int64_t)1 << eo->lg_sample, r.o->stacks, dir);
-    if (rc == LG_OK)
-        rc = rpt_series_init(&r.ser, r.o->sessions + r.o->warmup + HX_EXEC_MAX_SESSIONS);
+    if (rc == LG_OK) rc = rpt_series_init(&r.ser, r.o->sessions + r.o->warmup + series_start());
     if (rc != LG_OK) goto out;
     fill_run_line(&r, &run);
     snprintf(path, sizeof path, "%s/results.jsonl", r.o->out_dir);

@@ -23,8 +23,9 @@
 
 /* heap profile sampling: one sample per 2^17 = 128 KiB allocated, on average */
 #define HX_EXEC_DEFAULT_LG_SAMPLE 17
-/* sessions judged beyond --sessions; later ones are recorded only */
-#define HX_EXEC_MAX_SESSIONS 65536
+/* the series holds --sessions + --warmup + this many sessions at first, and doubles whenever a
+ * program runs more: every session is judged (16 figures a session: 1 MiB per 65,536) */
+#define HX_EXEC_SERIES_START 1024
 
 struct hx_exec_options {
     struct hx_options o; /* the options shared with run (--warmup, --out, --budgets, ...) */
@@ -40,8 +41,9 @@ struct hx_exec_options {
 
 struct hx_child {
     pid_t pid;
-    int fd;          /* the parent's end of the socket */
-    char path[4096]; /* CMD resolved on PATH */
+    int fd;           /* the parent's end of the socket */
+    char path[4096];  /* CMD resolved on PATH */
+    bool cuda_static; /* CMD carries CUDA's static runtime: its device memory is not seen */
 };
 /* Finds CMD, checks it can run the agent, finds the agent; LG_EINVAL (exit 2) with a message
  * naming what is wrong: not found, not executable, statically linked, setuid/setgid. */
@@ -64,6 +66,7 @@ struct hx_exec_msg {
     char dump[600];   /* the heap profile it wrote ("" none) */
     char marker[512]; /* the output line that ended it ("" for the API) */
     bool has_begin;   /* begin[] holds the channels at the session's begin */
+    bool at_exit;     /* ended by the program's exit (LGA_SESSION_AT_EXIT) */
     int64_t begin[RPT_NCHANNELS];
 };
 /* Decodes a SESSION payload into s (index, warm-up and the deltas are the caller's), reading
@@ -164,6 +167,11 @@ int hx_prof_start(struct hx_prof *p, const struct hx_options *o);
 int hx_prof_after_session(struct hx_prof *p, const struct rpt_series *ser,
                           const struct rpt_budget *b, struct rpt_session *s);
 void hx_prof_stop(struct hx_prof *p);
+
+/* Grows a series to hold cap sessions (reports/series.c; its home is verdict.h beside
+ * rpt_series_init, declared here while that header is being reworked). LG_ENOMEM leaves s as
+ * it was. */
+int rpt_series_reserve(struct rpt_series *s, int cap);
 
 /* ---- the command (exec.c, exec_cli.c) ------------------------------------------------------- */
 

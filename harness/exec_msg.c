@@ -139,6 +139,23 @@ static int get_notes(struct lga_dec *d, struct rpt_session *s)
     return d->bad ? LG_EFORMAT : LG_OK;
 }
 
+/* The output line that ended the session, cut to fit buf (at a UTF-8 character's start): a
+ * program's line may be as long as it likes, and the agent matches lines of up to 4 KiB. */
+static void get_marker(struct lga_dec *d, char *buf, size_t size)
+{
+    char *line = lga_get_strdup(d);
+    buf[0] = '\0';
+    if (!line) return;
+    size_t n = strlen(line);
+    if (n >= size) {
+        n = size - 1;
+        while (n > 0 && ((unsigned char)line[n] & 0xc0) == 0x80) n--;
+    }
+    memcpy(buf, line, n);
+    buf[n] = '\0';
+    free(line);
+}
+
 /* A figure of the message: LG_OK when in [lo, MAX_BYTES], else LG_EFORMAT naming it. */
 static int in_range(const char *what, int64_t v, int64_t lo)
 {
@@ -228,7 +245,7 @@ int hx_exec_decode_session(const unsigned char *p, size_t n, const char *maps_te
     int rc = d.bad ? LG_EFORMAT : get_leaks(&d, have_maps ? &maps : NULL, s);
     if (rc == LG_OK) {
         lga_get_str(&d, m->dump, sizeof m->dump);
-        lga_get_str(&d, m->marker, sizeof m->marker);
+        get_marker(&d, m->marker, sizeof m->marker);
         m->has_begin = lga_get_u32(&d) != 0;
         if (m->has_begin) {
             struct trk_snapshot begin;
@@ -240,6 +257,8 @@ int hx_exec_decode_session(const unsigned char *p, size_t n, const char *maps_te
             channels(&begin, m->used, 0, m->begin);
         }
         if (!d.bad) rc = get_notes(&d, s);
+        if (rc == LG_OK && !d.bad && d.at < d.n) /* the flags, when the agent sends them */
+            m->at_exit = (lga_get_u32(&d) & LGA_SESSION_AT_EXIT) != 0;
         if (d.bad) rc = LG_EFORMAT;
     }
     if (have_maps) hx_maps_fini(&maps);

@@ -23,6 +23,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -170,6 +172,87 @@ static int find_agent(struct hx_exec_options *eo)
                    k > 0 ? self : "?", LG_AGENT_FROM_BIN, LG_AGENT_BUILD_PATH);
 }
 
+/* ---- CUDA's static runtime ---------------------------------------------------------------- */
+
+/* The section header ndx of the ELF image at (b, size), or NULL when outside it. */
+static const Elf64_Shdr *section(const unsigned char *b, size_t size, const Elf64_Ehdr *eh,
+                                 unsigned ndx)
+{
+    if (eh->e_shentsize != sizeof(Elf64_Shdr) || ndx >= eh->e_shnum || eh->e_shoff > size ||
+        (size - eh->e_shoff) / sizeof(Elf64_Shdr) <= ndx)
+        return NULL;
+    return (const Elf64_Shdr *)(b + eh->e_shoff) + ndx;
+}
+
+/* What a symbol table (SHT_SYMTAB or SHT_DYNSYM, its string table linked) says of the CUDA
+ * runtime: *defines when it defines one of the runtime's entry points, *imports when it takes
+ * __cudaRegisterFatBinary from a shared library. */
+static void scan_symbols(const unsigned char *b, size_t size, const Elf64_Ehdr *eh,
+                         const Elf64_Shdr *sh, bool *defines, bool *imports)
+{
+    static const char *const runtime[] = {"cudaMalloc", "cudaMallocAsync",
+                                          "__cudaRegisterFatBinary", "cudaLaunchKernel", NULL};
+    const Elf64_Shdr *str = section(b, size, eh, sh->sh_link);
+    if (!str || sh->sh_offset > size || sh->sh_size > size - sh->sh_offset ||
+        str->sh_offset > size || str->sh_size > size - str->sh_offset ||
+        sh->sh_entsize != sizeof(Elf64_Sym))
+        return;
+    const Elf64_Sym *sym = (const Elf64_Sym *)(b + sh->sh_offset);
+    const char *names = (const char *)(b + str->sh_offset);
+    for (size_t i = 0; i < sh->sh_size / sizeof *sym; i++) {
+        if (sym[i].st_name >= str->sh_size) continue;
+        const char *name = names + sym[i].st_name;
+        if (name[0] != 'c' && name[0] != '_') continue;
+        if (strnlen(name, str->sh_size - sym[i].st_name) == str->sh_size - sym[i].st_name)
+            continue; /* not terminated inside its table */
+        for (const char *const *r = runtime; *r; r++) {
+            if (strcmp(name, *r)) continue;
+            if (sym[i].st_shndx != SHN_UNDEF)
+                *defines = true;
+            else if (!strcmp(name, "__cudaRegisterFatBinary"))
+                *imports = true;
+        }
+    }
+}
+
+/* Whether the ELF program at path carries CUDA's static runtime (libcudart_static, nvcc's
+ * default): its symbol tables define the runtime's entry points, or (stripped) it has device
+ * code (.nv_fatbin) that it does not register through a shared libcudart. Its cudaMalloc calls
+ * stay inside the program, where the agent's interposers never see them. */
+static bool has_static_cudart(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    bool defines = false, imports = false, fatbin = false;
+    if (fd < 0) return false;
+    if (fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+        close(fd);
+        return false;
+    }
+    size_t size = (size_t)st.st_size;
+    const unsigned char *b = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (b == MAP_FAILED) return false;
+    Elf64_Ehdr eh;
+    memcpy(&eh, b, sizeof eh);
+    const Elf64_Shdr *names = section(b, size, &eh, eh.e_shstrndx);
+    for (unsigned i = 0; memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && i < eh.e_shnum; i++) {
+        const Elf64_Shdr *sh = section(b, size, &eh, i);
+        if (!sh) break;
+        if (sh->sh_type == SHT_SYMTAB || sh->sh_type == SHT_DYNSYM)
+            scan_symbols(b, size, &eh, sh, &defines, &imports);
+        if (names && names->sh_offset < size && sh->sh_name < names->sh_size &&
+            names->sh_size <= size - names->sh_offset) {
+            const char *n = (const char *)b + names->sh_offset + sh->sh_name;
+            size_t left = names->sh_size - sh->sh_name;
+            fatbin |= strnlen(n, left) < left &&
+                      (!strcmp(n, ".nv_fatbin") || !strcmp(n, ".nvFatBinSegment"));
+        }
+    }
+    munmap((void *)b, size);
+    return defines || (fatbin && !imports);
+}
+
 int hx_exec_check(struct hx_exec_options *eo, struct hx_child *ch)
 {
     memset(ch, 0, sizeof *ch);
@@ -179,6 +262,7 @@ int hx_exec_check(struct hx_exec_options *eo, struct hx_child *ch)
         return lg_fail(LG_EINVAL, "no command to run: leakgate exec [options] -- CMD [ARGS...]");
     int rc = find_on_path(eo->argv[0], ch->path, sizeof ch->path);
     if (rc == LG_OK) rc = check_program(ch->path, eo->argv[0], 0);
+    if (rc == LG_OK) ch->cuda_static = has_static_cudart(ch->path);
     if (rc == LG_OK) rc = find_agent(eo);
 #ifdef LG_AGENT_JEMALLOC
     if (rc == LG_OK && access(LG_AGENT_JEMALLOC, R_OK) != 0)
@@ -208,10 +292,13 @@ void hx_exec_describe_status(int status, char *buf, size_t size)
         snprintf(buf, size, "ended with wait status 0x%x", status);
 }
 
-/* In the child: the environment, then exec; on failure errno goes up the pipe. */
+/* In the child: the environment, then exec; on failure errno goes up the pipe. The child dies
+ * with leakgate (PR_SET_PDEATHSIG, kept across exec): killed with SIGKILL, leakgate leaves no
+ * orphan measuring into a socket nobody reads. */
 static void child(const struct hx_exec_options *eo, const struct hx_child *ch, int sock,
-                  int err_pipe)
+                  int err_pipe, pid_t parent)
 {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(127);
     char v[8192], fd_s[16], pid_s[24], warm_s[16];
     const char *pre = getenv("LD_PRELOAD");
     snprintf(v, sizeof v, "%s%s%s", eo->agent, pre && *pre ? ":" : "", pre ? pre : "");
@@ -248,7 +335,7 @@ int hx_exec_spawn(const struct hx_exec_options *eo, struct hx_child *ch)
         return rc;
     }
     fflush(NULL);
-    pid_t pid = fork();
+    pid_t parent = getpid(), pid = fork();
     if (pid < 0) {
         int rc = lg_fail(LG_EIO, "cannot fork: %s", strerror(errno));
         close(sv[0]), close(sv[1]), close(ep[0]), close(ep[1]);
@@ -257,7 +344,7 @@ int hx_exec_spawn(const struct hx_exec_options *eo, struct hx_child *ch)
     if (pid == 0) {
         close(sv[0]);
         close(ep[0]);
-        child(eo, ch, sv[1], ep[1]);
+        child(eo, ch, sv[1], ep[1], parent);
     }
     close(sv[1]);
     close(ep[1]);

@@ -1,7 +1,10 @@
 /* crasher.c — runs sessions through the API, then fails the way it is told, in the middle of
- * the next session: `segv` (a bad write), `abort`, or `exit3` (exit status 3).
+ * the next session: `segv` (a bad write), `abort`, or `exit3` (exit status 3); or ends it
+ * otherwise: `keep:MIB` keeps MIB MiB there and exits 0 without ending it; `stop` stops itself
+ * (SIGSTOP; a child it forks continues it two seconds later) and then ends it; `hang` prints its
+ * pid and sleeps for a minute inside it.
  *
- *   exec_crasher SESSIONS_BEFORE segv|abort|exit3
+ *   exec_crasher SESSIONS_BEFORE segv|abort|exit3|keep:MIB|stop|hang
  */
 #include <leakgate.h>
 #include <signal.h>
@@ -9,6 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+char *crasher_kept; /* reachable (and not optimised away) */
 
 int main(int argc, char **argv)
 {
@@ -21,6 +28,29 @@ int main(int argc, char **argv)
     }
     leakgate_session_begin();
     fflush(stdout);
+    if (!strncmp(how, "keep:", 5)) {
+        size_t n = strtoul(how + 5, NULL, 10) << 20;
+        crasher_kept = malloc(n);
+        memset(crasher_kept, 1, n); /* resident, not only reserved */
+        return 0;                   /* the session is never ended: exit ends it */
+    }
+    if (!strcmp(how, "stop")) {
+        if (fork() == 0) { /* inert under exec: a child */
+            sleep(2);
+            kill(getppid(), SIGCONT);
+            _exit(0);
+        }
+        raise(SIGSTOP);
+        wait(NULL);
+        leakgate_session_end();
+        return 0;
+    }
+    if (!strcmp(how, "hang")) {
+        printf("pid %d\n", (int)getpid());
+        fflush(stdout);
+        sleep(60);
+        return 0;
+    }
     if (!strcmp(how, "exit3")) exit(3);
     if (!strcmp(how, "abort")) abort();
     volatile int *p = (int *)(uintptr_t)argc; /* not a valid address */
