@@ -143,6 +143,15 @@ static void dump_profile(char *path, size_t size)
         path[0] = '\0';
         return;
     }
+    /* made anew first (lg_out.c): jemalloc's creat() then opens this file, never a link or
+     * FIFO left at the name */
+    int fd;
+    if (lg_out_create(&fd, path) != LG_OK) {
+        lga_say("heap profile: %s", lg_errmsg());
+        path[0] = '\0';
+        return;
+    }
+    close(fd);
     const char *p = path;
     if (mallctl("prof.dump", NULL, NULL, &p, sizeof p) != 0) {
         lga_say("heap profile %s could not be written", path);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #ifdef LG_HAVE_JEMALLOC
 #include <jemalloc/jemalloc.h>
@@ -59,6 +60,11 @@ int hx_prof_local_activate(bool on)
 int hx_prof_local_dump(const char *path)
 {
 #ifdef LG_HAVE_JEMALLOC
+    /* jemalloc opens the name it is given with creat(): the file is made first, anew, so what
+     * was left at the name (a link, a FIFO) is never written through or blocked on */
+    int fd, rc = lg_out_create(&fd, path);
+    if (rc != LG_OK) return rc;
+    close(fd);
     if (mallctl("prof.dump", NULL, NULL, &path, sizeof path) == 0) return LG_OK;
 #endif
     return lg_fail(LG_EIO, "%s: jemalloc could not dump a heap profile", path);
@@ -94,13 +100,10 @@ static void heap_free(struct heap *h)
 
 static char *slurp(const char *path, int *rc)
 {
-    FILE *f = fopen(path, "re");
+    FILE *f = NULL;
     char *s = NULL;
     struct stat st;
-    if (!f) {
-        *rc = lg_fail(LG_EIO, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
+    if ((*rc = lg_open_read(&f, path, "heap profile")) != LG_OK) return NULL; /* not a FIFO */
     if (fstat(fileno(f), &st) != 0 || st.st_size > MAX_PROFILE) {
         *rc = lg_fail(LG_EFORMAT, "%s: not a heap profile leakgate can read", path);
     } else if (!(s = malloc((size_t)st.st_size + 1))) {
@@ -302,6 +305,14 @@ static int diff_into(const struct heap *base, const struct heap *cur, struct rpt
 /* ---- the attribution of a run ------------------------------------------------------------------
  */
 
+/* Whether a name in OUT/heap is a profile of leakgate's: session-N.heap (run) and PID.N.heap
+ * (exec's agent). An earlier run's are removed before the first dump. */
+static bool is_profile(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 5 && !strcmp(name + n - 5, ".heap");
+}
+
 int hx_prof_init(struct hx_prof *p, bool available, int64_t sample, bool always, const char *dir)
 {
     memset(p, 0, sizeof *p);
@@ -310,7 +321,7 @@ int hx_prof_init(struct hx_prof *p, bool available, int64_t sample, bool always,
     p->always = always;
     p->base_index = -1;
     if (lg_strlcpy(p->dir, dir, sizeof p->dir)) return lg_fail(LG_EINVAL, "%s: path too long", dir);
-    return available ? lg_mkdirs(dir) : LG_OK;
+    return available ? lg_out_subdir(dir, is_profile) : LG_OK;
 }
 
 bool hx_prof_flagged(const struct rpt_series *ser, const struct rpt_budget *b)

@@ -62,7 +62,9 @@ int rpt_writer_open(struct rpt_writer **out, const char *path, const struct rpt_
         rc = lg_fail(LG_EINVAL, "results path too long: %.80s...", path);
         goto cleanup;
     }
-    if ((rc = lg_open_regular(&w->f, path, false)) != LG_OK) goto cleanup;
+    /* created anew, never truncated in place: a hard link of an earlier run's results (cp -al,
+     * rsync --link-dest) keeps them, and a link or FIFO left at the name is replaced */
+    if ((rc = lg_out_stream(&w->f, path)) != LG_OK) goto cleanup;
     rc = write_line(w, rpt_run_to_json(run), "run");
 cleanup:
     if (rc != LG_OK) {

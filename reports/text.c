@@ -110,39 +110,12 @@ char *rpt_fmt_value(char *buf, size_t size, enum rpt_channel ch, int64_t v, bool
 
 int rpt_open_out(FILE **out, const char *dir, const char *name, char *path, size_t path_size)
 {
-    char tmp[4300];
     *out = NULL;
-    if (lg_snprintf(path, path_size, "%s/%s", dir, name) ||
-        lg_snprintf(tmp, sizeof tmp, "%s.tmp", path))
+    if (lg_snprintf(path, path_size, "%s/%s", dir, name))
         return lg_fail(LG_EINVAL, "output path too long: %s/%s", dir, name);
-    /* written beside its name, then renamed over it: a symlink or FIFO left at the name is
-     * replaced, never followed or blocked on, and a reader never sees half a file */
-    if (unlink(tmp) != 0 && errno != ENOENT)
-        return lg_fail(LG_EIO, "cannot replace %s: %s", tmp, strerror(errno));
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) return lg_fail(LG_EIO, "cannot create %s: %s", tmp, strerror(errno));
-    *out = fdopen(fd, "we");
-    if (!*out) {
-        close(fd);
-        unlink(tmp);
-        return lg_fail(LG_ENOMEM, "out of memory opening %s", tmp);
-    }
-    return LG_OK;
+    /* written beside its name, then renamed over it (lg_out.c): a symlink or FIFO left at the
+     * name is replaced, never followed or blocked on, and a reader never sees half a file */
+    return lg_out_open(out, path);
 }
 
-int rpt_close_out(FILE *f, const char *path)
-{
-    char tmp[4300];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    errno = 0;
-    int err = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0 ? (errno ? errno : EIO) : 0;
-    if (fclose(f) != 0 && !err) err = errno ? errno : EIO;
-    if (!err && rename(tmp, path) != 0) err = errno;
-    if (err) {
-        unlink(tmp);
-        bool space = err == EIO || err == ENOSPC || err == EFBIG || err == EDQUOT;
-        return lg_fail(LG_EIO, "writing %s failed: %s%s", path, strerror(err),
-                       space ? " (is the disk full, or the file over a size limit?)" : "");
-    }
-    return LG_OK;
-}
+int rpt_close_out(FILE *f, const char *path) { return lg_out_commit(f, path); }

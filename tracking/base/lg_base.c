@@ -110,27 +110,6 @@ int lg_exit_code(int status)
     }
 }
 
-int lg_mkdirs(const char *dir)
-{
-    char path[4096];
-    if (!dir[0]) return lg_fail(LG_EINVAL, "the output directory is an empty path");
-    if (lg_strlcpy(path, dir, sizeof path))
-        return lg_fail(LG_EINVAL, "output directory path too long: %s", dir);
-    for (char *p = path + 1;; p++) {
-        if (*p != '/' && *p != '\0') continue;
-        char c = *p;
-        *p = '\0';
-        if (mkdir(path, 0777) != 0 && errno != EEXIST)
-            return lg_fail(LG_EIO, "cannot create %s: %s", path, strerror(errno));
-        *p = c;
-        if (c == '\0') break;
-    }
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return lg_fail(LG_EIO, "%s is not a directory", dir);
-    return LG_OK;
-}
-
 int lg_dir_lock(struct lg_dir_lock *lk, const char *dir)
 {
     char path[4200], holder[32] = "";

@@ -56,9 +56,37 @@ int lg_exit_code(int status);
 
 /* ---- files the tools write --------------------------------------------------------------- */
 
-/* Creates dir and its parents (mkdir -p); LG_EINVAL for an empty path, LG_EIO naming the
- * component that failed, or when dir exists and is not a directory. */
+/* lg_out.c is the one place that creates an output file or folder: every artefact goes
+ * through these, so none can write through a link left at its name.
+ *
+ *   lg_mkdirs("out");                          // the output folder
+ *   lg_out_subdir("out/heap", is_profile);     // a folder of leakgate's own in it, cleared
+ *   lg_out_open(&f, "out/summary.md"); ...; lg_out_commit(f, "out/summary.md");  // whole
+ *   lg_out_stream(&f, "out/results.jsonl"); ...; fclose(f);                      // streamed
+ *   lg_out_create(&fd, "out/heap/session-3.heap"); close(fd); prof.dump ...      // for another
+ */
+
+/* Creates dir and its parents (mkdir -p), 0755 at most whatever the umask. LG_EINVAL for an
+ * empty path and for / or the home folder ($HOME), which a run must not clear; LG_EIO naming
+ * the component that failed, or when dir exists and is not a directory or is a symbolic link. */
 int lg_mkdirs(const char *dir);
+/* Makes dir, a folder of leakgate's own inside an output folder: a symbolic link there is
+ * replaced by the folder, a folder of another user refused, an existing one made 0755 at most,
+ * and every entry whose name ours() accepts removed (whatever it is: a link goes, not its
+ * target). LG_EIO naming what failed. */
+int lg_out_subdir(const char *dir, bool (*ours)(const char *name));
+/* Creates path anew, empty, for a writer that fills it by name (jemalloc's prof.dump): what was
+ * there is unlinked (a link, a FIFO, a hard link of another file), then the file is made with
+ * O_CREAT|O_EXCL|O_NOFOLLOW. *fd, opened for writing, is the caller's to close. */
+int lg_out_create(int *fd, const char *path);
+/* A streamed file (appended and flushed as a run goes, results.jsonl): created anew as by
+ * lg_out_create. *out is closed with fclose. */
+int lg_out_stream(FILE **out, const char *path);
+/* A file written whole: *out writes path.tmp (created anew as by lg_out_create);
+ * lg_out_commit(f, path) flushes, syncs and closes it and renames it over path, or removes it
+ * and says what failed (LG_EIO; "is the disk full" where that is the likely reason). */
+int lg_out_open(FILE **out, const char *path);
+int lg_out_commit(FILE *f, const char *path);
 
 /* An exclusive lock on an output directory, held while a run writes there (flock on
  * DIR/.leakgate.lock, which names the holder's pid): a second leakgate that wants the same
