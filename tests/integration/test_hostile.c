@@ -24,7 +24,10 @@ struct hcase {
                            sanitizer builds do not have; NEEDS_NO_ASAN: ulimit -v, which
                            AddressSanitizer's shadow memory cannot live with */
 };
-enum { NEEDS_STATS = 1, NEEDS_NO_ASAN = 2 };
+enum { NEEDS_STATS = 1, NEEDS_NO_ASAN = 2, NEEDS_AGENT = 4 /* leakgate exec's agent built */ };
+#ifndef LG_HAVE_AGENT
+#define LG_HAVE_AGENT 0
+#endif
 
 /* A 40-session clean run in ./clean and one with a 256 KiB/session untagged leak in ./leak. */
 #define TWO_RUNS                                                                                   \
@@ -38,6 +41,10 @@ enum { NEEDS_STATS = 1, NEEDS_NO_ASAN = 2 };
 #define THREE_SHARDS                                                                               \
     "for i in 0 1 2; do $L soak --sessions 12 --shard $i/3 --quiet --no-reports --out S "          \
     ">/dev/null; done; "
+/* Appended to a run: exit 0 when it reached a verdict (pass, leak or inconclusive: a short run
+ * on a loaded machine may be any), 1 on a usage or I/O error (2) or worse; the case's after-check
+ * judges what it wrote. */
+#define ANY_VERDICT "; s=$?; test $s -ne 2 -a $s -lt 4"
 /* ./h.jsonl: a history of one record, of a passing run. */
 #define ONE_RECORD                                                                                 \
     "$L run --quiet --no-reports --sessions 4 --modes fp32 --history h.jsonl --out o >/dev/null; "
@@ -92,10 +99,11 @@ static const struct hcase cases[] = {
     {"one session is refused up front: too few to see the budget",
      "$L run --sessions 1 --warmup 0 --modes fp32 --inject raw-mmap:100MiB --out o", 2,
      "needs at least 4 measured sessions", NULL, NEEDS_STATS},
+    /* and the first session's one-time growth (jemalloc's resident pages) is held too */
     {"without warm-up the baseline is the process before the first session",
      "$L run --sessions 4 --warmup 0 --modes fp32 --inject raw-mmap:100MiB --quiet --no-reports "
      "--out o",
-     1, "LEAK: rss", NULL, NEEDS_STATS},
+     1, "LEAK: je_resident, rss", NULL, NEEDS_STATS},
     {"a fault larger than the machine is refused up front",
      "$L run --inject raw-mmap:900GiB --out o", 2, "more than this machine's memory and swap", NULL,
      0},
@@ -178,13 +186,69 @@ static const struct hcase cases[] = {
      "$L run --quiet --no-reports --sessions 40 --out r >/dev/null; (trap '' XFSZ; ulimit -f 40; "
      "$L report r/results.jsonl -o rep)",
      2, "is the disk full", "test -s rep/summary.md", 0},
-    {"a FIFO at results.jsonl is refused, not blocked on",
-     "mkdir fo && mkfifo fo/results.jsonl && timeout 20 $L run --quiet --out fo", 2, "FIFO", NULL,
-     0},
-    {"a symlink at results.jsonl is not followed",
+    {"a FIFO at results.jsonl is replaced, not blocked on",
+     "mkdir fo && mkfifo fo/results.jsonl && timeout 20 $L run --quiet --no-reports --sessions 4 "
+     "--modes fp32 --out fo >/dev/null" ANY_VERDICT,
+     0, "", "test -f fo/results.jsonl && grep -q '\"type\":\"verdict\"' fo/results.jsonl", 0},
+    {"a symlink at results.jsonl is replaced, not followed",
      "mkdir sl && echo keep > target && ln -s ../target sl/results.jsonl && $L run --quiet "
-     "--no-reports --out sl",
-     2, "symbolic link", "grep -qx keep target", 0},
+     "--no-reports --sessions 4 --modes fp32 --out sl >/dev/null" ANY_VERDICT,
+     0, "", "grep -qx keep target && test ! -L sl/results.jsonl", 0},
+    {"a hard link at results.jsonl keeps what it held (a cp -al snapshot of an earlier run)",
+     "mkdir o && echo precious > v && ln v o/results.jsonl && $L run --quiet --no-reports "
+     "--sessions 4 --modes fp32 --out o >/dev/null" ANY_VERDICT,
+     0, "", "grep -qx precious v && grep -q '\"type\":\"verdict\"' o/results.jsonl", 0},
+    {"symlinks planted at the heap profiles' names are replaced, not written through",
+     "echo keep > victim && mkdir -p o/heap && for s in $(seq 0 12); do ln -s ../../victim "
+     "o/heap/session-$s.heap; done; $L run --modes fp32 --sessions 8 --steps 2 --inject "
+     "raw-malloc:256KiB --quiet --no-reports --out o >/dev/null" ANY_VERDICT,
+     0, "",
+     "grep -qx keep victim && test -f o/heap/session-8.heap && ! test -L o/heap/session-0.heap",
+     NEEDS_STATS},
+    {"OUT/heap as a symlink is replaced by a folder, and nothing lands in its target",
+     "mkdir elsewhere o && ln -s ../elsewhere o/heap && $L run --modes fp32 --sessions 4 "
+     "--steps 2 --stacks --quiet --no-reports --out o >/dev/null" ANY_VERDICT,
+     0, "",
+     "test -z \"$(ls elsewhere)\" && test -d o/heap && ! test -L o/heap && test -f "
+     "o/heap/session-4.heap",
+     NEEDS_STATS},
+    /* a writer blocked on a FIFO (jemalloc's creat() without the fix) is released by reading it */
+    {"FIFOs planted at the heap profiles' names are replaced, not blocked on",
+     "mkdir -p o/heap && for s in $(seq 0 12); do mkfifo o/heap/session-$s.heap; done; "
+     "timeout 30 $L run --modes fp32 --sessions 4 --steps 2 --stacks --quiet --no-reports --out o "
+     ">/dev/null; s=$?; for f in o/heap/*; do test -p $f && timeout 1 cat $f >/dev/null; done; "
+     "test $s -ne 2 -a $s -lt 4",
+     0, "", "test -f o/heap/session-4.heap && ! test -p o/heap/session-4.heap", NEEDS_STATS},
+    {"exec: a FIFO and a symlink planted in OUT/heap by the program are not used by its agent",
+     "echo keep > victim && timeout 30 $L exec --quiet --no-reports --stacks --sessions 4 "
+     "--session-marker '^epoch' --out e -- sh -c 'mkfifo e/heap/$$.2.heap; ln -s ../../victim "
+     "e/heap/$$.3.heap; for i in 1 2 3 4 5 6; do echo epoch $i; done' >/dev/null 2>&1; s=$?; "
+     "for f in e/heap/*; do test -p $f && timeout 1 cat $f >/dev/null; done; "
+     "test $s -ne 2 -a $s -lt 4",
+     0, "", "grep -qx keep victim && test -z \"$(find e/heap -type p -o -type l)\"",
+     NEEDS_STATS | NEEDS_AGENT},
+    {"under umask 000 the output folders are not world-writable",
+     "umask 000; $L run --modes fp32 --sessions 4 --steps 2 --stacks --quiet --no-reports --out "
+     "o/sub >/dev/null" ANY_VERDICT,
+     0, "",
+     "test $(stat -c %a o) = 755 && test $(stat -c %a o/sub) = 755 && { ! test -e o/sub/heap "
+     "|| test $(stat -c %a o/sub/heap) = 755; }",
+     0},
+    {"a world-writable OUT/heap left behind is made the owner's alone",
+     "mkdir -p o/heap && chmod 777 o/heap && $L run --modes fp32 --sessions 4 --steps 2 --stacks "
+     "--quiet --no-reports --out o >/dev/null" ANY_VERDICT,
+     0, "", "test $(stat -c %a o/heap) = 755", NEEDS_STATS},
+    {"the root folder as --out is refused before anything is written there",
+     "$L run --sessions 4 --modes fp32 --no-reports --out /", 2, "refused as an output folder",
+     NULL, 0},
+    {"the home folder as --out is refused, and its files are left alone",
+     "mkdir h && echo mine > h/summary.md && HOME=$PWD/h $L run --sessions 4 --modes fp32 "
+     "--no-reports --out h/.",
+     2, "refused as an output folder", "grep -qx mine h/summary.md && test ! -e h/results.jsonl",
+     0},
+    {"a symbolic link as --out is refused, not followed",
+     "mkdir t && ln -s t o && $L run --sessions 4 --modes fp32 --no-reports --out o", 2,
+     "symbolic link", "test -z \"$(ls t)\"", 0},
     {"a symlink at a report's name is replaced, not written through",
      "$L run --quiet --no-reports --sessions 4 --out r >/dev/null; mkdir rep && echo keep > target "
      "&& "
@@ -257,8 +321,11 @@ Test(hostile, every_case_gives_its_status_and_message)
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const struct hcase *c = &cases[k];
         if (((c->needs & NEEDS_STATS) && !(stats && !asan)) ||
-            ((c->needs & NEEDS_NO_ASAN) && asan)) {
-            printf("SKIP in this build (%s): %s\n", asan ? "AddressSanitizer" : "no jemalloc",
+            ((c->needs & NEEDS_NO_ASAN) && asan) || ((c->needs & NEEDS_AGENT) && !LG_HAVE_AGENT)) {
+            printf("SKIP in this build (%s): %s\n",
+                   asan    ? "AddressSanitizer"
+                   : stats ? "no exec agent"
+                           : "no jemalloc",
                    c->name);
             skipped++;
             continue;
