@@ -176,21 +176,11 @@ static void write_body(FILE *f, const struct hx_soak_gauges *g, const struct rpt
 int hx_soak_metrics_write(const char *path, const struct hx_soak_gauges *g,
                           const struct rpt_soak_trend *t)
 {
-    char tmp[600];
-    if (lg_snprintf(tmp, sizeof tmp, "%s.tmp", path))
-        return lg_fail(LG_EINVAL, "metrics path too long: %s", path);
-    int rc = LG_OK;
-    FILE *f = fopen(tmp, "we");
-    if (!f) return lg_fail(LG_EIO, "%s: cannot create the metrics file: %s", tmp, strerror(errno));
+    FILE *f = NULL; /* PATH.tmp, renamed over PATH once whole (lg_out.c) */
+    int rc = lg_out_open(&f, path);
+    if (rc != LG_OK) return lg_fail_ctx(rc, "the metrics file: ");
     write_body(f, g, t);
-    if (fflush(f) != 0 || ferror(f))
-        rc = lg_fail(LG_EIO, "%s: writing the metrics: %s", tmp, strerror(errno));
-    if (rc == LG_OK && fsync(fileno(f)) != 0 && errno != EINVAL && errno != EROFS)
-        rc = lg_fail(LG_EIO, "%s: syncing the metrics: %s", tmp, strerror(errno));
-    if (fclose(f) != 0 && rc == LG_OK)
-        rc = lg_fail(LG_EIO, "%s: closing the metrics: %s", tmp, strerror(errno));
-    if (rc == LG_OK && rename(tmp, path) != 0)
-        rc = lg_fail(LG_EIO, "renaming %s to %s: %s", tmp, path, strerror(errno));
-    if (rc != LG_OK) unlink(tmp);
+    rc = lg_out_commit(f, path);
+    if (rc != LG_OK) lg_fail_ctx(rc, "the metrics: ");
     return rc;
 }

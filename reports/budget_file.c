@@ -86,7 +86,6 @@ static int set(json_t *o, const char *key, json_t *v)
 int rpt_budgets_write(const char *path, const struct rpt_budget *b, const struct rpt_noise *nz,
                       unsigned mask, const struct rpt_budgets_info *info)
 {
-    char tmp[4200];
     int rc = LG_OK, bad = 0;
     json_t *o = json_object(), *ch = json_object();
     if (!o || !ch) {
@@ -119,24 +118,18 @@ int rpt_budgets_write(const char *path, const struct rpt_budget *b, const struct
         rc = lg_fail(LG_ENOMEM, "out of memory writing the budgets");
         goto cleanup;
     }
-    if (lg_snprintf(tmp, sizeof tmp, "%s.tmp", path)) {
-        rc = lg_fail(LG_EINVAL, "budgets path too long: %s", path);
+    FILE *f = NULL; /* PATH.tmp, renamed over PATH once whole (lg_out.c) */
+    if ((rc = lg_out_open(&f, path)) != LG_OK) {
+        lg_fail_ctx(rc, "the budgets file: ");
         goto cleanup;
     }
-    FILE *f = fopen(tmp, "wex");
-    if (!f && errno == EEXIST && unlink(tmp) == 0) f = fopen(tmp, "wex");
-    if (!f) {
-        rc = lg_fail(LG_EIO, "%s: cannot create the budgets file: %s", tmp, strerror(errno));
+    if (json_dumpf(o, f, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 || fputc('\n', f) == EOF) {
+        int err = errno ? errno : EIO;
+        lg_out_abandon(f, path);
+        rc = lg_fail(LG_EIO, "%s: writing the budgets: %s", path, strerror(err));
         goto cleanup;
     }
-    int dumped = json_dumpf(o, f, JSON_INDENT(2) | JSON_SORT_KEYS);
-    if (dumped != 0 || fputc('\n', f) == EOF || fflush(f) != 0 || fsync(fileno(f)) != 0)
-        rc = lg_fail(LG_EIO, "%s: writing the budgets: %s", tmp, strerror(errno ? errno : EIO));
-    if (fclose(f) != 0 && rc == LG_OK)
-        rc = lg_fail(LG_EIO, "%s: closing the budgets: %s", tmp, strerror(errno));
-    if (rc == LG_OK && rename(tmp, path) != 0)
-        rc = lg_fail(LG_EIO, "renaming %s to %s: %s", tmp, path, strerror(errno));
-    if (rc != LG_OK) unlink(tmp);
+    rc = lg_out_commit(f, path);
 cleanup:
     json_decref(ch);
     json_decref(o);

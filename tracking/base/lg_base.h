@@ -87,6 +87,9 @@ int lg_out_stream(FILE **out, const char *path);
  * and says what failed (LG_EIO; "is the disk full" where that is the likely reason). */
 int lg_out_open(FILE **out, const char *path);
 int lg_out_commit(FILE *f, const char *path);
+/* Closes a file of lg_out_open that is not to be kept (its writer failed) and removes it; what
+ * was at path stays. */
+void lg_out_abandon(FILE *f, const char *path);
 
 /* An exclusive lock on an output directory, held while a run writes there (flock on
  * DIR/.leakgate.lock, which names the holder's pid): a second leakgate that wants the same

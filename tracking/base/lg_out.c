@@ -153,7 +153,9 @@ int lg_out_commit(FILE *f, const char *path)
         return lg_errcode();
     }
     errno = 0;
-    int err = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0 ? (errno ? errno : EIO) : 0;
+    int err = ferror(f) || fflush(f) != 0 ? (errno ? errno : EIO) : 0;
+    /* a file system that cannot sync (EINVAL, EROFS: some special ones) still gets the file */
+    if (!err && fsync(fileno(f)) != 0 && errno != EINVAL && errno != EROFS) err = errno;
     if (fclose(f) != 0 && !err) err = errno ? errno : EIO;
     if (!err && rename(tmp, path) != 0) err = errno;
     if (err) {
@@ -163,4 +165,11 @@ int lg_out_commit(FILE *f, const char *path)
                        space ? " (is the disk full, or the file over a size limit?)" : "");
     }
     return LG_OK;
+}
+
+void lg_out_abandon(FILE *f, const char *path)
+{
+    char tmp[4300];
+    if (f) fclose(f);
+    if (tmp_name(tmp, sizeof tmp, path) == LG_OK) unlink(tmp);
 }
