@@ -87,12 +87,19 @@ static int one_run(const struct calib *c, int r, char *dir, size_t size)
         free(argv);
         return 2;
     }
+    int fd; /* created anew (lg_out.c): a link or FIFO left at run.log is not written through */
+    if (lg_out_create(&fd, log) != LG_OK) {
+        fprintf(stderr, "leakgate calibrate: %s\n", lg_errmsg());
+        free(argv);
+        return 2;
+    }
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawn_file_actions_adddup2(&fa, fd, 1);
+    posix_spawn_file_actions_adddup2(&fa, fd, 2);
     pid_t pid;
     int st = 0, err = posix_spawn(&pid, self, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
+    close(fd);
     free(argv);
     if (err) return 4;
     while (waitpid(pid, &st, 0) < 0)
