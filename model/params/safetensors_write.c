@@ -141,11 +141,8 @@ int st_save(struct trk_tracker *trk, const char *path, const struct st_entry *e,
     json_dumpb(root, hdr + 8, len, JSON_COMPACT);
     memset(hdr + 8 + len, ' ', padded - len);
 
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        rc = lg_fail(LG_EIO, "%s: cannot create: %s", tmp, strerror(errno));
-        goto cleanup;
-    }
+    /* created anew (lg_out.c): a link or FIFO left at the temporary name is not written through */
+    if ((rc = lg_out_create(&fd, tmp)) != LG_OK) goto cleanup;
     created = 1;
     if ((rc = write_all(fd, tmp, hdr, 8 + padded)) != LG_OK) goto cleanup;
     for (int i = 0; i < n; i++)
