@@ -233,6 +233,7 @@ static int resolve_budgets(struct hx_options *o)
         else
             b->floor = v;
         lg_strlcpy(b->source, "--budget (set by hand)", sizeof b->source);
+        b->measured = false; /* a hand-given figure is not evidence of this machine's noise */
     }
     return LG_OK;
 }

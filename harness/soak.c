@@ -90,11 +90,9 @@ static void progress_session(const struct hx_soak_options *so, struct progress *
                     rpt_channel_name((enum rpt_channel)c), s->index, ch->steps.n,
                     lg_fmt_bytes(b1, 32, ch->steps.total));
         if (!rpt_channel_exact((enum rpt_channel)c) && ch->trend_at == s->index)
-            fprintf(
-                stderr,
-                "  ALARM %s at session %d: slope of the last %d sessions %s/session, CI low %s > budget\n",
-                rpt_channel_name((enum rpt_channel)c), s->index, ch->trend_window_at,
-                lg_fmt_bytes(b1, 32, ch->trend_slope_at), lg_fmt_bytes(b2, 32, ch->trend_lo_at));
+            fprintf(stderr, "  ALARM %s at session %d: over the last %d sessions, %s\n",
+                    rpt_channel_name((enum rpt_channel)c), s->index, ch->trend_window_at,
+                    ch->trend_why);
     }
     if (tagged || s->n_refs) hx_print_leaks(s, stderr, 5);
 }

@@ -7,17 +7,19 @@
 struct channel_names {
     const char *name, *label;
     bool exact;
+    double granularity; /* bytes a reading moves by: 1 (a byte counter), a page, a driver page */
 };
 static const struct channel_names channels[RPT_NCHANNELS] = {
-    [RPT_CH_TAGGED_HOST] = {"tagged_host", "tagged host bytes", true},
-    [RPT_CH_TAGGED_DEVICE] = {"tagged_device", "tagged device bytes", true},
-    [RPT_CH_REFS] = {"refs", "unbalanced references", true},
-    [RPT_CH_JE_ALLOCATED] = {"je_allocated", "jemalloc allocated", false},
-    [RPT_CH_JE_ACTIVE] = {"je_active", "jemalloc active", false},
-    [RPT_CH_JE_RESIDENT] = {"je_resident", "jemalloc resident", false},
-    [RPT_CH_RSS] = {"rss", "process RSS", false},
-    [RPT_CH_DEV_DRIVER] = {"dev_driver", "whole GPU used, every process (driver view)", false},
-    [RPT_CH_DEV_PROCESS] = {"dev_process", "device used by this process", false},
+    [RPT_CH_TAGGED_HOST] = {"tagged_host", "tagged host bytes", true, 1},
+    [RPT_CH_TAGGED_DEVICE] = {"tagged_device", "tagged device bytes", true, 1},
+    [RPT_CH_REFS] = {"refs", "unbalanced references", true, 1},
+    [RPT_CH_JE_ALLOCATED] = {"je_allocated", "jemalloc allocated", false, 1},
+    [RPT_CH_JE_ACTIVE] = {"je_active", "jemalloc active", false, 4096},
+    [RPT_CH_JE_RESIDENT] = {"je_resident", "jemalloc resident", false, 4096},
+    [RPT_CH_RSS] = {"rss", "process RSS", false, 4096},
+    [RPT_CH_DEV_DRIVER] = {"dev_driver", "whole GPU used, every process (driver view)", false,
+                           2 << 20},
+    [RPT_CH_DEV_PROCESS] = {"dev_process", "device used by this process", false, 2 << 20},
 };
 
 static const struct channel_names *channel(enum rpt_channel c)
@@ -29,6 +31,7 @@ static const struct channel_names *channel(enum rpt_channel c)
 const char *rpt_channel_name(enum rpt_channel c) { return channel(c)->name; }
 const char *rpt_channel_label(enum rpt_channel c) { return channel(c)->label; }
 bool rpt_channel_exact(enum rpt_channel c) { return channel(c)->exact; }
+double rpt_channel_granularity(enum rpt_channel c) { return channel(c)->granularity; }
 
 int rpt_channel_from_name(const char *name)
 {

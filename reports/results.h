@@ -52,6 +52,10 @@ enum rpt_channel {
 const char *rpt_channel_name(enum rpt_channel c); /* "tagged_host", ... */
 int rpt_channel_from_name(const char *name);      /* -1 when unknown */
 bool rpt_channel_exact(enum rpt_channel c);       /* zero-tolerance channels */
+/* The bytes one reading of the channel moves by: 1 for a byte counter (jemalloc allocated,
+ * tagged bytes), a page for active, resident and RSS, 2 MiB for the device's views. A rise
+ * smaller than this is not a rise (the steady-rise rule, docs/design.md). */
+double rpt_channel_granularity(enum rpt_channel c);
 
 enum rpt_status {
     RPT_PASS = 0,
@@ -217,6 +221,7 @@ struct rpt_channel_verdict {
     double slope, slope_lo, slope_hi; /* Theil–Sen bytes/session with its confidence bound */
     double shift;                     /* late-vs-early median shift, bytes */
     bool required;                    /* the run's verdict needs this channel's evidence */
+    bool stayed;   /* above baseline at the end (a held step, a steady rise): never "returned" */
     char why[400]; /* one sentence: "slope 262 KiB/session [250, 270] > 64 KiB" */
 };
 

@@ -38,7 +38,8 @@ static int contradicts(const char *path, const char *what)
 static int judge_again(const struct rpt_results *r, struct rpt_verdict *v)
 {
     memset(v, 0, sizeof *v);
-    v->required = r->verdict.required;
+    /* a verdict line from before 1.1 names no mask: the run line's (its device's default) */
+    v->required = r->verdict.required ? r->verdict.required : r->run.required;
     v->sessions_planned = r->verdict.sessions_planned;
     v->partial = r->verdict.partial;
     lg_strlcpy(v->stopped, r->verdict.stopped, sizeof v->stopped);

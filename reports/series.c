@@ -159,7 +159,9 @@ void rpt_judge_series(const struct rpt_series *s, const struct rpt_budget *b, st
         } else if (s->n_measured > 0 && !s->avail[c]) {
             rpt_channel_unavailable(cv, c, "not measured in this build or on this machine");
         } else {
-            rpt_judge_statistical(c, s->y[c], s->n_measured, &b[c], cv);
+            rpt_judge_statistical_sup(
+                c, s->y[c], s->n_measured, &b[c],
+                (double)s->exact_suppressed[0] + (double)s->exact_suppressed[1], cv);
         }
     }
     rpt_conclude(v, b);
@@ -264,8 +266,8 @@ static const char *of_planned(char *buf, size_t size, const struct rpt_verdict *
 
 void rpt_conclude(struct rpt_verdict *v, const struct rpt_budget *budgets)
 {
-    char leaking[200] = "", lacking[400] = "", optional[200] = "", unmeasured[200] = "", req[200],
-         item[96], plan[32];
+    char leaking[200] = "", lacking[400] = "", optional[200] = "", unmeasured[200] = "",
+         by_hand[200] = "", settled[200] = "", req[200], item[96], plan[32];
     bool judged[RPT_NCHANNELS] = {false}, no_device = false;
     for (int i = 0; i < v->n_channels; i++)
         no_device |= v->channels[i].channel == RPT_CH_TAGGED_DEVICE &&
@@ -282,14 +284,21 @@ void rpt_conclude(struct rpt_verdict *v, const struct rpt_budget *budgets)
             snprintf(item, sizeof item, "%s (%s)", rpt_channel_name(c),
                      rpt_status_name(cv->status));
             add(lacking, sizeof lacking, item);
+        } else if (!cv->required && cv->stayed) {
+            /* a channel left out of --require still says what it saw: memory that stayed */
+            snprintf(item, sizeof item, "%s (did not return to baseline)", rpt_channel_name(c));
+            add(optional, sizeof optional, item);
         } else if (!cv->required && !decided) {
             bool device =
                 c == RPT_CH_TAGGED_DEVICE || c == RPT_CH_DEV_DRIVER || c == RPT_CH_DEV_PROCESS;
             if (!(device && no_device))
                 add(optional, sizeof optional, rpt_channel_name(c)); /* n/a on a CPU run */
         }
+        if (cv->status == RPT_SATURATING) add(settled, sizeof settled, rpt_channel_name(c));
         if (budgets && cv->required && !rpt_channel_exact(c) && !budgets[c].measured)
-            add(unmeasured, sizeof unmeasured, rpt_channel_name(c));
+            add(strncmp(budgets[c].source, "--budget", 8) ? unmeasured : by_hand,
+                strncmp(budgets[c].source, "--budget", 8) ? sizeof unmeasured : sizeof by_hand,
+                rpt_channel_name(c));
     }
     for (int c = 0; c < RPT_NCHANNELS; c++)
         if ((v->required & RPT_BIT(c)) && !judged[c]) {
@@ -310,10 +319,18 @@ void rpt_conclude(struct rpt_verdict *v, const struct rpt_budget *budgets)
                         "INCONCLUSIVE: partial, stopped (%s) after %s measured session(s): no leak "
                         "proven, too little to pass",
                         stopped, of_planned(plan, sizeof plan, v));
+    } else if (!v->required) {
+        rpt_verdict_say(v, RPT_INCONCLUSIVE,
+                        "INCONCLUSIVE: no channel required (--require), so no evidence to pass");
     } else if (lacking[0]) {
         rpt_verdict_say(v, RPT_INCONCLUSIVE,
                         "INCONCLUSIVE: required channel(s) without the evidence to pass: %s",
                         lacking);
+    } else if (settled[0]) {
+        rpt_verdict_say(v, RPT_PASS,
+                        "PASS: no leak over %d measured session(s), but not every channel "
+                        "returned to baseline: %s grew early and settled above it (saturating)",
+                        v->sessions_measured, settled);
     } else {
         rpt_verdict_say(
             v, RPT_PASS,
@@ -337,6 +354,11 @@ void rpt_conclude(struct rpt_verdict *v, const struct rpt_budget *budgets)
         l = strlen(v->summary);
         snprintf(v->summary + l, sizeof v->summary - l,
                  "; budgets never measured (see leakgate calibrate): %s", unmeasured);
+    }
+    if (by_hand[0]) {
+        l = strlen(v->summary);
+        snprintf(v->summary + l, sizeof v->summary - l,
+                 "; budgets set by hand (--budget), not measured: %s", by_hand);
     }
 }
 

@@ -130,12 +130,19 @@ static bool add_long(struct rpt_soak_channel *ch, double y)
     return true;
 }
 
+/* Tagged host and device bytes suppression rules took so far (rpt_judge_statistical_sup). */
+static double suppressed(const struct rpt_soak_trend *t)
+{
+    return (double)t->ex[0].suppressed + (double)t->ex[1].suppressed;
+}
+
 /* Judges the window's last k sessions relative to the delta before them; true on a leak. */
 static bool window_leaks(struct rpt_soak_trend *t, int c, int k, struct rpt_channel_verdict *cv)
 {
     struct rpt_soak_channel *ch = &t->ch[c];
     int n = relative(t, ch, k);
-    rpt_judge_statistical((enum rpt_channel)c, t->scratch, n, &t->budgets[c], cv);
+    rpt_judge_statistical_sup((enum rpt_channel)c, t->scratch, n, &t->budgets[c], suppressed(t),
+                              cv);
     return cv->status == RPT_LEAK;
 }
 
@@ -172,6 +179,7 @@ static unsigned add_statistical(struct rpt_soak_trend *t, int c, double y, int i
         ch->trend_slope_at = cv.slope;
         ch->trend_lo_at = cv.slope_lo;
         ch->trend_window_at = k;
+        lg_strlcpy(ch->trend_why, cv.why, sizeof ch->trend_why);
         fired |= 1u << c;
     }
     return fired;
@@ -180,6 +188,7 @@ static unsigned add_statistical(struct rpt_soak_trend *t, int c, double y, int i
 unsigned rpt_soak_trend_add(struct rpt_soak_trend *t, const struct rpt_session *s)
 {
     t->n_all++;
+    t->last_index = s->index;
     unsigned fired = add_exact(t, s);
     if (s->warmup) return fired;
     t->n_measured++;
@@ -215,15 +224,14 @@ static void verdict_exact(const struct rpt_soak_trend *t, int c, struct rpt_chan
     rpt_exact_note_suppressed(v, e->suppressed);
 }
 
-/* "trend alarm at session 44 (last 10 sessions: slope ..., CI low ...)" and/or the steps' */
+/* "alarm at session 44 (last 10 sessions: WHY)" and/or the steps' */
 static void alarms_text(const struct rpt_soak_channel *ch, char *buf, size_t size)
 {
-    char a[32], b[32];
+    char a[32];
     buf[0] = '\0';
     if (ch->trend_at >= 0)
-        snprintf(
-            buf, size, "trend alarm at session %d (last %d sessions: slope %s/session, CI low %s)",
-            ch->trend_at, ch->trend_window_at, fb(a, ch->trend_slope_at), fb(b, ch->trend_lo_at));
+        snprintf(buf, size, "alarm at session %d (last %d sessions: %s)", ch->trend_at,
+                 ch->trend_window_at, ch->trend_why);
     if (ch->steps_at >= 0) {
         size_t l = strlen(buf);
         snprintf(buf + l, size - l,
@@ -253,7 +261,7 @@ static void verdict_statistical(struct rpt_soak_trend *t, int c, struct rpt_chan
 {
     const struct rpt_soak_channel *ch = &t->ch[c];
     const struct rpt_budget *b = &t->budgets[c];
-    char s1[32], s2[32], s3[32], s4[32], al[320];
+    char s1[32], s2[32], s3[32], s4[32], al[480];
     if (ch->n_values == 0) {
         rpt_channel_unavailable(v, c,
                                 t->n_measured ? "not measured in this build or on this machine"
@@ -264,7 +272,7 @@ static void verdict_statistical(struct rpt_soak_trend *t, int c, struct rpt_chan
     double base;
     int n = linearize(t, ch, ch->n, &base);
     struct rpt_channel_verdict w; /* the final window, by the run verdict's rules */
-    rpt_judge_statistical((enum rpt_channel)c, t->scratch, n, b, &w);
+    rpt_judge_statistical_sup((enum rpt_channel)c, t->scratch, n, b, suppressed(t), &w);
     *v = w;
     v->channel = (enum rpt_channel)c;
     if (rpt_soak_alarmed(t, (enum rpt_channel)c)) {
@@ -273,9 +281,11 @@ static void verdict_statistical(struct rpt_soak_trend *t, int c, struct rpt_chan
         v->budget = ch->steps_at >= 0 ? b->floor : b->slope;
         int nr = relative(t, ch, ch->n);
         struct rpt_channel_verdict r;
-        rpt_judge_statistical((enum rpt_channel)c, t->scratch, nr, b, &r);
-        bool flat = nr >= LG_MIN(t->window, 2 * MIN_TREND) && r.status != RPT_LEAK &&
-                    isfinite(r.slope_hi) && r.slope_hi < b->slope;
+        rpt_judge_statistical_sup((enum rpt_channel)c, t->scratch, nr, b, suppressed(t), &r);
+        /* growth that stopped: the final window began after every alarm, and is flat */
+        bool flat = nr >= LG_MIN(t->window, 2 * MIN_TREND) && r.status != RPT_LEAK && !r.stayed &&
+                    isfinite(r.slope_hi) && r.slope_hi < b->slope &&
+                    ch->trend_at < t->last_index - nr + 1;
         if (ch->steps_at < 0 && flat) {
             v->status = RPT_SATURATING;
             snprintf(v->why, sizeof v->why,

@@ -42,6 +42,7 @@ struct rpt_soak_channel {
     int trend_at, steps_at; /* session index of the first alarm of each kind; -1: none */
     double trend_slope_at, trend_lo_at; /* the window's slope and bound when the trend fired */
     int trend_window_at;    /* sessions of the window that fired (W or RPT_SOAK_SHORT) */
+    char trend_why[400];    /* the rule that fired, in the verdict's words */
     struct rpt_steps steps; /* the long series' steps, as of the last check */
     double slope, slope_lo; /* the latest window's slope and lower bound (metrics) */
 };
@@ -57,6 +58,7 @@ struct rpt_soak_exact {
 
 struct rpt_soak_trend {
     int window, n_all, n_measured;
+    int last_index; /* the index of the last session fed */
     struct rpt_budget budgets[RPT_NCHANNELS];
     struct rpt_soak_channel ch[RPT_NCHANNELS];
     struct rpt_soak_exact ex[3]; /* tagged_host, tagged_device, refs */
@@ -76,7 +78,8 @@ unsigned rpt_soak_trend_add(struct rpt_soak_trend *t, const struct rpt_session *
 bool rpt_soak_alarmed(const struct rpt_soak_trend *t, enum rpt_channel c);
 /* The soak's verdict: exact channels at zero tolerance with attribution; statistical channels
  * leak when an alarm fired (saturating when a trend alarm's growth has since stopped: the
- * final window is flat), else the final window's judgement (a level above the band with no
+ * final window, which began after the alarm, is flat — never over an alarm of the final
+ * window's own sessions), else the final window's judgement (a level above the band with no
  * growth over the window and a flat late half: saturating, not inconclusive). Then
  * rpt_conclude with v->required, sessions_planned, stopped (the caller's). */
 void rpt_soak_trend_verdict(const struct rpt_soak_trend *t, struct rpt_verdict *v);

@@ -201,6 +201,28 @@ static double step_threshold(const double *y, int n, const struct rpt_budget *b)
     return fmax(thr, 4 * sigma);
 }
 
+/* The noise inside the segments between steps: 1.4826 x the median absolute residual of every
+ * reading around its segment's Theil–Sen line (a segment of fewer than 3 readings: around its
+ * median). A step must stand out of this to be called held (a late ramp's own rise is its line,
+ * not its noise). NAN when out of memory. */
+static double within_noise(const double *y, int n, const int *start, int ns)
+{
+    double stack[MAX_STACK_N], *r = n <= MAX_STACK_N ? stack : malloc((size_t)n * sizeof *r);
+    if (!r) return NAN;
+    for (int j = 0; j <= ns; j++) {
+        int a = start[j], e = j < ns ? start[j + 1] : n;
+        struct rpt_trend t = {0};
+        if (e - a >= 3)
+            rpt_theil_sen(y + a, e - a, 0.95, &t);
+        else
+            t.intercept = rpt_median(y + a, e - a);
+        for (int i = a; i < e; i++) r[i] = fabs(y[i] - (t.intercept + t.slope * (i - a)));
+    }
+    double sigma = 1.4826 * rpt_median(r, n);
+    if (r != stack) free(r);
+    return sigma;
+}
+
 void rpt_find_steps(const double *y, int n, const struct rpt_budget *b, struct rpt_steps *out)
 {
     memset(out, 0, sizeof *out);
@@ -210,6 +232,7 @@ void rpt_find_steps(const double *y, int n, const struct rpt_budget *b, struct r
         *start = n < MAX_STACK_N ? stack : malloc(((size_t)n + 1) * sizeof *start);
     if (!start) return;
     double thr = step_threshold(y, n, b);
+    out->threshold = thr;
     /* segment 0 holds the baseline (0) and what comes before the first step; step j starts
      * segment j at the first of a run of increments above the threshold */
     int ns = 0;
@@ -243,12 +266,20 @@ void rpt_find_steps(const double *y, int n, const struct rpt_budget *b, struct r
             if (t.lo > b->slope) out->flat_between = false;
         }
     }
+    out->within = within_noise(y, n, start, ns);
     /* step j persists when every later level stays above every earlier one by thr / 2 */
     for (int j = 1; j <= ns; j++) {
         double before = -INFINITY, after = INFINITY;
         for (int l = 0; l < j; l++) before = fmax(before, level[l]);
         for (int l = j; l <= ns; l++) after = fmin(after, level[l]);
         if (after - before <= thr / 2) continue;
+        if (out->n == 0) {
+            out->before = before;
+            out->after = after;
+            int r = start[j];
+            while (r < n && y[r] - (r ? y[r - 1] : 0.0) > thr) r++;
+            out->run = r - start[j];
+        }
         if (out->n < RPT_MAX_STEPS) {
             out->at[out->n] = start[j];
             out->size[out->n] = level[j] - level[j - 1];
@@ -305,97 +336,221 @@ static void set(struct rpt_channel_verdict *v, enum rpt_status s, double figure,
     v->budget = budget;
 }
 
-/* One or two steps that do not recur on an otherwise flat series: reported, not a leak. */
-static void one_off(struct rpt_channel_verdict *v, const struct rpt_trend *t,
-                    const struct rpt_steps *st, const struct rpt_budget *b)
+/* Whether the first persistent step is still held at the end: the last reading above the level
+ * before it by half the step threshold, and the level after it above that by the threshold and
+ * by four times the noise inside the segments (noise that crosses the threshold is no step). */
+static bool steps_held(const double *y, int n, const struct rpt_steps *st)
 {
-    char s1[32], s2[32], steps[200];
-    steps_text(st, steps, sizeof steps);
-    bool above = t->late > b->band;
-    set(v, above ? RPT_INCONCLUSIVE : RPT_PASS, t->late, b->band);
-    snprintf(v->why, sizeof v->why,
-             "%d one-off step(s) (%s) on an otherwise flat series: steps that do not recur are "
-             "reported, not "
-             "called a leak; level %s %s band %s%s",
-             st->n, steps, fb(s1, t->late), above ? ">" : "<=", fb(s2, b->band),
-             above ? "; run more sessions to see whether they recur" : "");
+    if (st->n == 0 || y[n - 1] - st->before <= st->threshold / 2) return false;
+    return st->after - st->before > fmax(st->threshold, 4 * st->within);
 }
 
-/* Rules 2 and 3 and the statuses short of a leak, over n >= 1 sessions (rpt_judge_statistical
+/* Growth that shrinks each session and stops: the first held step's run of increments (at
+ * least 3) shrinks session after session, and the sessions after it (RPT_KEPT_LEAK or more)
+ * are flat within the slope budget — a cache filling up, not a leak (docs/design.md). */
+static bool shrank(const double *y, int n, const struct rpt_budget *b, const struct rpt_steps *st)
+{
+    int a = st->at[0], e = a + st->run;
+    if (st->n != 1 || st->run < 3 || n - e < RPT_KEPT_LEAK) return false;
+    for (int i = a + 1; i < e; i++)
+        if (y[i] - y[i - 1] >= y[i - 1] - (i > 1 ? y[i - 2] : 0.0)) return false;
+    struct rpt_trend tail;
+    rpt_theil_sen(y + e, n - e, 0.95, &tail);
+    return !tail.failed && tail.hi < b->slope;
+}
+
+/* Rule 4: a step still held at the last reading. Kept RPT_KEPT_LEAK sessions or more it is a
+ * leak (a run of rising sessions: a leak that began late; one jump then flat: a retained
+ * block); kept fewer, the channel did not return to baseline and cannot yet tell a one-off
+ * from the start of a recurring leak. False when no step is held. */
+static bool held_step(const double *y, int n, const struct rpt_budget *b,
+                      const struct rpt_steps *st, struct rpt_channel_verdict *v)
+{
+    char s1[32], s2[32], s3[32], steps[200];
+    double held = y[n - 1] - st->before;
+    if (!steps_held(y, n, st)) return false;
+    int at = st->at[0], kept = n - at;
+    steps_text(st, steps, sizeof steps);
+    v->stayed = true;
+    if (kept < RPT_KEPT_LEAK) {
+        set(v, RPT_INCONCLUSIVE, held, st->threshold);
+        snprintf(v->why, sizeof v->why,
+                 "did not return to baseline: +%s since measured session #%d, still held at the "
+                 "end (the last %d session(s)); a step this late cannot be told from the start of "
+                 "a recurring leak: run more sessions (steps: %s)",
+                 fb(s1, held), at + 1, kept, steps);
+        return true;
+    }
+    if (shrank(y, n, b, st)) {
+        set(v, RPT_SATURATING, held, st->threshold);
+        snprintf(v->why, sizeof v->why,
+                 "grew in shrinking steps over measured sessions #%d-#%d, then flat for %d "
+                 "sessions (slope <= budget %s/session): settled %s above baseline, not returned "
+                 "to it (step threshold %s)",
+                 at + 1, at + st->run, n - at - st->run, fb(s1, b->slope), fb(s2, held),
+                 fb(s3, st->threshold));
+        return true;
+    }
+    set(v, RPT_LEAK, held, st->threshold);
+    if (st->run >= RPT_KEPT_LEAK)
+        snprintf(v->why, sizeof v->why,
+                 "rose in each of measured sessions #%d-#%d, +%s in all, and never came back: a "
+                 "leak that began at session #%d (rule 4; steps above %s)",
+                 at + 1, at + st->run, fb(s1, held), at + 1, fb(s2, st->threshold));
+    else
+        snprintf(v->why, sizeof v->why,
+                 "did not return to baseline: +%s came in measured session #%d and was still held "
+                 "%d session(s) later, at the end: a retained block (rule 4; step threshold %s; "
+                 "give one-time growth to the warm-up with --warmup, or a suppression rule)",
+                 fb(s1, held), at + 1, kept - 1, fb(s2, st->threshold));
+    return true;
+}
+
+/* Rule 5: a steady rise, below the budget or not. The longest final stretch of at least
+ * RPT_STEADY_MIN sessions that rose by at least the channel's granularity in all but one in
+ * eight of them, by increments of one size (three in four within half the median increment of
+ * it), with a Theil–Sen interval above zero: a budget absorbs noise, it does not license a
+ * series that rises session after session (docs/design.md gives the false-alarm argument).
+ * Fills *from (0-based) and *rate; false when there is none. */
+static bool steady_rise(enum rpt_channel ch, const double *y, int n, int *from, double *rate,
+                        struct rpt_trend *tr)
+{
+    if (n < RPT_STEADY_MIN) return false;
+    double g = rpt_channel_granularity(ch), stack[MAX_STACK_N];
+    double *inc = n <= MAX_STACK_N ? stack : malloc((size_t)n * sizeof *inc);
+    if (!inc) return false;
+    bool found = false;
+    int rises = 0, start = -1;
+    for (int i = 0; i < n; i++) inc[i] = y[i] - (i ? y[i - 1] : 0.0);
+    /* the longest suffix whose share of rises qualifies */
+    for (int i = n - 1; i >= 0; i--) {
+        rises += inc[i] >= g;
+        int len = n - i;
+        if (len >= RPT_STEADY_MIN && rises >= len - len / 8) start = i;
+    }
+    if (start >= 0) {
+        int len = n - start, near = 0;
+        double m = rpt_median(inc + start, len);
+        for (int i = start; i < n; i++) near += fabs(inc[i] - m) <= m / 2;
+        rpt_theil_sen(y + start, len, 0.95, tr);
+        found = m >= g && near >= len - len / 4 && !tr->failed && tr->lo > 0;
+        *from = start;
+        *rate = m;
+    }
+    if (inc != stack) free(inc);
+    return found;
+}
+
+/* Rules 2 to 5 and the statuses short of a leak, over n >= 1 sessions (rpt_judge_statistical
  * has set the trend's figures in v). */
-static void judge_rules(const double *y, int n, const struct rpt_budget *b,
-                        const struct rpt_trend *tp, struct rpt_channel_verdict *v)
+static void judge_rules(enum rpt_channel ch, const double *y, int n, const struct rpt_budget *b,
+                        double suppressed, const struct rpt_trend *tp,
+                        struct rpt_channel_verdict *v)
 {
     char s1[32], s2[32], s3[32], s4[32], s5[32], s6[32], s7[32], steps[200];
-    struct rpt_trend t = *tp;
+    struct rpt_trend t = *tp, early, late;
     struct rpt_steps st;
     rpt_find_steps(y, n, b, &st);
     steps_text(&st, steps, sizeof steps);
     bool significant = t.lo > b->slope, moved = t.shift > b->floor, recur = st.n >= RPT_STEP_RECUR;
-    if (significant && moved) {
-        int h = n / 2;
-        struct rpt_trend early, late;
-        rpt_theil_sen(y, h, 0.95, &early);
-        rpt_theil_sen(y + h, n - h, 0.95, &late);
-        /* growth that shrinks: rising early (not in one jump), flat late */
-        if (!recur && n - h >= 4 && late.hi < b->slope && early.lo > b->slope) {
-            v->status = RPT_SATURATING;
-            snprintf(
-                v->why, sizeof v->why,
-                "grew %s/session early, flat late (late slope <= %s/session < budget %s); shift %s",
-                fb(s1, t.slope), fb(s2, late.hi), fb(s3, b->slope), fb(s4, t.shift));
-            return;
-        }
-        if (st.n > 0 && !recur && st.flat_between) return one_off(v, &t, &st, b);
+    bool held = steps_held(y, n, &st);
+    int h = n / 2;
+    rpt_theil_sen(y, h, 0.95, &early);
+    rpt_theil_sen(y + h, n - h, 0.95, &late);
+    /* growth that shrinks: rising early by increments too small to be steps, flat late */
+    bool saturates = !recur && !held && late.n >= 4 && late.hi < b->slope && early.lo > b->slope;
+    bool settles = held && shrank(y, n, b, &st); /* grew in shrinking steps, then flat */
+    if (significant && moved && !saturates && !settles && !(held && !recur && st.flat_between)) {
         v->status = RPT_LEAK;
+        v->stayed = true;
         snprintf(v->why, sizeof v->why,
                  "slope %s/session, 95%% CI [%s, %s] > budget %s/session, and late-vs-early shift "
-                 "%s > floor %s "
-                 "(rule 2)%s%s",
+                 "%s > floor %s (rule 2)%s%s",
                  fb(s1, t.slope), fb(s2, t.lo), fb(s3, t.hi), fb(s4, b->slope), fb(s5, t.shift),
                  fb(s6, b->floor), recur ? "; it came in steps: " : "", recur ? steps : "");
         return;
     }
     if (recur && st.total > b->floor) {
         set(v, RPT_LEAK, st.total, b->floor);
+        v->stayed = true;
         snprintf(v->why, sizeof v->why,
                  "%d steps that never came back (%s), %s in all > floor %s: a leak that comes in "
                  "steps (rule 3)",
                  st.n, steps, fb(s1, st.total), fb(s2, b->floor));
         return;
     }
+    if (held && suppressed > 0) {
+        /* suppression rules took tagged bytes that stayed: their pages and the ledger's own
+         * entries show here too, and cannot be netted out to the byte, so rules 4 and 5 are
+         * not applied; the band still bounds what stays */
+        bool above = y[n - 1] > b->band;
+        set(v, above ? RPT_INCONCLUSIVE : RPT_PASS, y[n - 1], b->band);
+        v->stayed = above;
+        snprintf(v->why, sizeof v->why,
+                 "slope %s/session (CI [%s, %s]); held +%s since measured session #%d, %s the "
+                 "band %s; not judged as a retained block: suppression rules took %s that "
+                 "stayed, whose footprint this channel shows",
+                 fb(s1, t.slope), fb(s2, t.lo), fb(s3, t.hi), fb(s4, y[n - 1] - st.before),
+                 st.at[0] + 1, above ? "above" : "within", fb(s5, b->band), fb(s6, suppressed));
+        return;
+    }
+    if (held && n - st.at[0] >= RPT_KEPT_LEAK) {
+        held_step(y, n, b, &st, v);
+        return;
+    }
+    int from;
+    double rate;
+    struct rpt_trend sr;
+    if (suppressed <= 0 && steady_rise(ch, y, n, &from, &rate, &sr)) {
+        set(v, RPT_LEAK, rate, b->slope);
+        v->stayed = true;
+        snprintf(v->why, sizeof v->why,
+                 "rose %s/session in %s session since measured session #%d (slope %s, 95%% CI "
+                 "[%s, %s] above zero): a steady rise is a leak even within budget %s/session "
+                 "(rule 5)",
+                 fb(s1, rate), n - from >= n ? "every" : "nearly every", from + 1, fb(s2, sr.slope),
+                 fb(s3, sr.lo), fb(s4, sr.hi), fb(s5, b->slope));
+        return;
+    }
+    if (held_step(y, n, b, &st, v)) return;
+    if (significant && moved && saturates) {
+        v->status = RPT_SATURATING;
+        v->stayed = true;
+        snprintf(
+            v->why, sizeof v->why,
+            "grew %s/session early, flat late (late slope <= %s/session < budget %s); shift %s: "
+            "settled above baseline, not returned to it",
+            fb(s1, t.slope), fb(s2, late.hi), fb(s3, b->slope), fb(s4, t.shift));
+        return;
+    }
     if (t.slope > b->slope && moved) {
         snprintf(v->why, sizeof v->why,
                  "slope %s/session above budget %s but its 95%% CI reaches %s: not significant "
-                 "over %d sessions; "
-                 "run more",
+                 "over %d sessions; run more",
                  fb(s1, t.slope), fb(s2, b->slope), fb(s3, t.lo), n);
         return;
     }
-    if (t.late > b->band) {
-        /* above the band without a significant overall trend: saturated growth (significant
-         * early, flat late), a step or two that never came back, or a one-time jump */
-        int h = n / 2;
-        struct rpt_trend early, late;
-        rpt_theil_sen(y, h, 0.95, &early);
-        rpt_theil_sen(y + h, n - h, 0.95, &late);
-        set(v, RPT_INCONCLUSIVE, t.late, b->band);
-        if (h >= 4 && early.lo > b->slope && late.hi < b->slope) {
+    double last = y[n - 1];
+    if (t.late > b->band || last > b->band) {
+        /* above the band without a significant trend or a held step: growth that settled
+         * (significant early, flat late), or a one-time growth that did not return */
+        double level = fmax(t.late, last);
+        set(v, RPT_INCONCLUSIVE, level, b->band);
+        v->stayed = true;
+        if (h >= 4 && saturates) {
             v->status = RPT_SATURATING;
             snprintf(v->why, sizeof v->why,
                      "grew %s/session early (CI low %s), flat late (slope <= %s/session): settled "
-                     "%s above baseline, "
-                     "band %s",
-                     fb(s1, early.slope), fb(s2, early.lo), fb(s3, late.hi), fb(s4, t.late),
+                     "%s above baseline, band %s; not returned to it",
+                     fb(s1, early.slope), fb(s2, early.lo), fb(s3, late.hi), fb(s4, level),
                      fb(s5, b->band));
             return;
         }
-        if (st.n > 0 && st.flat_between) return one_off(v, &t, &st, b);
         snprintf(v->why, sizeof v->why,
-                 "late median %s above the band %s with no trend (slope %s/session): a one-time "
-                 "growth that did not "
-                 "return",
-                 fb(s1, t.late), fb(s2, b->band), fb(s3, t.slope));
+                 "did not return to baseline: %s %s above the band %s with no trend (slope "
+                 "%s/session): a one-time growth that did not come back",
+                 t.late > b->band ? "late median" : "last reading", fb(s1, level), fb(s2, b->band),
+                 fb(s3, t.slope));
         return;
     }
     v->status = RPT_PASS;
@@ -403,11 +558,19 @@ static void judge_rules(const double *y, int n, const struct rpt_budget *b,
              "slope %s/session (CI [%s, %s]) within budget %s; shift %s; late median %s within "
              "band %s%s%s",
              fb(s1, t.slope), fb(s2, t.lo), fb(s3, t.hi), fb(s4, b->slope), fb(s5, t.shift),
-             fb(s6, t.late), fb(s7, b->band), st.n ? "; one-off steps: " : "", st.n ? steps : "");
+             fb(s6, t.late), fb(s7, b->band), st.n ? "; steps given back: " : "",
+             st.n ? steps : "");
 }
 
 void rpt_judge_statistical(enum rpt_channel ch, const double *y, int n, const struct rpt_budget *b,
                            struct rpt_channel_verdict *v)
+{
+    rpt_judge_statistical_sup(ch, y, n, b, 0, v);
+}
+
+void rpt_judge_statistical_sup(enum rpt_channel ch, const double *y, int n,
+                               const struct rpt_budget *b, double suppressed,
+                               struct rpt_channel_verdict *v)
 {
     char s1[32], s2[32], s3[32];
     memset(v, 0, sizeof *v);
@@ -437,9 +600,9 @@ void rpt_judge_statistical(enum rpt_channel ch, const double *y, int n, const st
         snprintf(v->why, sizeof v->why, "out of memory fitting the trend of %d sessions", n);
         return;
     }
-    judge_rules(y, n, b, &t, v);
+    judge_rules(ch, y, n, b, suppressed, &t, v);
     int need = rpt_min_sessions(b);
-    if (v->status != RPT_LEAK && n < need) {
+    if (v->status != RPT_LEAK && !v->stayed && n < need) {
         /* no leak shown, but too few sessions to show one of twice the budget: never a pass */
         double worst = 0;
         for (int i = 0; i < n; i++) worst = fmax(worst, fabs(y[i]));

@@ -15,16 +15,23 @@
  *   rpt_series_fini(&ser);
  *
  * Exact channels (tagged bytes born in a session and still live; unbalanced references) fail
- * at zero tolerance. A statistical channel fails on any of three rules, checked in order:
+ * at zero tolerance. A statistical channel fails on any of five rules, checked in order:
  *   1. gross growth: every measured session (at least 2) grew the channel by at least
  *      RPT_GROSS_FACTOR times its band;
  *   2. a trend: the Theil–Sen slope's lower 95% bound exceeds the slope budget and the
- *      late-vs-early median shift exceeds the floor — unless the growth is one or two one-off
- *      steps on an otherwise flat series (reported, not a leak), or confined to the first half
- *      (saturating);
+ *      late-vs-early median shift exceeds the floor — unless the growth is a held step (rule 4)
+ *      or gradual growth confined to the first half (saturating);
  *   3. steps that recur: RPT_STEP_RECUR or more upward steps above the floor that never come
- *      back (a checkpoint kept every Nth session).
- * With fewer measured sessions than rpt_min_sessions(budget), a channel that is not grossly
+ *      back (a checkpoint kept every Nth session);
+ *   4. a held step: a step still held at the last reading and kept RPT_KEPT_LEAK sessions or
+ *      more — a leak that began late, or a retained block; kept fewer, the channel did not
+ *      return to baseline and is inconclusive, naming the session;
+ *   5. a steady rise: at least RPT_STEADY_MIN final sessions that (nearly) all rose by at least
+ *      the channel's granularity, by increments of one size, with a slope interval above zero
+ *      — a leak even below the budget.
+ * Short of a leak, a channel whose last readings are not back in its band is inconclusive (or
+ * saturating: grew early, flat late), and says it did not return to baseline (v->stayed). With
+ * fewer measured sessions than rpt_min_sessions(budget), a channel that is not grossly
  * growing is inconclusive, never a pass.
  */
 #ifndef LG_VERDICT_H
@@ -36,6 +43,8 @@
 #define RPT_MIN_TREND    4  /* fewest sessions whose Sen interval has a finite lower bound */
 #define RPT_STEP_RECUR   3  /* rule 3: persistent steps that make a leak */
 #define RPT_MAX_STEPS    16 /* steps listed in a why (all are counted) */
+#define RPT_KEPT_LEAK    4  /* rule 4: sessions a held step must be kept to be a leak */
+#define RPT_STEADY_MIN   8  /* rule 5: fewest sessions of a steady rise */
 
 /* ---- statistics ---------------------------------------------------------------------------- */
 
@@ -66,6 +75,11 @@ struct rpt_steps {
     double size[RPT_MAX_STEPS]; /* the level change each made */
     double total;               /* the sum of all of them */
     bool flat_between;          /* every segment between steps stays within the slope budget */
+    double threshold;           /* what an increment had to exceed to start a step */
+    double before;              /* the highest level before the first persistent step */
+    double after;               /* the lowest level from it on */
+    double within;              /* noise inside the segments (robust sigma of residuals) */
+    int run;                    /* sessions in the first persistent step's run of increments */
 };
 /* Finds the steps of y[0..n); allocates n ints of temporary heap memory, freed before it
  * returns (none when n <= 1). */
@@ -80,6 +94,12 @@ int rpt_min_sessions(const struct rpt_budget *b);
 /* Judges a statistical channel series (deltas against baseline, one per measured session). */
 void rpt_judge_statistical(enum rpt_channel ch, const double *y, int n, const struct rpt_budget *b,
                            struct rpt_channel_verdict *out);
+/* The same for a run whose suppression rules took `suppressed` tagged bytes that stayed (> 0):
+ * their footprint shows in the allocator and page channels and cannot be netted out to the
+ * byte, so a held step is bounded by the band instead of rules 4 and 5. */
+void rpt_judge_statistical_sup(enum rpt_channel ch, const double *y, int n,
+                               const struct rpt_budget *b, double suppressed,
+                               struct rpt_channel_verdict *out);
 
 /* Judges an exact channel: leaked[i] is what session i left alive (bytes, or objects for the
  * refs channel); `worst` names the largest offender for the why ("varmap/out.weight"). No

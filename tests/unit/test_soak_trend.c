@@ -111,19 +111,20 @@ Test(soak_trend, noise_without_drift_raises_no_alarm)
     rpt_soak_trend_fini(&f.t);
 }
 
-Test(soak_trend, a_leak_from_session_40_fires_the_short_window_within_ten_sessions)
+Test(soak_trend, a_leak_from_session_40_fires_within_four_leaking_sessions)
 {
     struct feed f;
     struct rpt_verdict v;
     soak(&f, 100, leak_from_40, &v);
     /* je_allocated: the last 10 sessions, relative to the one before them, are all leak by 49 */
     int at = f.t.ch[RPT_CH_JE_ALLOCATED].trend_at;
-    cr_expect(at >= 41 && at <= 49, "256 KiB/session from 40: alarm at %d", at);
+    /* rule 4: LEAK once the step it makes is held RPT_KEPT_LEAK sessions (40, 41, 42, 43) */
+    cr_expect(at >= 41 && at <= 40 + RPT_KEPT_LEAK - 1, "256 KiB/session from 40: alarm at %d", at);
     cr_expect_eq(f.first_fired[RPT_CH_JE_ALLOCATED], at);
     const struct rpt_channel_verdict *cv = &v.channels[RPT_CH_JE_ALLOCATED];
     cr_expect_eq(cv->status, RPT_LEAK);
     cr_expect_float_eq(cv->slope, 256 * KiB, 1, "the final window's slope: %f", cv->slope);
-    cr_expect(strstr(cv->why, "trend alarm at session") != NULL, "%s", cv->why);
+    cr_expect(strstr(cv->why, "alarm at session") != NULL, "%s", cv->why);
     cr_expect_eq(v.exit_code, 1);
     rpt_soak_trend_fini(&f.t);
 }
@@ -194,36 +195,43 @@ Test(soak_trend, noise_raises_no_alarm_on_any_statistical_channel)
     rpt_soak_trend_fini(&f.t);
 }
 
-Test(soak_trend, a_one_time_step_raises_no_alarm_and_settles_as_saturating)
+Test(soak_trend, a_step_held_four_sessions_alarms_as_a_retained_block)
 {
     struct feed f;
     struct rpt_verdict v;
     soak(&f, 100, step_at_70, &v);
-    cr_expect_eq(f.first_fired[RPT_CH_JE_RESIDENT], -1, "a single step never alarms alone");
+    /* the step comes in session 70 and is held at 70, 71, 72, 73: RPT_KEPT_LEAK sessions */
+    cr_expect_eq(f.first_fired[RPT_CH_JE_RESIDENT], 70 + RPT_KEPT_LEAK - 1, "held four sessions");
     const struct rpt_channel_verdict *cv = &v.channels[RPT_CH_JE_RESIDENT];
-    cr_expect_eq(cv->status, RPT_SATURATING, "%s", cv->why);
-    cr_expect_eq(v.status, RPT_PASS, "%s", v.summary);
+    cr_expect_eq(cv->status, RPT_LEAK, "%s", cv->why);
+    cr_expect(strstr(cv->why, "retained block"), "%s", cv->why);
+    cr_expect_eq(v.exit_code, 1, "%s", v.summary);
     rpt_soak_trend_fini(&f.t);
 }
 
-Test(soak_trend, a_step_late_in_the_window_stays_inconclusive)
+Test(soak_trend, a_step_late_in_the_window_is_never_called_settled)
 {
     struct feed f;
     struct rpt_verdict v;
-    soak(&f, 100, step_at_88, &v); /* 13 sessions above the band: not yet shown to be flat */
-    cr_expect_eq(v.channels[RPT_CH_JE_RESIDENT].status, RPT_INCONCLUSIVE, "%s",
+    /* session 88 on: an alarm at 91, and the final window's sessions hold it: no "saturated" */
+    soak(&f, 100, step_at_88, &v);
+    cr_expect_eq(f.first_fired[RPT_CH_JE_RESIDENT], 88 + RPT_KEPT_LEAK - 1, "held four sessions");
+    cr_expect_eq(v.channels[RPT_CH_JE_RESIDENT].status, RPT_LEAK, "%s",
                  v.channels[RPT_CH_JE_RESIDENT].why);
+    cr_expect_eq(v.exit_code, 1, "%s", v.summary);
     rpt_soak_trend_fini(&f.t);
 }
 
-Test(soak_trend, a_ramp_below_the_budget_is_not_called_settled)
+Test(soak_trend, a_steady_ramp_below_the_budget_is_a_leak)
 {
     struct feed f;
     struct rpt_verdict v;
-    soak(&f, 200, ramp_5k, &v); /* 5 KiB/session < 8 KiB budget, 1 MiB by the end > 128 KiB band */
+    soak(&f, 200, ramp_5k, &v); /* 5 KiB/session < 8 KiB budget: rises every session */
     const struct rpt_channel_verdict *cv = &v.channels[RPT_CH_JE_ALLOCATED];
-    cr_expect_eq(f.first_fired[RPT_CH_JE_ALLOCATED], -1, "below the budget: no alarm");
-    cr_expect_eq(cv->status, RPT_INCONCLUSIVE, "%s", cv->why);
+    cr_expect_geq(f.first_fired[RPT_CH_JE_ALLOCATED], 0, "a steady rise alarms");
+    cr_expect_leq(f.first_fired[RPT_CH_JE_ALLOCATED], RPT_SOAK_SHORT, "within the short window");
+    cr_expect_eq(cv->status, RPT_LEAK, "%s", cv->why);
+    cr_expect(strstr(cv->why, "rule 5"), "%s", cv->why);
     rpt_soak_trend_fini(&f.t);
 }
 
