@@ -567,3 +567,69 @@ Test(verdict, budgets_from_noise_and_the_budgets_file)
                   "a directory is not a budgets file");
     cr_expect_neq(hx_load_budgets(back, "/nonexistent.json", TN_CPU), LG_OK);
 }
+
+/* A leak of 1 MiB a session may start at any session: a Monte Carlo over every onset of a
+ * 40-session run, with jemalloc-allocated's budgets and allocation jitter of +-2 KiB a session
+ * (20 noise draws per onset). It is a LEAK once 4 sessions leaked (rule 4, RPT_KEPT_LEAK),
+ * INCONCLUSIVE before that (the memory did not return to baseline), and never a PASS; the same
+ * noise without the leak passes. */
+Test(verdict, a_leak_starting_at_any_session_is_never_a_pass)
+{
+    const struct rpt_budget b = {
+        .band = 512 * 1024, .slope = 8192, .floor = 32768, .noise = 0, .measured = true};
+    const int n = 40;
+    int clean_pass = 0, trials = 0;
+    for (int onset = 0; onset < n; onset++) {
+        for (uint64_t seed = 1; seed <= 20; seed++) {
+            uint64_t s = seed * 7919 + (uint64_t)onset;
+            double y[40], clean[40];
+            for (int i = 0; i < n; i++) {
+                double jitter = 2048 * noise(&s);
+                clean[i] = jitter;
+                y[i] = jitter + (i >= onset ? (double)(i - onset + 1) * (1 << 20) : 0);
+            }
+            struct rpt_channel_verdict v;
+            rpt_judge_statistical(RPT_CH_JE_ALLOCATED, y, n, &b, &v);
+            int leaking = n - onset;
+            if (leaking >= RPT_KEPT_LEAK)
+                cr_expect_eq(v.status, RPT_LEAK, "onset %d (%d leaking), seed %llu: %s", onset,
+                             leaking, (unsigned long long)seed, v.why);
+            else
+                cr_expect_eq(v.status, RPT_INCONCLUSIVE, "onset %d (%d leaking), seed %llu: %s",
+                             onset, leaking, (unsigned long long)seed, v.why);
+            cr_expect(v.stayed || v.status == RPT_LEAK, "onset %d: said to stay: %s", onset, v.why);
+            rpt_judge_statistical(RPT_CH_JE_ALLOCATED, clean, n, &b, &v);
+            clean_pass += v.status == RPT_PASS;
+            trials++;
+        }
+    }
+    cr_expect_eq(clean_pass, trials, "the clean twins: %d of %d passed", clean_pass, trials);
+}
+
+/* Rule 5 on its own: a channel rising by a constant 3 KiB a session (below the 8 KiB budget) is a
+ * leak from RPT_STEADY_MIN sessions on; a page-granular channel needs a page a session; a
+ * series that rises only now and then, or by wildly different amounts, is not steady. */
+Test(verdict, a_steady_rise_below_the_budget_is_a_leak_and_noise_is_not)
+{
+    const struct rpt_budget b = {
+        .band = 512 * 1024, .slope = 8192, .floor = 32768, .noise = 0, .measured = true};
+    double y[64];
+    struct rpt_channel_verdict v;
+    for (int i = 0; i < 64; i++) y[i] = 3072.0 * (i + 1);
+    rpt_judge_statistical(RPT_CH_JE_ALLOCATED, y, RPT_STEADY_MIN, &b, &v);
+    cr_expect_eq(v.status, RPT_LEAK, "%s", v.why);
+    cr_expect(strstr(v.why, "rose 3.00 KiB/session") && strstr(v.why, "rule 5"), "%s", v.why);
+    rpt_judge_statistical(RPT_CH_JE_ALLOCATED, y, RPT_STEADY_MIN - 1, &b, &v);
+    cr_expect_neq(v.status, RPT_LEAK, "fewer than RPT_STEADY_MIN sessions: %s", v.why);
+    /* 3 KiB a session on RSS is less than its page: not a rise there */
+    rpt_judge_statistical(RPT_CH_RSS, y, 16, &b, &v);
+    cr_expect(!strstr(v.why, "rule 5"), "below RSS's granularity: %s", v.why);
+    /* a page now and then (one session in five) over 40 sessions: the clean gate's RSS */
+    for (int i = 0; i < 40; i++) y[i] = 4096.0 * ((i + 1) / 5);
+    rpt_judge_statistical(RPT_CH_RSS, y, 40, &b, &v);
+    cr_expect_eq(v.status, RPT_PASS, "a page now and then: %s", v.why);
+    /* rises in every session but by amounts from 1 KiB to 15 KiB: not one size, not rule 5 */
+    for (int i = 0; i < 40; i++) y[i] = (i ? y[i - 1] : 0) + 1024.0 * (1 + (i * 7) % 15);
+    rpt_judge_statistical(RPT_CH_JE_ALLOCATED, y, 40, &b, &v);
+    cr_expect(!strstr(v.why, "rule 5"), "increments of many sizes: %s", v.why);
+}

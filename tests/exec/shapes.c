@@ -1,0 +1,82 @@
+/* shapes.c — the shapes of memory that stays (issue 33), one program: each keeps memory in a
+ * different pattern across the sessions it runs through the leakgate.h API, so the tests can
+ * hold every verdict to "returned to baseline only when it did".
+ *
+ *   exec_shapes SHAPE SESSIONS
+ *
+ *   last-step   96 MiB allocated in the last session only, kept
+ *   kept-step   48 MiB allocated in session 6, kept to the end
+ *   trickle     three blocks of 1 KiB kept every session
+ *   steady4k    4 KiB kept every session
+ *   late        1 MiB kept every session of the last quarter
+ *   warm-cache  a 4 MiB cache filled in the first session (the warm-up), kept; clean after
+ *   scratch     a 2 MiB buffer that lives one session and is freed in the next: clean
+ *   clean       allocates and frees: clean
+ *
+ * Sessions count from 0; the first exec --warmup of them are its warm-up.
+ */
+#include <leakgate.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MiB (1024 * 1024)
+
+void *shapes_kept[4096]; /* reachable, like the real thing (and not optimised away) */
+static int n_kept;
+
+__attribute__((noinline)) static void keep_block(size_t n)
+{
+    char *p = malloc(n);
+    if (!p) exit(3);
+    memset(p, 0x5a, n); /* touched: resident, not only reserved */
+    shapes_kept[n_kept++ % 4096] = p;
+}
+
+/* Work that allocates and frees (the sawtooth of a healthy session). */
+__attribute__((noinline)) static double work(int s)
+{
+    double sum = 0;
+    for (int i = 0; i < 100; i++) {
+        size_t n = 64 + (size_t)((i * 7919 + s * 104729) % 4096);
+        double *v = malloc(n * sizeof *v);
+        if (!v) exit(3);
+        for (size_t k = 0; k < n; k++) v[k] = (double)(k ^ (size_t)i);
+        sum += v[n / 2];
+        free(v);
+    }
+    return sum;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: exec_shapes SHAPE SESSIONS\n");
+        return 2;
+    }
+    const char *shape = argv[1];
+    int n = atoi(argv[2]);
+    char *scratch = NULL;
+    double sum = 0;
+    for (int s = 0; s < n; s++) {
+        if (leakgate_session_begin() != LEAKGATE_OK) return 4;
+        sum += work(s);
+        if (!strcmp(shape, "last-step") && s == n - 1) keep_block(96 * MiB);
+        if (!strcmp(shape, "kept-step") && s == 6) keep_block(48 * MiB);
+        if (!strcmp(shape, "trickle"))
+            for (int k = 0; k < 3; k++) keep_block(1024);
+        if (!strcmp(shape, "steady4k")) keep_block(4096);
+        if (!strcmp(shape, "late") && s >= n - n / 4) keep_block(1 * MiB);
+        if (!strcmp(shape, "warm-cache") && s == 0) keep_block(4 * MiB);
+        if (!strcmp(shape, "scratch")) {
+            free(scratch);
+            scratch = malloc(2 * MiB);
+            if (!scratch) return 3;
+            memset(scratch, 1, 2 * MiB);
+        }
+        if (leakgate_session_end() != LEAKGATE_OK) return 4;
+    }
+    free(scratch);
+    printf("%s: %d sessions (%g)\n", shape, n, sum > 0 ? 1.0 : 0.0);
+    return 0;
+}
