@@ -168,11 +168,6 @@ int hx_prof_after_session(struct hx_prof *p, const struct rpt_series *ser,
                           const struct rpt_budget *b, struct rpt_session *s);
 void hx_prof_stop(struct hx_prof *p);
 
-/* Grows a series to hold cap sessions (reports/series.c; its home is verdict.h beside
- * rpt_series_init, declared here while that header is being reworked). LG_ENOMEM leaves s as
- * it was. */
-int rpt_series_reserve(struct rpt_series *s, int cap);
-
 /* ---- the command (exec.c, exec_cli.c) ------------------------------------------------------- */
 
 /* `leakgate exec [options] -- CMD [ARGS...]`: the process exit code. */

@@ -162,6 +162,8 @@ struct rpt_series {
 };
 /* Sizes the arrays for cap sessions (freed with rpt_series_fini). */
 int rpt_series_init(struct rpt_series *s, int cap);
+/* Grows a series to hold cap sessions; LG_ENOMEM leaves s as it was. */
+int rpt_series_reserve(struct rpt_series *s, int cap);
 void rpt_series_fini(struct rpt_series *s);
 /* Records a session. Allocates nothing. */
 void rpt_series_add(struct rpt_series *s, const struct rpt_session *r);
