@@ -6,9 +6,10 @@ The rule, first match wins:
 2. Under ``leakgate exec``: beside the preloaded agent (``LD_PRELOAD`` names
    ``libleakgate-agent.so``): the same directory (a build tree, ``build/agent/``) or its parent
    (an install, ``PREFIX/lib/leakgate/`` -> ``PREFIX/lib/``).
-3. Beside a ``leakgate`` on ``PATH``: ``PREFIX/bin/leakgate`` -> ``PREFIX/lib``, or a build
+3. The one this package carries (``leakgate/_native/lib/``, built by ``pip install``).
+4. Beside a ``leakgate`` on ``PATH``: ``PREFIX/bin/leakgate`` -> ``PREFIX/lib``, or a build
    tree's ``build/harness/leakgate`` -> ``build/agent``.
-4. The dynamic linker's own search (``libleakgate.so.1``, ``ldconfig``'s cache).
+5. The dynamic linker's own search (``libleakgate.so.1``, ``ldconfig``'s cache).
 
 When none is found the binding runs on a stand-in whose every call returns 0, which is what
 libleakgate itself does outside exec; under exec that is an error (the sessions would be lost),
@@ -19,6 +20,8 @@ import ctypes
 import ctypes.util
 import os
 import shutil
+
+from . import _bundle
 
 LIB_NAMES = ("libleakgate.so", "libleakgate.so.1")
 AGENT_NAME = "libleakgate-agent.so"
@@ -43,6 +46,7 @@ def _candidates():
         if os.path.basename(entry) == AGENT_NAME:
             d = os.path.dirname(os.path.abspath(entry))
             yield "beside the preloaded agent", _in_dir(d) or _in_dir(os.path.dirname(d))
+    yield "carried by the package", _bundle.library()
     exe = shutil.which("leakgate")
     if exe:
         b = os.path.dirname(os.path.realpath(exe))
