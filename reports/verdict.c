@@ -441,6 +441,23 @@ static bool steady_rise(enum rpt_channel ch, const double *y, int n, int *from, 
     return found;
 }
 
+/* Fewer sessions than rule 5 needs, every one of them rising by at least the granularity and
+ * by increments of one size: not a leak yet, but not back at baseline either. */
+static bool rising_throughout(enum rpt_channel ch, const double *y, int n, double *rate)
+{
+    if (n < 2 || n >= RPT_STEADY_MIN) return false;
+    double g = rpt_channel_granularity(ch), inc[RPT_STEADY_MIN];
+    for (int i = 0; i < n; i++) {
+        inc[i] = y[i] - (i ? y[i - 1] : 0.0);
+        if (inc[i] < g) return false;
+    }
+    double m = rpt_median(inc, n);
+    for (int i = 0; i < n; i++)
+        if (fabs(inc[i] - m) > m / 2) return false;
+    *rate = m;
+    return true;
+}
+
 /* Rules 2 to 5 and the statuses short of a leak, over n >= 1 sessions (rpt_judge_statistical
  * has set the trend's figures in v). */
 static void judge_rules(enum rpt_channel ch, const double *y, int n, const struct rpt_budget *b,
@@ -513,6 +530,15 @@ static void judge_rules(enum rpt_channel ch, const double *y, int n, const struc
         return;
     }
     if (held_step(y, n, b, &st, v)) return;
+    if (suppressed <= 0 && rising_throughout(ch, y, n, &rate)) {
+        set(v, RPT_INCONCLUSIVE, rate, b->slope);
+        v->stayed = true;
+        snprintf(v->why, sizeof v->why,
+                 "did not return to baseline: rose %s/session in every one of the %d session(s); "
+                 "a steady rise needs %d sessions to be told from noise: run more",
+                 fb(s1, rate), n, RPT_STEADY_MIN);
+        return;
+    }
     if (significant && moved && saturates) {
         v->status = RPT_SATURATING;
         v->stayed = true;

@@ -2,12 +2,13 @@
  * different pattern across the sessions it runs through the leakgate.h API, so the tests can
  * hold every verdict to "returned to baseline only when it did".
  *
- *   exec_shapes SHAPE SESSIONS
+ *   exec_shapes SHAPE SESSIONS [BYTES]
  *
  *   last-step   96 MiB allocated in the last session only, kept
  *   kept-step   48 MiB allocated in session 6, kept to the end
  *   trickle     three blocks of 1 KiB kept every session
  *   steady4k    4 KiB kept every session
+ *   steady      BYTES kept every session (ci/detection's sweep)
  *   late        1 MiB kept every session of the last quarter
  *   warm-cache  a 4 MiB cache filled in the first session (the warm-up), kept; clean after
  *   scratch     a 2 MiB buffer that lives one session and is freed in the next: clean
@@ -50,12 +51,13 @@ __attribute__((noinline)) static double work(int s)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: exec_shapes SHAPE SESSIONS\n");
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: exec_shapes SHAPE SESSIONS [BYTES]\n");
         return 2;
     }
     const char *shape = argv[1];
     int n = atoi(argv[2]);
+    size_t bytes = argc == 4 ? (size_t)strtoull(argv[3], NULL, 10) : 0;
     char *scratch = NULL;
     double sum = 0;
     for (int s = 0; s < n; s++) {
@@ -66,6 +68,7 @@ int main(int argc, char **argv)
         if (!strcmp(shape, "trickle"))
             for (int k = 0; k < 3; k++) keep_block(1024);
         if (!strcmp(shape, "steady4k")) keep_block(4096);
+        if (!strcmp(shape, "steady") && bytes) keep_block(bytes);
         if (!strcmp(shape, "late") && s >= n - n / 4) keep_block(1 * MiB);
         if (!strcmp(shape, "warm-cache") && s == 0) keep_block(4 * MiB);
         if (!strcmp(shape, "scratch")) {
