@@ -135,23 +135,98 @@ void rpt_results_free(struct rpt_results *r)
     free(r);
 }
 
-/* Handles one parsed record, keeping the order run, sessions, verdict (*seen_run and
+/* What the loader knows of the file so far: where it is (run line, sessions, verdict), the
+ * session indices seen and, per channel, the baseline the first measured session implies. */
+struct load_state {
+    int cap;        /* r->sessions' capacity */
+    bool seen_run;  /* the "run" line was read */
+    int max_index;  /* the largest session index so far (-1 before the first session) */
+    int seg_max;    /* the latest index, since the latest warm-up restart */
+    bool measured;  /* a measured session was read */
+    bool restarted; /* a warm-up began again at index 0: shards merged, each its own process */
+    bool have_base[RPT_NCHANNELS];
+    int64_t base[RPT_NCHANNELS]; /* absolute − delta of the first measured session */
+    int base_line[RPT_NCHANNELS];
+};
+
+/* Session indices as leakgate writes them: a measured session's index is above every earlier
+ * one (a soak shard's skip, by the shard count); warm-ups come before every measured session,
+ * rising, and may begin again at 0 (a merged file: each shard's warm-ups in turn). */
+static int check_index(struct load_state *st, const struct rpt_dec *d, const struct rpt_session *s)
+{
+    if (s->warmup && st->measured)
+        return lg_fail(LG_EFORMAT, "%s:%d: warm-up session %d after a measured session", d->path,
+                       d->line, s->index);
+    int above = s->warmup ? st->seg_max : st->max_index;
+    if (s->warmup && s->index == 0 && st->seg_max >= 0) { /* the next shard's warm-ups */
+        st->restarted = true;
+        above = -1;
+    }
+    if (s->index <= above)
+        return lg_fail(LG_EFORMAT,
+                       "%s:%d: session index %d after index %d: indices rise (a duplicated or "
+                       "restarting session)",
+                       d->path, d->line, s->index, above);
+    st->seg_max = s->index;
+    st->max_index = LG_MAX(st->max_index, s->index);
+    st->measured |= !s->warmup;
+    return LG_OK;
+}
+
+/* Whether the file is one process's sessions judged against one baseline: not merged shards (a
+ * warm-up restart, or a soak's plain file with no warm-up, which merge also writes) and one
+ * preset (a soak keeps a baseline per preset). */
+static bool one_baseline(const struct rpt_run *run, const struct load_state *st)
+{
+    if (st->restarted || strchr(run->preset, ',')) return false;
+    return !(strcmp(run->command, "soak") == 0 && !run->shard[0] && run->warmup == 0);
+}
+
+/* A measured session's deltas against one baseline: absolute − delta is that baseline, the same
+ * in every session of the file for each channel (where both figures are there). */
+static int check_deltas(const struct rpt_results *r, struct load_state *st, const struct rpt_dec *d,
+                        const struct rpt_session *s)
+{
+    if (s->warmup || !one_baseline(&r->run, st)) return LG_OK;
+    for (int c = 0; c < RPT_NCHANNELS; c++) {
+        int64_t base;
+        if (s->absolute[c] == RPT_NONE || s->delta[c] == RPT_NONE) continue;
+        bool overflow = __builtin_sub_overflow(s->absolute[c], s->delta[c], &base);
+        if (!overflow && !st->have_base[c]) {
+            st->have_base[c] = true;
+            st->base[c] = base;
+            st->base_line[c] = d->line;
+        }
+        if (overflow || base != st->base[c])
+            return lg_fail(LG_EFORMAT,
+                           "%s:%d: session %d's %s delta %lld contradicts its absolute %lld: "
+                           "they imply a baseline other than line %d's %lld (one run has one "
+                           "baseline)",
+                           d->path, d->line, s->index, rpt_channel_name((enum rpt_channel)c),
+                           (long long)s->delta[c], (long long)s->absolute[c], st->base_line[c],
+                           (long long)st->base[c]);
+    }
+    return LG_OK;
+}
+
+/* Handles one parsed record, keeping the order run, sessions, verdict (st->seen_run and
  * r->has_verdict say where the file is). */
-static int take_record(struct rpt_results *r, const struct rpt_dec *d, json_t *o, int *cap,
-                       bool *seen_run)
+static int take_record(struct rpt_results *r, const struct rpt_dec *d, json_t *o,
+                       struct load_state *st)
 {
     const char *type = json_string_value(json_object_get(o, "type"));
     if (!json_is_object(o) || !type)
         return lg_fail(LG_EFORMAT, "%s:%d: not a results record (an object with a \"type\")",
                        d->path, d->line);
     if (strcmp(type, "run") == 0) {
-        if (*seen_run) return lg_fail(LG_EFORMAT, "%s:%d: a second \"run\" line", d->path, d->line);
-        *seen_run = true;
+        if (st->seen_run)
+            return lg_fail(LG_EFORMAT, "%s:%d: a second \"run\" line", d->path, d->line);
+        st->seen_run = true;
         return rpt_run_from_json(d, o, &r->run);
     }
     if (strcmp(type, "session") != 0 && strcmp(type, "verdict") != 0)
         return lg_fail(LG_EFORMAT, "%s:%d: unknown record type \"%s\"", d->path, d->line, type);
-    if (!*seen_run)
+    if (!st->seen_run)
         return lg_fail(LG_EFORMAT, "%s:%d: \"%s\" line before the \"run\" line", d->path, d->line,
                        type);
     if (r->has_verdict)
@@ -163,15 +238,17 @@ static int take_record(struct rpt_results *r, const struct rpt_dec *d, json_t *o
         if (rc == LG_OK) r->has_verdict = true;
         return rc;
     }
-    if (r->n_sessions == *cap) {
-        int ncap = *cap ? *cap * 2 : 16;
+    if (r->n_sessions == st->cap) {
+        int ncap = st->cap ? st->cap * 2 : 16;
         struct rpt_session *ns = realloc(r->sessions, (size_t)ncap * sizeof *ns);
         if (!ns) return lg_fail(LG_ENOMEM, "%s:%d: out of memory", d->path, d->line);
         r->sessions = ns;
-        *cap = ncap;
+        st->cap = ncap;
     }
     struct rpt_session *s = &r->sessions[r->n_sessions];
     int rc = rpt_session_from_json(d, o, s);
+    if (rc == LG_OK) rc = check_index(st, d, s);
+    if (rc == LG_OK) rc = check_deltas(r, st, d, s);
     if (rc != LG_OK) {
         rpt_session_fini(s);
         return rc;
@@ -207,8 +284,8 @@ static ssize_t read_line(FILE *f, char **buf, size_t *cap)
 
 int rpt_results_load(struct rpt_results **out, const char *path)
 {
-    int rc = LG_OK, cap = 0;
-    bool seen_run = false;
+    int rc = LG_OK;
+    struct load_state ls = {.max_index = -1, .seg_max = -1};
     char *line = NULL;
     size_t line_cap = 0;
     struct rpt_dec d = {.path = path, .line = 0};
@@ -259,11 +336,11 @@ int rpt_results_load(struct rpt_results **out, const char *path)
                          err.column);
             break;
         }
-        rc = take_record(r, &d, o, &cap, &seen_run);
+        rc = take_record(r, &d, o, &ls);
         json_decref(o);
         if (rc != LG_OK) break;
     }
-    if (rc == LG_OK && !seen_run)
+    if (rc == LG_OK && !ls.seen_run)
         rc = lg_fail(LG_EFORMAT, "%s: no \"run\" line: %s", path,
                      d.line == 0 ? "the file is empty" : "not a leakgate results file");
 cleanup:

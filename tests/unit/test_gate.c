@@ -92,6 +92,7 @@ static void leaky_session(struct rpt_session *s, int index)
     s->index = index;
     for (int c = 0; c < RPT_NCHANNELS; c++) s->absolute[c] = s->delta[c] = 0;
     s->delta[RPT_CH_JE_ALLOCATED] = 10000 * (index + 1);
+    s->absolute[RPT_CH_JE_ALLOCATED] = s->delta[RPT_CH_JE_ALLOCATED]; /* a baseline of 0 */
     s->n_groups = 3;
     s->groups = calloc(3, sizeof *s->groups);
     const char *tags[] = {"varmap/enc.w", "adam.m/enc.w", "act/x"};

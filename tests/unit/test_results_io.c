@@ -62,9 +62,11 @@ static void fill_session(struct rpt_session *s, int index, bool warmup)
     s->quant_val_loss = 1e-300;
     for (int c = 0; c < RPT_NCHANNELS; c++) {
         s->absolute[c] = c == RPT_CH_DEV_PROCESS ? RPT_NONE : ((int64_t)1 << 40) + c * 7 + index;
-        s->delta[c] = warmup ? RPT_NONE : -(int64_t)c * 4096 - index;
+        /* one baseline: absolute − delta is the same in every measured session */
+        s->delta[c] = warmup ? RPT_NONE : -(int64_t)c * 4096 + index;
     }
     s->delta[RPT_CH_RSS] = warmup ? RPT_NONE : INT64_MAX;
+    if (!warmup) s->absolute[RPT_CH_RSS] = INT64_MAX;
     s->peak_tagged_host = 987654321;
     s->peak_tagged_device = RPT_NONE;
     s->leaked_host_bytes = 3317760 + index;
@@ -523,7 +525,7 @@ Test(results_io, malformed_lines_are_errors_naming_file_line_and_member)
         char *body; /* the file: lines each ending with '\n' */
         int line;
         const char *what;
-    } cases[12];
+    } cases[20];
     int nc = 0;
 #define CASE(LINE, WHAT, ...)                                                                      \
     do {                                                                                           \
@@ -556,7 +558,23 @@ Test(results_io, malformed_lines_are_errors_naming_file_line_and_member)
     snprintf(edit, sizeof edit, "%s", line[0]);
     replace(edit, "leakgate.results/1", "leakgate.results/2");
     CASE(1, "run.schema: not \"leakgate.results/1\"", "%s\n", edit);
-    cr_assert_leq(nc, 12);
+    /* session indices that rise by one, then a duplicate, a restart, a warm-up after a
+     * measured session; a delta that contradicts its absolute figure */
+    CASE(5, "session index 2 after index 2: indices rise", "%s\n%s\n%s\n%s\n%s\n", line[0], line[1],
+         line[2], line[3], line[3]);
+    CASE(5, "warm-up session 0 after a measured session", "%s\n%s\n%s\n%s\n%s\n", line[0], line[1],
+         line[2], line[3], line[1]);
+    snprintf(edit, sizeof edit, "%s", line[4]);
+    replace(edit, "\"index\":3", "\"index\":0");
+    CASE(5, "session index 0 after index 2", "%s\n%s\n%s\n%s\n%s\n", line[0], line[1], line[2],
+         line[3], edit);
+    CASE(4, "session index 1 after index 1", "%s\n%s\n%s\n%s\n", line[0], line[1], line[2],
+         line[2]); /* a warm-up may begin again at 0 only */
+    snprintf(edit, sizeof edit, "%s", line[4]);
+    replace(edit, "\"je_allocated\":", "\"je_allocated\":1");
+    CASE(5, "session 3's je_allocated delta", "%s\n%s\n%s\n%s\n%s\n", line[0], line[1], line[2],
+         line[3], edit);
+    cr_assert_leq(nc, 20);
     const char *path = lg_test_tmpfile("bad.jsonl");
     for (int k = 0; k < nc; k++) {
         lg_spit(path, cases[k].body, strlen(cases[k].body));
@@ -599,6 +617,87 @@ Test(results_io, malformed_lines_are_errors_naming_file_line_and_member)
     cr_assert_eq(rpt_results_load(&r, lg_test_tmpfile("missing.jsonl")), LG_EIO);
     cr_assert(strstr(lg_errmsg(), "missing.jsonl"), "%s", lg_errmsg());
     free(text);
+}
+
+/* A session of a planned file: its index, whether it is a warm-up, the baseline its deltas
+ * are against. */
+struct planned {
+    int index;
+    bool warmup;
+    int64_t base;
+};
+
+/* Writes a run line (command, preset, shard, warm-up) and the planned sessions, and loads the
+ * file: the loader's status. */
+static int load_planned(const char *command, const char *preset, const char *shard, int warmup,
+                        const struct planned *p, int n)
+{
+    struct rpt_run run;
+    fill_run(&run);
+    strcpy(run.command, command);
+    strcpy(run.preset, preset);
+    strcpy(run.shard, shard);
+    run.warmup = warmup;
+    const char *path = lg_test_tmpfile("planned.jsonl");
+    struct rpt_writer *w = NULL;
+    cr_assert_eq(rpt_writer_open(&w, path, &run), LG_OK, "%s", lg_errmsg());
+    for (int i = 0; i < n; i++) {
+        struct rpt_session s;
+        memset(&s, 0, sizeof s);
+        s.index = p[i].index;
+        strcpy(s.mode, i % 2 ? "int8" : "fp32");
+        s.warmup = p[i].warmup;
+        s.train_loss = s.val_loss = s.quant_val_loss = NAN;
+        for (int c = 0; c < RPT_NCHANNELS; c++) {
+            s.absolute[c] = c == RPT_CH_DEV_PROCESS ? RPT_NONE : p[i].base + 4096 * i + c;
+            s.delta[c] =
+                s.warmup || s.absolute[c] == RPT_NONE ? RPT_NONE : s.absolute[c] - p[i].base;
+        }
+        s.peak_tagged_host = s.peak_tagged_device = RPT_NONE;
+        cr_assert_eq(rpt_writer_session(w, &s), LG_OK, "%s", lg_errmsg());
+    }
+    rpt_writer_close(w);
+    struct rpt_results *r = NULL;
+    lg_clear_error();
+    int rc = rpt_results_load(&r, path);
+    rpt_results_free(r);
+    return rc;
+}
+
+Test(results_io, session_indices_and_baselines_as_leakgate_writes_them)
+{
+    const int64_t B = 1 << 20, C = 3 << 20; /* two processes' baselines */
+    /* a run of two modes: indices up by one, one baseline */
+    const struct planned run[] = {
+        {0, true, B}, {1, true, B}, {2, false, B}, {3, false, B}, {4, false, B}};
+    cr_assert_eq(load_planned("run", "tiny", "", 1, run, 5), LG_OK, "%s", lg_errmsg());
+    /* a soak shard: measured indices skip by the shard count */
+    const struct planned shard[] = {{0, true, B},  {1, true, B},  {2, false, B},
+                                    {5, false, B}, {8, false, B}, {11, false, B}};
+    cr_assert_eq(load_planned("soak", "tiny", "2/3", 1, shard, 6), LG_OK, "%s", lg_errmsg());
+    /* merged shards: warm-ups first, each shard's from 0; measured ones each its shard's
+     * baseline */
+    const struct planned merged[] = {{0, true, B},  {1, true, B},  {0, true, C},  {1, true, C},
+                                     {2, false, B}, {3, false, C}, {4, false, B}, {5, false, C}};
+    cr_assert_eq(load_planned("soak", "tiny", "", 1, merged, 8), LG_OK, "%s", lg_errmsg());
+    /* merged shards with no warm-up, and a soak of two presets (a baseline per preset) */
+    cr_assert_eq(load_planned("soak", "tiny", "", 0, merged + 4, 4), LG_OK, "%s", lg_errmsg());
+    cr_assert_eq(load_planned("soak", "tiny,small", "0/1", 1, merged + 2, 6), LG_OK, "%s",
+                 lg_errmsg());
+    /* the same sessions from one process, one preset: two baselines contradict each other */
+    cr_assert_eq(load_planned("soak", "tiny", "0/1", 1, merged + 2, 6), LG_EFORMAT);
+    cr_assert(strstr(lg_errmsg(), "planned.jsonl:5: session 3's tagged_host delta"), "%s",
+              lg_errmsg());
+    cr_assert_eq(load_planned("run", "tiny", "", 0, merged + 4, 4), LG_EFORMAT);
+    /* a measured session restarting at 0, a warm-up after a measured one */
+    const struct planned restart[] = {{0, true, B}, {1, false, B}, {0, false, B}};
+    cr_assert_eq(load_planned("run", "tiny", "", 1, restart, 3), LG_EFORMAT);
+    cr_assert(strstr(lg_errmsg(), "planned.jsonl:4: session index 0 after index 1"), "%s",
+              lg_errmsg());
+    const struct planned late[] = {{0, true, B}, {1, false, B}, {0, true, B}};
+    cr_assert_eq(load_planned("soak", "tiny", "", 1, late, 3), LG_EFORMAT);
+    cr_assert(strstr(lg_errmsg(), "planned.jsonl:4: warm-up session 0 after a measured"), "%s",
+              lg_errmsg());
 }
 
 Test(results_io, name_tables_round_trip)
