@@ -7,7 +7,8 @@
  *
  * Exit statuses: those of `run`; 2 when CMD cannot carry the agent (not found, static,
  * setuid) — nothing ran; 4 when CMD failed (exited non-zero, or died by a signal: named) — the
- * sessions it finished are kept and judged as a partial run — or when the agent never started.
+ * sessions it finished are kept and judged as a partial run — or when the agent never started;
+ * 1 when CMD died by a signal (the OOM killer's SIGKILL) after sessions that show a leak.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -410,7 +411,14 @@ static void judge(struct exec_run *r, struct rpt_verdict *v, int status, bool cm
         snprintf(v->summary + l, sizeof v->summary - l,
                  "; %d session(s) from #%d on recorded but not judged (out of memory)", r->unjudged,
                  r->first_unjudged);
-    if (cmd_failed) v->exit_code = 4;
+    /* a program killed (by the OOM killer, often) after sessions that show a leak: the leak
+     * stands, and its death is named; any other failure of CMD is exit 4 */
+    l = strlen(v->summary);
+    if (cmd_failed && WIFSIGNALED(status) && v->status == RPT_LEAK)
+        snprintf(v->summary + l, sizeof v->summary - l,
+                 "; the sessions that finished showed the leak, then CMD %s", what);
+    else if (cmd_failed)
+        v->exit_code = 4;
 }
 
 /* ---- the run ------------------------------------------------------------------------------------
@@ -525,8 +533,8 @@ int hx_exec_run(struct hx_exec_options *eo, struct rpt_verdict *v, bool *cmd_fai
                      what);
     } else if (*cmd_failed && !r.killed) {
         fprintf(stderr,
-                "leakgate exec: CMD %s after %d session(s): exit 4; the sessions so far are judged "
-                "as a partial run\n",
+                "leakgate exec: CMD %s after %d session(s); the sessions so far are judged as a "
+                "partial run\n",
                 what, r.n);
     } else if (rc == LG_OK && !r.bye && !hx_stop_requested) {
         /* the image that said HELLO last never said BYE, yet CMD exited 0: it closed the agent's

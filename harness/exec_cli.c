@@ -260,5 +260,6 @@ int hx_cmd_exec(int argc, char **argv)
         fprintf(stderr, "leakgate exec: %s\n", lg_errmsg());
         return lg_exit_code(rc);
     }
-    return cmd_failed ? 4 : v.exit_code;
+    /* a failed CMD is exit 4 (set by the verdict), or 1 when it died after showing a leak */
+    return cmd_failed && v.exit_code == 0 ? 4 : v.exit_code;
 }

@@ -215,6 +215,28 @@ Test(exec, a_crash_is_exit_4_naming_the_signal_and_keeps_the_sessions)
     free(o.text);
 }
 
+Test(exec, a_program_killed_after_sessions_that_leak_is_a_leak_naming_its_death)
+{
+    /* 64 MiB kept in each of 6 sessions, then SIGKILL raised on itself, as the OOM killer
+     * would: what finished shows the leak, so the verdict is LEAK, not a failed run */
+    struct lg_out o = exec_run("--no-reports", EXEC_CRASHER, "6 sigkill 64");
+    cr_expect_eq(o.status, 1, "exit %d:\n%s", o.status, o.text);
+    LG_EXPECT_SAYS(o.text, {"je_allocated", " leak ", "the growth"}, {NULL, "LEAK:", "the verdict"},
+                   {NULL, "then CMD was killed by signal 9 (Killed)", "the death"});
+    free(o.text);
+    struct rpt_results *r = results();
+    cr_expect_eq(r->n_sessions, 6);
+    cr_expect(r->has_verdict && r->verdict.partial && r->verdict.status == RPT_LEAK,
+              "a partial run that leaks");
+    cr_expect_eq(r->verdict.exit_code, 1);
+    rpt_results_free(r);
+    /* killed the same way after clean sessions: a failed run, as before */
+    o = exec_run("--no-reports", EXEC_CRASHER, "6 sigkill");
+    cr_expect_eq(o.status, 4, "exit %d:\n%s", o.status, o.text);
+    LG_EXPECT_NOT_SAYS(o.text, {NULL, "LEAK", "no leak"});
+    free(o.text);
+}
+
 Test(exec, forked_children_and_grandchildren_stay_inert)
 {
     struct lg_out o = exec_run("--no-reports", EXEC_FORKER, "6");
