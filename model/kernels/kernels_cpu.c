@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "kernels_cpu.h"
+#include "kn_blas.h"
 #include "kn_math.h"
 
 /* ---- memory ------------------------------------------------------------------------------- */
@@ -275,6 +276,7 @@ int kn_cpu_gemm_profile_rows(struct kn_gemm_shape *out, int max)
 static void gemm_run(float *c, const float *a, const float *b, bool ta, bool tb, int m, int n,
                      int k, float alpha, int lda, int ldb, float beta, int ldc)
 {
+    kn_blas_info(); /* OpenBLAS's core chosen by the CPU's features (before main; a safety net) */
     int threads = kn_threads();
     double flops = 2.0 * m * n * k;
     atomic_fetch_add_explicit(&gemm_flops, (uint64_t)flops, memory_order_relaxed);
@@ -324,6 +326,7 @@ static void gemm_batched_run(float *c, const float *a, const float *b, bool ta, 
                              int n, int k, float alpha, int lda, int ldb, float beta, int ldc,
                              int batch, int64_t stride_a, int64_t stride_b, int64_t stride_c)
 {
+    kn_blas_info();
     double flops = 2.0 * m * n * k;
     if (stride_c == 0 || flops >= KN_GEMM_SPLIT_FLOPS || batch < 2 ||
         flops * batch < KN_GEMM_SPLIT_FLOPS) {
