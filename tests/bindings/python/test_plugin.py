@@ -1,6 +1,7 @@
 """The pytest plugin: marked tests judged by leakgate exec, failing on a leak with the CLI's
 why, passing when clean; results that leakgate report and compare read; --leakgate for every
-test; without a leakgate binary, skipped naming the channels it lacks."""
+test; a test that cannot be judged (no leakgate binary, an inconclusive verdict) fails, naming
+why, and is skipped only with --leakgate-skip-unjudged."""
 import json
 import os
 import sys
@@ -58,11 +59,34 @@ def test_option_gates_every_test(leakgate_bin, tmp_path):
     assert v["status"] == "pass" and v["sessions_measured"] == 4, v
 
 
-def test_without_leakgate_says_what_it_lacks(tmp_path):
-    rc, out = pytest_in(tmp_path, "-k", "clean", env={"LEAKGATE_BIN": "", "PATH": os.path.dirname(
-        sys.executable)})
-    assert rc == 0 and "1 skipped" in out, out
+def test_without_leakgate_fails_saying_what_it_lacks(tmp_path):
+    # A CI that runs marked tests where no leakgate is found must not be green over nothing
+    # (issue 34): not judged is a failure, a skip only when asked for.
+    env = {"LEAKGATE_BIN": "", "PATH": os.path.dirname(sys.executable)}
+    rc, out = pytest_in(tmp_path, "-k", "clean", env=env)
+    assert rc == 1 and "1 failed" in out, out
+    assert "leakgate: not judged: no leakgate binary" in out, out
     assert "lacks every channel (tagged_host, refs, je_allocated" in out, out
+    assert "--leakgate-skip-unjudged skips such a test" in out, out
+    rc, out = pytest_in(tmp_path, "-k", "clean", "--leakgate-skip-unjudged", env=env)
+    assert rc == 0 and "1 skipped" in out and "1 failed" not in out, out
+    assert "lacks every channel (tagged_host, refs, je_allocated" in out, out
+
+
+def test_inconclusive_fails_unless_skipping_is_asked_for(leakgate_bin, tmp_path):
+    # dev_process required of a program that never touches a device: INCONCLUSIVE (exit 3)
+    rc, out = pytest_in(tmp_path, "-k", "clean", "--leakgate-require", "dev_process",
+                        env={"LEAKGATE_BIN": leakgate_bin})
+    assert rc == 1 and "1 failed" in out, out
+    assert "not judged: INCONCLUSIVE" in out and "dev_process" in out, out
+    rc, out = pytest_in(tmp_path, "-k", "clean", "--leakgate-require", "dev_process",
+                        "--leakgate-skip-unjudged",
+                        env={"LEAKGATE_BIN": leakgate_bin})
+    assert rc == 0 and "1 skipped" in out and "INCONCLUSIVE" in out, out
+    # a leak is judged: it fails with the option too
+    rc, out = pytest_in(tmp_path, "-k", "leaky", "--leakgate-skip-unjudged",
+                        env={"LEAKGATE_BIN": leakgate_bin})
+    assert rc == 1 and "leakgate: LEAK" in out, out
 
 
 def test_under_exec_sessions_run_in_process(leakgate_bin, tmp_path):

@@ -18,8 +18,11 @@ Under ``leakgate exec -- python -m pytest ...`` the plugin runs the sessions in 
 instead: the agent is already there, every channel is measured and exec's own verdict (its exit
 status) judges every session of the process as one run, so select one leakgate test.
 
-Without a ``leakgate`` binary (``--leakgate-bin``, LEAKGATE_BIN, PATH) the body still runs its
-sessions, and the test is skipped as not judged, naming the channels this process lacks.
+The binary is, first match wins: ``--leakgate-bin``, the one this package carries (``pip install``
+builds it into ``leakgate/_native/``), ``LEAKGATE_BIN``, ``leakgate`` on PATH. Without one the body
+still runs its sessions and the test FAILS as not judged, naming the channels this process lacks;
+so does an inconclusive verdict. A CI is never green over nothing: only
+``--leakgate-skip-unjudged`` turns those two into skips (a leak still fails).
 Fixtures are set up once per test; the sessions repeat its body with the same arguments.
 """
 
@@ -47,7 +50,11 @@ def pytest_addoption(parser):
                 help="where each test's results.jsonl and report go (DIR/NODEID-HASH/: the "
                      "test id folded to a name, and a hash of the whole id)")
     g.addoption("--leakgate-bin", default=None, metavar="PATH",
-                help="the leakgate binary (default: LEAKGATE_BIN, else leakgate on PATH)")
+                help="the leakgate binary (default: the one this package carries, else "
+                     "LEAKGATE_BIN, else leakgate on PATH)")
+    g.addoption("--leakgate-skip-unjudged", action="store_true",
+                help="skip, instead of failing, a marked test that could not be judged (no "
+                     "leakgate binary, or an inconclusive verdict); a leak still fails")
     g.addoption("--leakgate-require", default=None, metavar="CH,...",
                 help="channels the verdict requires (leakgate exec --require)")
     g.addoption("--leakgate-malloc", action="store_true",
@@ -67,7 +74,8 @@ def argparse_hidden():
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "leakgate(sessions=6, warmup=1, require=None): run the test body as warm-up "
-        "plus measured sessions under leakgate exec; fail on a leak or an inconclusive verdict")
+        "plus measured sessions under leakgate exec; fail on a leak, an inconclusive verdict or no "
+        "leakgate to judge it (--leakgate-skip-unjudged: skip the last two)")
 
 
 def _plan(item):
@@ -121,8 +129,20 @@ def _what_else_runs(fn):
 
 
 def _binary(config):
-    b = config.getoption("--leakgate-bin") or os.environ.get("LEAKGATE_BIN")
-    return b if b else shutil.which("leakgate")
+    """The leakgate binary, first match wins: --leakgate-bin, the package's own, LEAKGATE_BIN,
+    PATH; None when there is none."""
+    from leakgate import _bundle
+    return (config.getoption("--leakgate-bin") or _bundle.binary()
+            or os.environ.get("LEAKGATE_BIN") or shutil.which("leakgate"))
+
+
+def _unjudged(config, why):
+    """A test leakgate could not judge fails (a CI is never green over nothing), or with
+    --leakgate-skip-unjudged is skipped; either way saying why."""
+    if config.getoption("--leakgate-skip-unjudged"):
+        pytest.skip(why)
+    pytest.fail(why + "\n(--leakgate-skip-unjudged skips such a test instead of failing it)",
+                pytrace=False)
 
 
 def out_dir_name(nodeid):
@@ -148,10 +168,13 @@ def pytest_pyfunc_call(pyfuncitem):
     exe = _binary(config)
     if not exe:
         _run_sessions(pyfuncitem, warmup + sessions)
-        pytest.skip("leakgate: not judged: no leakgate binary (--leakgate-bin, LEAKGATE_BIN, "
-                    "PATH), so no leakgate exec; this process lacks every channel (%s: the "
-                    "agent and jemalloc are not loaded); the body ran %d session(s) unjudged"
-                    % (", ".join(CHANNELS), warmup + sessions))
+        from leakgate import _bundle
+        _unjudged(config, "leakgate: not judged: no leakgate binary (--leakgate-bin, this "
+                  "package's %s, LEAKGATE_BIN, PATH), so no leakgate exec; this process lacks "
+                  "every channel (%s: the agent and jemalloc are not loaded); the body ran %d "
+                  "session(s) unjudged"
+                  % (os.path.join(_bundle.ROOT, "bin", "leakgate"), ", ".join(CHANNELS),
+                     warmup + sessions))
     return _run_under_exec(pyfuncitem, exe, sessions, warmup, require)
 
 
@@ -187,7 +210,10 @@ def _run_under_exec(item, exe, sessions, warmup, require):
     if p.returncode == 0:
         item.add_report_section("call", "leakgate", verdict + "\n" + where)
         return True
-    word = {1: "LEAK", 2: "usage error", 3: "INCONCLUSIVE (a PASS is earned)",
+    if p.returncode == 3:
+        _unjudged(config, "leakgate: not judged: INCONCLUSIVE (a PASS is earned; leakgate exec "
+                  "exit 3)\n%s\n%s" % (verdict, where))
+    word = {1: "LEAK", 2: "usage error",
             4: "the test's process failed"}.get(p.returncode, "exit %d" % p.returncode)
     pytest.fail("leakgate: %s (leakgate exec exit %d)\n%s\n%s"
                 % (word, p.returncode, text if p.returncode in (2, 4) else verdict, where),
