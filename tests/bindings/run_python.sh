@@ -1,21 +1,29 @@
 #!/usr/bin/env bash
 # tests/bindings/run_python.sh PYTHON BUILD_DIR SOURCE_DIR — the Python binding's tests (ctest
-# test_bindings_python): installs bindings/python with pip into a fresh virtualenv (offline:
-# --no-index --no-build-isolation, setuptools from the interpreter's site-packages, which the
-# venv sees so Debian's python3-torch is there too) and runs tests/bindings/python with pytest.
-# Exit 77 (ctest: Skipped) only when the toolchain is absent: no venv module, no pytest.
+# test_bindings_python) against this build's leakgate, agent and libleakgate: bindings/python's
+# sources are installed into a fresh virtualenv (which sees the interpreter's site-packages, so
+# Debian's pytest and python3-torch are there) as pip would install them, minus the native parts
+# (a .pth file and the package's metadata with its pytest11 entry point: offline, and no second
+# native build; tests/bindings/run_pip_install.sh tests `pip install ./bindings/python` itself),
+# and tests/bindings/python runs with pytest. Exit 77 (ctest: Skipped) only when the toolchain is
+# absent: no venv module, no pytest.
 set -euo pipefail
 py=$1 build=$2 src=$3
 venv=$build/bindings-py/venv
 if ! "$py" -c 'import venv, ensurepip' 2>/dev/null; then
     echo "SKIP: $py has no venv module (Debian: python3-venv)"; exit 77
 fi
-if ! "$py" -c 'import pytest, setuptools' 2>/dev/null; then
-    echo "SKIP: $py has no pytest or setuptools (Debian: python3-pytest python3-setuptools)"; exit 77
+if ! "$py" -c 'import pytest' 2>/dev/null; then
+    echo "SKIP: $py has no pytest (Debian: python3-pytest)"; exit 77
 fi
 rm -rf "$venv"
-"$py" -m venv --system-site-packages "$venv"
-"$venv/bin/python" -m pip install -q --no-index --no-build-isolation "$src/bindings/python"
+"$py" -m venv --without-pip --system-site-packages "$venv"
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$src/bindings/python/src" >"$site/leakgate.pth"
+info=$site/leakgate-0.1.0.dist-info
+mkdir -p "$info"
+printf 'Metadata-Version: 2.1\nName: leakgate\nVersion: 0.1.0\n' >"$info/METADATA"
+printf '[pytest11]\nleakgate = leakgate.pytest_plugin\n' >"$info/entry_points.txt"
 export LEAKGATE_BIN=$build/harness/leakgate
 export LEAKGATE_TEST_LIB=$build/agent/libleakgate.so
 export LEAKGATE_SOURCE_DIR=$src
