@@ -8,6 +8,9 @@
  * from jemalloc's. The agent's own work (in_agent) never enters the tracker from here: the
  * tracker may be holding its ledger lock when it frees its own tables.
  *
+ * Inside a session, untagged allocations go to that session's arena (lga_census.c): the
+ * census counts what each session allocated and still holds.
+ *
  * glibc's other allocating functions (strdup, reallocarray, getline, ...) call these through
  * the PLT, as glibc's manual promises for a replacement malloc; C++ operators are in
  * lga_cxx.c. Semantics follow glibc: malloc(0) returns a unique pointer, realloc(p, 0) frees p
@@ -64,7 +67,7 @@ static bool owned_free(void *p)
 
 static inline void *plain(size_t n, int flags)
 {
-    void *p = mallocx(nonzero(n), flags);
+    void *p = mallocx(nonzero(n), flags | lga_census_now());
     if (!p) errno = ENOMEM;
     return p;
 }
@@ -118,7 +121,7 @@ EXPORT TRK_WRAPPER void *realloc(void *p, size_t n)
             return q;
         }
     }
-    void *q = rallocx(p, n, 0);
+    void *q = rallocx(p, n, lga_census_now()); /* a moved block is reborn in this session */
     if (!q) errno = ENOMEM;
     return q;
 }

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "leakgate.h"
+#include "lga_wire.h"
 #include "tracking.h"
 
 #define LGA_TLS           __attribute__((tls_model("initial-exec")))
@@ -37,6 +38,7 @@ struct lga_agent {
     uint32_t cfg_flags; /* LGA_CFG_* from the parent */
     char prof_dir[512]; /* where heap profiles are dumped */
     bool prof_available, prof_armed;
+    bool prof_census;   /* the census's naming: one session profiled whole, dumps at every end */
     pthread_mutex_t mu; /* sessions and the socket */
     bool session_open;
     bool lost; /* this image lost its connection: session calls say LEAKGATE_ELOST from then on */
@@ -97,6 +99,26 @@ int lga_session_end(const char *marker);
 
 /* lga_marker.c */
 int lga_marker_init(const char *regex); /* LG_OK, or LG_EINVAL with a message */
+
+/* lga_census.c: an arena per session (the exact census under exec). */
+#define LGA_CENSUS_SLOTS LGA_CENSUS_MAX_SLOTS
+/* The flags every untagged allocation of the program adds: MALLOCX_ARENA(the open session's
+ * arena) | MALLOCX_TCACHE_NONE, or 0 (no session open, census off, or capped). */
+extern _Atomic int lga_census_flags;
+static inline int lga_census_now(void)
+{
+    return __builtin_expect(lga_tl.in_agent != 0, 0)
+               ? 0
+               : atomic_load_explicit(&lga_census_flags, memory_order_relaxed);
+}
+/* Once, before the first session: on when jemalloc has stats and no thread caches. */
+void lga_census_init(void);
+/* A session begins (its arena: a free one of the pool, or a new one) or ends; lga.mu held. */
+void lga_census_begin(int session);
+void lga_census_end(void);
+struct lga_enc;
+/* The census into a SESSION message (lga_wire.h); lga.mu held, after the snapshot. */
+void lga_census_put(struct lga_enc *e);
 
 /* lga_cuda.c: device allocations made through the interposed runtime and driver calls. */
 struct lga_device_view {

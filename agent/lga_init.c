@@ -45,6 +45,7 @@ void lga_say(const char *fmt, ...)
 void lga_go_inert(void)
 {
     atomic_store(&lga.state, LGA_INERT);
+    atomic_store(&lga_census_flags, 0);
     if (lga.fd >= 0) shutdown(lga.fd, SHUT_RDWR);
 }
 
@@ -53,6 +54,7 @@ static void on_fork_child(void)
     /* the child owns a copy of the socket but is not the process leakgate measures */
     if (atomic_load(&lga.state) == LGA_OFF) return;
     atomic_store(&lga.state, LGA_INERT);
+    atomic_store(&lga_census_flags, 0); /* the child's allocations are no session's */
     if (lga.fd >= 0) close(lga.fd);
     lga.fd = -1;
     pthread_mutex_init(&lga.mu, NULL); /* another thread may have held it at the fork */
@@ -94,6 +96,7 @@ static int handshake(void)
         &lga.trk,
         &(struct trk_options){.stacks = (lga.cfg_flags & LGA_CFG_STACKS) != 0, .raw_stacks = true});
     if (rc != LG_OK) return rc;
+    lga_census_init();
     if ((lga.cfg_flags & LGA_CFG_PROF_ARMED) && lga.prof_available) {
         bool on = true;
         if (mallctl("prof.active", NULL, NULL, &on, sizeof on) == 0) lga.prof_armed = true;

@@ -48,6 +48,7 @@ static void begin_locked(void)
     }
     trk_reset_peaks(lga.trk);
     trk_session_begin(lga.trk);
+    lga_census_begin(lga.sessions);
     lga.session_open = true;
     lga.session_t0 = lg_now();
 }
@@ -135,33 +136,56 @@ static void put_leaks(struct lga_enc *e, const struct trk_leaks *lk)
 
 /* Dumps a heap profile into the parent's directory; path receives it ("" when not armed or
  * when the dump failed). */
+static bool dump_to(const char *path);
+
 static void dump_profile(char *path, size_t size)
 {
     path[0] = '\0';
-    if (!lga.prof_armed) return;
-    if (lg_snprintf(path, size, "%s/%d.%d.heap", lga.prof_dir, (int)lga.pid, lga.sessions)) {
+    if (!lga.prof_armed && !lga.prof_census) return;
+    if (lg_snprintf(path, size, "%s/%d.%d.heap", lga.prof_dir, (int)lga.pid, lga.sessions) ||
+        !dump_to(path))
         path[0] = '\0';
-        return;
-    }
+}
+
+/* Writes a heap profile to path; false (said) when it could not. */
+static bool dump_to(const char *path)
+{
     /* made anew first (lg_out.c): jemalloc's creat() then opens this file, never a link or
      * FIFO left at the name */
     int fd;
     if (lg_out_create(&fd, path) != LG_OK) {
         lga_say("heap profile: %s", lg_errmsg());
-        path[0] = '\0';
-        return;
+        return false;
     }
     close(fd);
     const char *p = path;
     if (mallctl("prof.dump", NULL, NULL, &p, sizeof p) != 0) {
         lga_say("heap profile %s could not be written", path);
-        path[0] = '\0';
+        return false;
     }
+    return true;
 }
 
 /* Applies the parent's REPLY: heap profiling armed or not from the next session on. */
 static void apply_reply(uint32_t flags)
 {
+    if ((flags & LGA_CFG_PROF_EXACT) && lga.prof_available && !lga.prof_census) {
+        /* every allocation of the next session sampled: the samples so far are dropped, and
+         * an empty profile dumped now is the base the parent diffs the later ones against */
+        size_t lg = 0;
+        bool on = true;
+        lga.prof_census = mallctl("prof.reset", NULL, NULL, &lg, sizeof lg) == 0 &&
+                          mallctl("prof.active", NULL, NULL, &on, sizeof on) == 0;
+        lga.prof_armed = lga.prof_census;
+        /* this thread's next sample still waits for the bytes drawn at the old rate (128 KiB on
+         * average): 8 MiB allocated and freed pass that, so its next allocation is sampled */
+        void *skip = lga.prof_census ? mallocx((size_t)8 << 20, MALLOCX_TCACHE_NONE) : NULL;
+        if (skip) dallocx(skip, MALLOCX_TCACHE_NONE);
+        char base[600];
+        if (lga.prof_census && !lg_snprintf(base, sizeof base, "%s/%d.%d.base.heap", lga.prof_dir,
+                                            (int)lga.pid, lga.sessions))
+            dump_to(base);
+    }
     bool want = (flags & LGA_CFG_PROF_ARMED) && lga.prof_available;
     if (want == lga.prof_armed) return;
     if (mallctl("prof.active", NULL, NULL, &want, sizeof want) == 0) lga.prof_armed = want;
@@ -231,6 +255,7 @@ static int report_locked(const struct trk_snapshot *snap, const struct trk_total
     lga.has_begin = false;
     put_notes(&e);
     lga_put_u32(&e, at_exit ? LGA_SESSION_AT_EXIT : 0u);
+    lga_census_put(&e);
     struct lga_dec d;
     int rc = lga_call(lga.fd, &e, LGA_REPLY, &d);
     if (rc != LG_OK) return rc;
@@ -257,6 +282,7 @@ static int end_session(const char *marker, bool at_exit)
 
     /* measure before the agent allocates anything for the report */
     struct trk_snapshot snap;
+    lga_census_end(); /* what the agent allocates from here on is no session's */
     measure(&snap);
 
     struct trk_leaks *lk = NULL;

@@ -11,7 +11,7 @@
  *                                     <-- CONFIG {flags, marker regex, profile dir}
  *   SESSION {snapshot, leaks, dump,   -->   (judges the sessions so far)
  *            [begin snapshot], notes,
- *            [flags]}
+ *            [flags, census]}
  *                                     <-- REPLY {flags: arm heap profiling}
  *   ...
  *   BYE {open session?}               -->   (at exit; EOF follows)
@@ -48,6 +48,9 @@ enum lga_msg_type {
 #define LGA_CFG_BASELINE                                                                           \
     4u /* snapshot the next session's begin too (a run without warm-up:                            \
           its baseline is the process before its first session) */
+#define LGA_CFG_PROF_EXACT                                                                         \
+    8u /* the census found kept blocks: profile every allocation (prof.reset, lg_sample 0) from    \
+          the next session on, so the kept blocks are named by stack however small */
 /* SESSION flags: what the program used so far (a channel it never used is unavailable). */
 #define LGA_USED_TAGS        1u  /* a tagged host allocation */
 #define LGA_USED_REFS        2u  /* the ledger of shared objects */
@@ -56,6 +59,12 @@ enum lga_msg_type {
 #define LGA_DEVICE_DRIVER    16u /* the driver view (cudaMemGetInfo) was read */
 /* SESSION's trailing flags (optional: a message without them has none). */
 #define LGA_SESSION_AT_EXIT 1u /* ended by the program's exit: begun, never ended */
+/* SESSION's census (optional, after the flags): {state, n, n × {born: the agent's session
+ * index, bytes, blocks}}, the arenas of the sessions of this image still holding blocks. */
+#define LGA_CENSUS_OFF       0u /* no census: thread caches on (--tcache), or no jemalloc stats */
+#define LGA_CENSUS_ON        1u
+#define LGA_CENSUS_CAPPED    2u /* every arena of the pool holds blocks: later sessions uncounted */
+#define LGA_CENSUS_MAX_SLOTS 64 /* the most entries one census has (the agent's pool) */
 
 /* A growing output buffer; the memory is the encoder's, freed with lga_enc_fini. */
 struct lga_enc {

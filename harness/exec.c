@@ -51,6 +51,10 @@ struct exec_run {
     int64_t suppressed[2]; /* bytes suppression rules took so far (host, device) */
     int notes_index;       /* the latest session with notes, and its notes (one a line) */
     char *notes;
+    bool census_exact;        /* the census found kept blocks: one session's allocations profiled */
+    int census_exact_session; /* that session */
+    int census_capped;        /* sessions counted while the agent's arena pool was full */
+    struct rpt_census_verdict census; /* the census's judgment of the sessions so far */
 };
 
 /* ---- messages ----------------------------------------------------------------------------------
@@ -67,7 +71,11 @@ static int send_msg(struct exec_run *r, struct lga_enc *e)
 static uint32_t reply_flags(const struct exec_run *r)
 {
     uint32_t f = 0;
-    if (r->prof.armed) f |= LGA_CFG_PROF_ARMED;
+    if (r->census_exact) { /* one session profiled whole, right after the census saw blocks kept */
+        if (r->n == r->census_exact_session) f |= LGA_CFG_PROF_ARMED | LGA_CFG_PROF_EXACT;
+    } else if (r->prof.armed) {
+        f |= LGA_CFG_PROF_ARMED;
+    }
     if (r->o->stacks) f |= LGA_CFG_STACKS;
     if (r->o->warmup == 0 && r->n == 0) f |= LGA_CFG_BASELINE;
     return f;
@@ -189,6 +197,68 @@ static void series_add(struct exec_run *r, const struct rpt_session *s)
     }
 }
 
+/* Names the census's kept blocks by the session's heap profile diff, and takes jemalloc's
+ * 16 KiB back out. Once one session was profiled whole (census_exact), the diff against the
+ * empty profile taken as it began is its survivors by stack: exact, since every allocation was
+ * sampled. jemalloc keeps a sampled small block as a 16 KiB extent, which its arena's stats and
+ * stats.allocated count at 16 KiB; where the profile holds every block born there, the census
+ * entry takes its bytes from the profile and je_allocated loses the difference, so neither the
+ * census nor the channel sees the measurement. Blocks born elsewhere are named by the stack that
+ * kept the most: a likely name, not a proof (as when a channel's sampled profile names them). */
+static void census_name(const struct exec_run *r, struct rpt_session *s)
+{
+    if (!s->n_alloc_stacks || !s->alloc_stacks[0].frames) return;
+    bool whole = r->census_exact && s->index >= r->census_exact_session;
+    if (whole) s->alloc_sessions = 1; /* the diff holds one session's allocations: its own */
+    int64_t bytes = 0, objects = 0;
+    for (int i = 0; i < s->n_alloc_stacks; i++)
+        bytes += s->alloc_stacks[i].bytes, objects += s->alloc_stacks[i].objects;
+    for (int i = 0; i < s->n_census; i++) {
+        struct rpt_census *c = &s->census[i];
+        if (whole && c->born == r->census_exact_session && objects == c->blocks && bytes > 0 &&
+            c->bytes > bytes) {
+            if (s->absolute[RPT_CH_JE_ALLOCATED] != RPT_NONE)
+                s->absolute[RPT_CH_JE_ALLOCATED] -= c->bytes - bytes;
+            c->bytes = bytes;
+        }
+        if (c->born < s->index && !c->frames) c->frames = strdup(s->alloc_stacks[0].frames);
+    }
+}
+
+/* After a session: judges the census so far, and arms the profile of every allocation of the
+ * next session once the census shows blocks born in a measured session before this one and
+ * still alive (a leak of 64 bytes is never sampled at one sample per 128 KiB), so they are named
+ * from the session after it on. Not when a channel's profile is armed already: that names them
+ * (sampled). */
+static void census_after(struct exec_run *r, const struct rpt_session *s, bool capped,
+                         int agent_index)
+{
+    if (capped && !r->census_capped++ && !r->o->quiet)
+        fprintf(stderr,
+                "leakgate exec: the census's %d arenas all hold blocks: sessions from %d on are "
+                "not counted\n",
+                LGA_CENSUS_MAX_SLOTS, s->index + 1);
+    if (!s->warmup && s->census_counted) rpt_census_judge_session(s, r->o->warmup, &r->census);
+    /* a channel's sampled profile already names the growth (and its base is not reset) */
+    if (r->census_exact || r->prof.armed || !r->prof.available || s->warmup) return;
+    for (int i = 0; i < s->n_census; i++)
+        if (s->census[i].born >= r->o->warmup && s->census[i].born < s->index) {
+            r->census_exact = true;
+            r->census_exact_session = s->index + 1;
+            r->prof.armed = false; /* the sampling of a channel's growth ends: it would inflate
+                                      the census's bytes (sampled blocks are 16 KiB pages) */
+            snprintf(r->prof.base, sizeof r->prof.base, "%s/%d.%d.base.heap", r->prof.dir,
+                     (int)r->ch.pid, agent_index);
+            r->prof.base_index = s->index;
+            if (!r->o->quiet)
+                fprintf(stderr,
+                        "leakgate exec: blocks born in session %d are still alive; every "
+                        "allocation of session %d is profiled to name them\n",
+                        s->census[i].born, s->index + 1);
+            return;
+        }
+}
+
 static int on_session(struct exec_run *r, const unsigned char *p, size_t n)
 {
     struct rpt_session s;
@@ -202,10 +272,12 @@ static int on_session(struct exec_run *r, const unsigned char *p, size_t n)
     free(maps);
     if (rc == LG_OK) {
         r->used |= m.used;
-        deltas(r, &s, &m);
         int prc = hx_prof_session(&r->prof, m.dump, &s);
         if (prc != LG_OK && !r->o->quiet)
             fprintf(stderr, "leakgate exec: heap profile: %s\n", lg_errmsg());
+        census_name(r, &s); /* before the deltas: it may take the profile's 16 KiB back out */
+        deltas(r, &s, &m);
+        census_after(r, &s, m.census_capped, m.agent_index);
         r->ser.device = (r->used & (LGA_USED_DEVICE | LGA_USED_DEVICE_TAGS)) != 0;
         if (m.at_exit) mark_at_exit(r, &s);
         hx_gate_session(r->o, r->suppressed, &s);
@@ -215,7 +287,8 @@ static int on_session(struct exec_run *r, const unsigned char *p, size_t n)
         hx_progress_session(r->o, &s, r->n, LG_MAX(r->n + 1, r->o->sessions + r->o->warmup));
         r->measured += !s.warmup;
         r->n++;
-        if (!r->prof.armed && r->prof.available && hx_prof_flagged(&r->ser, r->o->budgets)) {
+        if (!r->prof.armed && !r->census_exact && r->prof.available &&
+            hx_prof_flagged(&r->ser, r->o->budgets)) {
             r->prof.armed = true;
             if (!r->o->quiet)
                 fprintf(stderr,
@@ -387,9 +460,14 @@ static void judge(struct exec_run *r, struct rpt_verdict *v, int status, bool cm
     else if (r->unjudged)
         snprintf(v->stopped, sizeof v->stopped, "no memory to judge session %d on",
                  r->first_unjudged);
+    v->census = r->census;
     rpt_judge_series(&r->ser, o->budgets, v);
     mark_unused(v, r->used, r->ch.cuda_static);
     rpt_conclude(v, o->budgets);
+    if (v->census.counted) {
+        size_t k = strlen(v->summary);
+        snprintf(v->summary + k, sizeof v->summary - k, "; census: %s", v->census.why);
+    }
     size_t l = strlen(v->summary);
     if (!v->stopped[0]) /* a stop is named by the summary already */
         snprintf(v->summary + l, sizeof v->summary - l, " (CMD %s after %d session(s))", what,

@@ -61,12 +61,13 @@ void hx_exec_malloc_conf(const struct hx_exec_options *eo, const char *user, cha
 
 /* What a SESSION message carries besides the channels. */
 struct hx_exec_msg {
-    int agent_index;  /* the agent's count of sessions in its process image */
-    uint32_t used;    /* LGA_USED_* */
-    char dump[600];   /* the heap profile it wrote ("" none) */
-    char marker[512]; /* the output line that ended it ("" for the API) */
-    bool has_begin;   /* begin[] holds the channels at the session's begin */
-    bool at_exit;     /* ended by the program's exit (LGA_SESSION_AT_EXIT) */
+    int agent_index;    /* the agent's count of sessions in its process image */
+    uint32_t used;      /* LGA_USED_* */
+    char dump[600];     /* the heap profile it wrote ("" none) */
+    char marker[512];   /* the output line that ended it ("" for the API) */
+    bool has_begin;     /* begin[] holds the channels at the session's begin */
+    bool at_exit;       /* ended by the program's exit (LGA_SESSION_AT_EXIT) */
+    bool census_capped; /* the agent's arena pool is full: later sessions are not counted */
     int64_t begin[RPT_NCHANNELS];
 };
 /* Decodes a SESSION payload into s (index, warm-up and the deltas are the caller's), reading

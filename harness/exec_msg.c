@@ -214,6 +214,52 @@ static int check_session(const struct rpt_session *s, const struct trk_snapshot 
     return rc;
 }
 
+/* The census (after the flags; an agent that counts nothing sends state OFF): the blocks of each
+ * session of this image still alive, its births told in the agent's indexes and turned into the
+ * run's (index - agent_index + born). Counts are exact, so a figure out of range is a malformed
+ * message, never clipped. */
+static int get_census(struct lga_dec *d, struct rpt_session *s, struct hx_exec_msg *m)
+{
+    uint32_t state = lga_get_u32(d);
+    uint32_t n = lga_get_u32(d);
+    if (d->bad || state > LGA_CENSUS_CAPPED || n > LGA_CENSUS_MAX_SLOTS ||
+        (state == LGA_CENSUS_OFF && n))
+        return lg_fail(LG_EFORMAT, "a malformed session message from the agent: its census");
+    s->census_counted = state != LGA_CENSUS_OFF;
+    m->census_capped = state == LGA_CENSUS_CAPPED;
+    if (n && !(s->census = calloc(n, sizeof *s->census)))
+        return lg_fail(LG_ENOMEM, "out of memory reading a session message");
+    int prev = -1;
+    for (uint32_t i = 0; i < n && !d->bad; i++) {
+        uint32_t born = lga_get_u32(d);
+        int64_t bytes = lga_get_i64(d), blocks = lga_get_i64(d);
+        if (d->bad) break;
+        if (born > (uint32_t)m->agent_index || (int)born <= prev)
+            return lg_fail(LG_EFORMAT,
+                           "a malformed session message from the agent: a census entry born in "
+                           "session %u (this is its session %d)",
+                           born, m->agent_index);
+        prev = (int)born;
+        if (s->index - (m->agent_index - (int)born) < 0)
+            return lg_fail(LG_EFORMAT,
+                           "a malformed session message from the agent: a census entry born %d "
+                           "sessions before the run's first",
+                           m->agent_index - (int)born - s->index);
+        int rc = in_range("a census entry's bytes", bytes, 1);
+        if (rc == LG_OK) rc = in_range("a census entry's blocks", blocks, 1);
+        if (rc == LG_OK && blocks > bytes)
+            rc = lg_fail(LG_EFORMAT,
+                         "a malformed session message from the agent: %lld census "
+                         "blocks in %lld bytes",
+                         (long long)blocks, (long long)bytes);
+        if (rc != LG_OK) return rc;
+        s->census[s->n_census++] =
+            (struct rpt_census){s->index - (m->agent_index - (int)born), bytes, blocks, NULL};
+    }
+    return d->bad ? lg_fail(LG_EFORMAT, "a malformed session message from the agent: its census")
+                  : LG_OK;
+}
+
 /* The exec meaning of each channel: not measured where the program never used it. */
 static void channels(const struct trk_snapshot *snap, uint32_t used, int64_t n_refs, int64_t *abs)
 {
@@ -259,6 +305,13 @@ int hx_exec_decode_session(const unsigned char *p, size_t n, const char *maps_te
         if (!d.bad) rc = get_notes(&d, s);
         if (rc == LG_OK && !d.bad && d.at < d.n) /* the flags, when the agent sends them */
             m->at_exit = (lga_get_u32(&d) & LGA_SESSION_AT_EXIT) != 0;
+        if (rc == LG_OK && !d.bad && d.at < d.n) { /* the census, likewise */
+            rc = get_census(&d, s, m);
+            if (rc != LG_OK) {
+                if (have_maps) hx_maps_fini(&maps);
+                return rc;
+            }
+        }
         if (d.bad) rc = LG_EFORMAT;
     }
     if (have_maps) hx_maps_fini(&maps);

@@ -34,7 +34,7 @@
 /* The schema this build writes. 1.1: required, budget noise, stopped; 1.2: exec's cmd,
  * prof_sample, heap_profile; 1.3: notes; 1.4: invalid_frees; 1.5: peaks and suppressed
  * (session), gate (verdict). */
-#define RPT_SCHEMA_WRITTEN "leakgate.results/1.5"
+#define RPT_SCHEMA_WRITTEN "leakgate.results/1.6"
 
 /* The measurement channels, most exact first (docs/DESIGN.md). */
 enum rpt_channel {
@@ -158,6 +158,16 @@ struct rpt_suppressed {
     bool expired;                         /* the rule had expired: nothing was suppressed */
 };
 
+/* The exact census under exec (results 1.6): the untagged blocks born in one earlier session
+ * of the run and still alive at this session's end, counted exactly (an arena per session,
+ * agent/lga_census.c); frames name them when a heap profile could (sampled; NULL otherwise). */
+struct rpt_census {
+    int born;       /* the session (its index in the run) the blocks were born in */
+    int64_t bytes;  /* exact */
+    int64_t blocks; /* exact */
+    char *frames;   /* symbolised, innermost first, one a line; NULL: not named */
+};
+
 struct rpt_session {
     int index;    /* 0-based over the run, warm-up included */
     char mode[8]; /* "fp32", "int8", "qat" */
@@ -194,6 +204,9 @@ struct rpt_session {
                                     included (host, device): what the statistical channels of
                                     that space see of them, taken out of their deltas */
     char error[256];             /* "" or what failed inside the session */
+    bool census_counted;         /* the census counted this session (exec, thread caches off) */
+    int n_census;
+    struct rpt_census *census; /* oldest birth first, this session's own included */
 };
 
 /* The one per-session value of a channel, which the verdict, compare, JUnit, the CSV and the
@@ -225,6 +238,20 @@ struct rpt_channel_verdict {
     char why[400]; /* one sentence: "slope 262 KiB/session [250, 270] > 64 KiB" */
 };
 
+/* The census's judgment of a run (reports/census.c): its last counted session's census. A
+ * session "kept" blocks when, at the end, blocks born in it are alive and it is at least one
+ * session before the end; LEAK when 3 or more measured sessions kept blocks and they are at
+ * least half of the sessions since the first that kept any (docs/design.md). */
+struct rpt_census_verdict {
+    bool counted;           /* a measured session was counted (else nothing below holds) */
+    enum rpt_status status; /* PASS or LEAK */
+    int kept;               /* measured sessions that kept blocks */
+    int since;              /* sessions from the first that kept to the one before the end */
+    int first, last;        /* the first that kept, the session judged */
+    int64_t bytes, blocks;  /* what the kept sessions hold at the end */
+    char why[400];          /* "born in session 7, still alive: 3 blocks, 3.00 KiB, at f (a.c:1)" */
+};
+
 struct rpt_verdict {
     enum rpt_status status; /* the run's overall verdict */
     int exit_code;          /* 0 pass, 1 leak, 2 usage/input, 3 inconclusive, 4 internal */
@@ -234,10 +261,20 @@ struct rpt_verdict {
     int n_channels;
     struct rpt_channel_verdict channels[RPT_NCHANNELS];
     char summary[768];
-    bool partial;     /* the run ended early (signal, crash, time) */
-    char stopped[64]; /* why it ended early: "SIGTERM", "time limit", "results cut
-                         short (no verdict line)"; "" when it ran its plan */
+    bool partial;                     /* the run ended early (signal, crash, time) */
+    char stopped[64];                 /* why it ended early: "SIGTERM", "time limit", "results cut
+                                         short (no verdict line)"; "" when it ran its plan */
+    struct rpt_census_verdict census; /* exec's exact census (.counted false: none) */
 };
+
+/* Judges the census of sessions[0..n) (warm-up sessions' births are never judged) into cv;
+ * cv->counted is false when no measured session was counted. */
+void rpt_census_judge(const struct rpt_session *sessions, int n, struct rpt_census_verdict *cv);
+/* The same from the last counted session alone, the run's first measured session given. */
+void rpt_census_judge_session(const struct rpt_session *last, int first_measured,
+                              struct rpt_census_verdict *cv);
+/* Frees a session's census entries. */
+void rpt_census_free(struct rpt_session *s);
 
 /* ---- writing (harness side) ----------------------------------------------------------------- */
 

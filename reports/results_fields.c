@@ -126,6 +126,17 @@ static const struct rpt_field suppressed_fields[] = {
 static const struct rpt_array suppressed_array =
     RPT_ARRAY_OF(struct rpt_session, suppressed, n_suppressed, suppressed_fields);
 
+/* the exact census under exec (results 1.6) */
+static const struct rpt_field census_fields[] = {
+    RPT_INT(struct rpt_census, "born", born, 0, INT32_MAX),
+    RPT_I64(struct rpt_census, "bytes", bytes, 0, INT64_MAX),
+    RPT_I64(struct rpt_census, "blocks", blocks, 0, INT64_MAX),
+    RPT_FIELD(struct rpt_census, "frames", frames, RPT_F_FRAMES, RPT_NULLABLE),
+    RPT_END,
+};
+static const struct rpt_array census_array =
+    RPT_ARRAY_OF(struct rpt_session, census, n_census, census_fields);
+
 #define SESSION_BYTES(key, m)                                                                      \
     RPT_RANGED(struct rpt_session, key, m, RPT_F_I64, INT64_MIN, INT64_MAX, RPT_NULLABLE)
 
@@ -160,6 +171,11 @@ const struct rpt_field rpt_session_fields[] = {
     {.key = "suppressed", .kind = RPT_F_ARRAY, .flags = RPT_OMIT_EMPTY, .arr = &suppressed_array},
     RPT_CUSTOM("suppressed_since", rpt_enc_suppressed_since, rpt_dec_suppressed_since),
     RPT_STR(struct rpt_session, "error", error),
+    {.key = "census", /* since 1.6: written when the census counted the session, none included */
+     .kind = RPT_F_ARRAY,
+     .flags = RPT_PRESENT,
+     .arr = &census_array,
+     .present_off = offsetof(struct rpt_session, census_counted)},
     RPT_END,
 };
 
@@ -181,6 +197,19 @@ static const struct rpt_field channel_verdict_fields[] = {
 static const struct rpt_array channel_verdicts_array =
     RPT_INLINE_ARRAY_OF(struct rpt_verdict, channels, n_channels, channel_verdict_fields);
 
+/* the census's judgment (results 1.6; reports/census.c) */
+static const struct rpt_field census_verdict_fields[] = {
+    RPT_FIELD(struct rpt_census_verdict, "status", status, RPT_F_STATUS, 0),
+    RPT_INT(struct rpt_census_verdict, "kept", kept, 0, INT32_MAX),
+    RPT_INT(struct rpt_census_verdict, "since", since, 0, INT32_MAX),
+    RPT_INT(struct rpt_census_verdict, "first", first, -1, INT32_MAX),
+    RPT_INT(struct rpt_census_verdict, "last", last, 0, INT32_MAX),
+    RPT_I64(struct rpt_census_verdict, "bytes", bytes, 0, INT64_MAX),
+    RPT_I64(struct rpt_census_verdict, "blocks", blocks, 0, INT64_MAX),
+    RPT_STR(struct rpt_census_verdict, "why", why),
+    RPT_END,
+};
+
 const struct rpt_field rpt_verdict_fields[] = {
     RPT_FIELD(struct rpt_verdict, "status", status, RPT_F_STATUS, 0),
     RPT_INT(struct rpt_verdict, "exit_code", exit_code, 0, 255),
@@ -192,5 +221,6 @@ const struct rpt_field rpt_verdict_fields[] = {
     RPT_FIELD(struct rpt_verdict, "required", required, RPT_F_MASK, RPT_OPTIONAL), /* 1.1 */
     RPT_STR(struct rpt_verdict, "summary", summary),
     RPT_ARRAY("channels", &channel_verdicts_array),
+    RPT_OBJECT_IF(struct rpt_verdict, "census", census, census_verdict_fields, census.counted),
     RPT_END,
 };

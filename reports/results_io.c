@@ -119,6 +119,7 @@ void rpt_session_fini(struct rpt_session *s)
     rpt_alloc_stacks_free(s);
     rpt_notes_free(s);
     rpt_session_gate_free(s);
+    rpt_census_free(s);
     s->groups = NULL;
     s->refs = NULL;
     s->classes = NULL;

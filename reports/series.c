@@ -300,6 +300,7 @@ void rpt_conclude(struct rpt_verdict *v, const struct rpt_budget *budgets)
                 strncmp(budgets[c].source, "--budget", 8) ? sizeof unmeasured : sizeof by_hand,
                 rpt_channel_name(c));
     }
+    if (v->census.counted && v->census.status == RPT_LEAK) add(leaking, sizeof leaking, "census");
     for (int c = 0; c < RPT_NCHANNELS; c++)
         if ((v->required & RPT_BIT(c)) && !judged[c]) {
             snprintf(item, sizeof item, "%s (not judged)", rpt_channel_name((enum rpt_channel)c));
@@ -373,6 +374,7 @@ int rpt_judge_sessions(const struct rpt_results *r, const struct rpt_budget *b,
     if (rc != LG_OK) return rc;
     ser.device = rpt_run_had_device(&r->run);
     for (int i = 0; i < r->n_sessions; i++) rpt_series_add(&ser, &r->sessions[i]);
+    rpt_census_judge(r->sessions, r->n_sessions, &v->census); /* exec's exact census */
     rpt_judge_series(&ser, b, v);
     rpt_series_fini(&ser);
     return LG_OK;

@@ -674,3 +674,89 @@ Test(exec, a_marker_regex_too_costly_to_compile_is_refused)
     cr_expect_eq(o.status, 0, "exit %d:\n%s", o.status, o.text);
     free(o.text);
 }
+
+/* ---- the exact census (issue 33, item 2) ------------------------------------------------------
+ */
+
+/* Runs exec_census SHAPE over `sessions` sessions (one warm-up) and loads its results. */
+static struct rpt_results *census_run(const char *shape, int sessions, int want_exit, char **text)
+{
+    char args[64];
+    snprintf(args, sizeof args, "%s %d", shape, sessions);
+    struct lg_out o = exec_run("--no-reports", EXEC_CENSUS, args);
+    cr_expect_eq(o.status, want_exit, "%s: exit %d, expected %d:\n%s", shape, o.status, want_exit,
+                 o.text);
+    *text = o.text;
+    return results();
+}
+
+Test(exec, the_census_catches_one_64_byte_block_kept_per_session_and_names_it)
+{
+    char *text;
+    /* one warm-up and 4 measured sessions: sessions 1, 2, 3 kept a block at the end of 4 */
+    struct rpt_results *r = census_run("block64", 5, 1, &text);
+    cr_expect(strstr(text, "LEAK: ") && strstr(text, "census over 4 measured session(s)"),
+              "the census says LEAK:\n%s", text);
+    cr_expect(strstr(text, "still alive: 1 block, 64 B, at keep_block (census.c:") != NULL,
+              "the census names the block and its stack:\n%s", text);
+    free(text);
+    const struct rpt_census_verdict *cv = &r->verdict.census;
+    cr_expect(cv->counted);
+    cr_expect_eq(cv->status, RPT_LEAK);
+    cr_expect_eq(cv->kept, 3);
+    cr_expect_eq(cv->blocks, 3);
+    cr_expect_eq(cv->bytes, 3 * 64, "exact bytes: %lld", (long long)cv->bytes);
+    const struct rpt_session *last = &r->sessions[r->n_sessions - 1];
+    cr_expect(last->census_counted);
+    int kept = 0;
+    for (int i = 0; i < last->n_census; i++) {
+        const struct rpt_census *c = &last->census[i];
+        cr_expect_eq(c->blocks, 1, "session %d: %lld blocks", c->born, (long long)c->blocks);
+        cr_expect_eq(c->bytes, 64, "session %d: %lld bytes", c->born, (long long)c->bytes);
+        kept += c->born >= 1 && c->born < last->index;
+    }
+    cr_expect_eq(kept, 3);
+    rpt_results_free(r);
+}
+
+Test(exec, the_census_catches_three_kilobyte_blocks_kept_per_session)
+{
+    char *text;
+    struct rpt_results *r = census_run("trickle", 9, 1, &text);
+    cr_expect(strstr(text, "still alive: 3 blocks, 3.00 KiB, at keep_block (census.c:") != NULL,
+              "named, exact:\n%s", text);
+    free(text);
+    cr_expect_eq(r->verdict.census.status, RPT_LEAK);
+    cr_expect_eq(r->verdict.census.kept, 7);
+    cr_expect_eq(r->verdict.census.bytes, 7 * 3 * 1024);
+    rpt_results_free(r);
+}
+
+Test(exec, the_census_keeps_quiet_on_its_clean_twins)
+{
+    const char *shapes[] = {"warm-cache", "free-list", "one-session", "realloc", "clean"};
+    for (size_t i = 0; i < LG_ARRAY_LEN(shapes); i++) {
+        char *text;
+        struct rpt_results *r = census_run(shapes[i], 10, 0, &text);
+        cr_expect(strstr(text, "census: no block born in a measured session") != NULL,
+                  "%s: nothing kept:\n%s", shapes[i], text);
+        free(text);
+        cr_expect(r->verdict.census.counted, "%s", shapes[i]);
+        cr_expect_eq(r->verdict.census.status, RPT_PASS, "%s", shapes[i]);
+        cr_expect_eq(r->verdict.census.kept, 0, "%s", shapes[i]);
+        rpt_results_free(r);
+    }
+}
+
+Test(exec, the_census_is_off_with_thread_caches)
+{
+    char *text;
+    struct lg_out o = exec_run("--no-reports --tcache", EXEC_CENSUS, "block64 5");
+    text = o.text;
+    cr_expect(strstr(text, "census:") == NULL, "no census with --tcache:\n%s", text);
+    free(text);
+    struct rpt_results *r = results();
+    cr_expect(!r->verdict.census.counted);
+    cr_expect(!r->sessions[r->n_sessions - 1].census_counted);
+    rpt_results_free(r);
+}

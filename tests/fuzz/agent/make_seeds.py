@@ -26,8 +26,9 @@ def snapshot(je, rss):
     return f64(1.5) + u32(3) + u32(len(v)) + b"".join(i64(x) for x in v)
 
 
-def session(used=0, groups=(), refs=(), begin=False, notes=(), marker=""):
-    p = u32(0) + f64(0.25) + u32(used) + snapshot(1 << 20, 8 << 20)
+def session(used=0, groups=(), refs=(), begin=False, notes=(), marker="", index=0,
+            census=None):
+    p = u32(index) + f64(0.25) + u32(used) + snapshot(1 << 20, 8 << 20)
     p += i64(4096) + i64(0) + i64(sum(g[1] for g in groups)) + i64(0)
     p += u32(len(groups))
     for tag, nbytes, count, stacks in groups:
@@ -42,6 +43,10 @@ def session(used=0, groups=(), refs=(), begin=False, notes=(), marker=""):
     p += s("") + s(marker)
     p += u32(1) + snapshot(1 << 20, 8 << 20) if begin else u32(0)
     p += u32(len(notes)) + b"".join(s(n) for n in notes)
+    if census is not None:  # the flags, then the census: state, n × {born, bytes, blocks}
+        state, entries = census
+        p += u32(0) + u32(state) + u32(len(entries))
+        p += b"".join(u32(b) + i64(n) + i64(k) for b, n, k in entries)
     return p
 
 
@@ -51,6 +56,10 @@ seeds = {
     "tags.bin": session(used=1, groups=[("model/w", 4096, 2, [(2, "0x401000\n0x402000")])]),
     "refs.bin": session(used=2, refs=[("varmap", "VarMap", 2, [("trainer_new", 3, "0x1")])]),
     "marker.bin": session(begin=True, notes=["step 10", "loss 0.5"], marker="epoch 3 done"),
+    # the exact census (agent/lga_census.c): a 64-byte block born in this session; a capped pool
+    # whose births come before the run's first session (refused: born at a negative index)
+    "census.bin": session(census=(1, [(0, 64, 1)])),
+    "census-capped.bin": session(index=3, census=(2, [(1, 3072, 3), (2, 64, 1)])),
 }
 for name, data in seeds.items():
     with open(os.path.join(here, name), "wb") as f:

@@ -1,0 +1,146 @@
+/* lga_census.c — the exact census under exec: an arena per session.
+ *
+ * Each session's untagged allocations go to a jemalloc arena of their own (lga_alloc.c adds
+ * lga_census_flags: MALLOCX_ARENA(that arena) | MALLOCX_TCACHE_NONE); a free finds its arena by
+ * itself, a realloc that moves a block puts it in the current session's arena (it is reborn
+ * there), one that resizes in place leaves it where it was born. So after an `epoch`,
+ * `stats.arenas.<i>.{small,large}.allocated` is exactly what the session that owns arena i
+ * allocated and still holds, and nmalloc - ndalloc its live blocks. Exact with thread caches
+ * off (exec's default); with --tcache the census is off (a cached free still counts).
+ *
+ * Arenas are pooled: a session's arena whose census reaches zero is reused by a later session.
+ * At most LGA_CENSUS_SLOTS arenas: past that (a program that keeps memory in 64 sessions, long
+ * since judged), new sessions allocate in jemalloc's automatic arenas and the census says it is
+ * capped. Between API sessions, before the first and in the agent's own work (in_agent), the
+ * automatic arenas too: only sessions are counted. LEAKGATE_CENSUS=0 in the program's
+ * environment turns it off (tests/bench/census_cost.sh measures its cost that way).
+ */
+#define _GNU_SOURCE
+#include <jemalloc/jemalloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lga_impl.h"
+#include "lga_wire.h"
+
+_Atomic int lga_census_flags;
+
+enum { ST_SMALL_ALLOC, ST_LARGE_ALLOC, ST_SMALL_NM, ST_SMALL_ND, ST_LARGE_NM, ST_LARGE_ND, ST_N };
+static const char *const stat_names[ST_N] = {
+    "stats.arenas.0.small.allocated", "stats.arenas.0.large.allocated",
+    "stats.arenas.0.small.nmalloc",   "stats.arenas.0.small.ndalloc",
+    "stats.arenas.0.large.nmalloc",   "stats.arenas.0.large.ndalloc",
+};
+
+struct census_slot {
+    unsigned arena;
+    int born; /* the agent's session index that owns it; -1 free */
+};
+
+/* Under lga.mu (session begins and ends). */
+static struct {
+    uint32_t state; /* LGA_CENSUS_* */
+    int n;
+    int current; /* the open session's slot, -1 none */
+    struct census_slot slot[LGA_CENSUS_SLOTS];
+    size_t mib[ST_N][5];
+} cs = {.current = -1};
+
+void lga_census_init(void)
+{
+    const char *env = getenv("LEAKGATE_CENSUS"); /* "0": off, for the A/B of its cost */
+    if (env && !strcmp(env, "0")) return;
+    bool tcache = true, stats = false;
+    size_t len = sizeof tcache;
+    mallctl("opt.tcache", &tcache, &len, NULL, 0);
+    len = sizeof stats;
+    mallctl("config.stats", &stats, &len, NULL, 0);
+    if (tcache || !stats) return; /* LGA_CENSUS_OFF */
+    for (int i = 0; i < ST_N; i++) {
+        size_t n = 5;
+        if (mallctlnametomib(stat_names[i], cs.mib[i], &n) != 0 || n != 5) return;
+    }
+    cs.state = LGA_CENSUS_ON;
+}
+
+void lga_census_begin(int session)
+{
+    if (cs.state == LGA_CENSUS_OFF) return;
+    int k = -1;
+    for (int i = 0; i < cs.n && k < 0; i++)
+        if (cs.slot[i].born < 0) k = i;
+    if (k < 0 && cs.n < LGA_CENSUS_SLOTS) {
+        unsigned a;
+        size_t len = sizeof a;
+        if (mallctl("arenas.create", &a, &len, NULL, 0) == 0) {
+            k = cs.n++;
+            cs.slot[k].arena = a;
+        }
+    }
+    if (k < 0) {
+        cs.state = LGA_CENSUS_CAPPED;
+        return;
+    }
+    cs.slot[k].born = session;
+    cs.current = k;
+    atomic_store(&lga_census_flags, (int)(MALLOCX_ARENA(cs.slot[k].arena) | MALLOCX_TCACHE_NONE));
+}
+
+void lga_census_end(void)
+{
+    atomic_store(&lga_census_flags, 0);
+    cs.current = -1;
+}
+
+static uint64_t stat(int which, unsigned arena)
+{
+    size_t mib[5];
+    memcpy(mib, cs.mib[which], sizeof mib);
+    mib[2] = arena;
+    uint64_t v = 0;
+    size_t len = sizeof v;
+    if (which == ST_SMALL_ALLOC || which == ST_LARGE_ALLOC) {
+        size_t z = 0;
+        len = sizeof z;
+        if (mallctlbymib(mib, 5, &z, &len, NULL, 0) == 0) v = z;
+        return v;
+    }
+    mallctlbymib(mib, 5, &v, &len, NULL, 0);
+    return v;
+}
+
+/* Writes {state, n, n × {born, bytes, blocks}} for every arena holding live blocks, the open
+ * session's included, and frees the slots of the others for reuse. Allocates nothing but the
+ * encoder's buffer. */
+void lga_census_put(struct lga_enc *e)
+{
+    lga_put_u32(e, cs.state);
+    if (cs.state == LGA_CENSUS_OFF) {
+        lga_put_u32(e, 0);
+        return;
+    }
+    uint64_t epoch = 1;
+    size_t len = sizeof epoch;
+    mallctl("epoch", &epoch, &len, &epoch, sizeof epoch);
+    uint32_t n = 0;
+    int64_t bytes[LGA_CENSUS_SLOTS], blocks[LGA_CENSUS_SLOTS];
+    for (int i = 0; i < cs.n; i++) {
+        bytes[i] = blocks[i] = 0;
+        if (cs.slot[i].born < 0) continue;
+        unsigned a = cs.slot[i].arena;
+        bytes[i] = (int64_t)(stat(ST_SMALL_ALLOC, a) + stat(ST_LARGE_ALLOC, a));
+        blocks[i] = (int64_t)(stat(ST_SMALL_NM, a) - stat(ST_SMALL_ND, a) + stat(ST_LARGE_NM, a) -
+                              stat(ST_LARGE_ND, a));
+        if (blocks[i] > 0)
+            n++;
+        else if (i != cs.current)
+            cs.slot[i].born = -1; /* empty: nothing born there can come back */
+    }
+    lga_put_u32(e, n);
+    for (int i = 0; i < cs.n; i++) {
+        if (cs.slot[i].born < 0 || blocks[i] <= 0) continue;
+        lga_put_u32(e, (uint32_t)cs.slot[i].born);
+        lga_put_i64(e, bytes[i]);
+        lga_put_i64(e, blocks[i]);
+    }
+}
