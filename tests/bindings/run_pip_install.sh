@@ -61,8 +61,9 @@ grep -q "FAILED test_two.py::test_leaking - Failed: leakgate: LEAK" "$work/t/out
     fail "pip wheel $src/bindings/python"
 whl=$(ls "$work/wheels"/leakgate-*.whl) || fail "no wheel in $work/wheels"
 echo "wheel: $(basename "$whl") ($(du -h "$whl" | cut -f1))"
-"$py" -m venv --without-pip "$work/venv-wheel" || fail "python3 -m venv"
-"${pip[@]}" install -q --no-deps --prefix "$work/venv-wheel" "$whl" || fail "pip install $whl"
+"$py" -m venv "$work/venv-wheel" || fail "python3 -m venv"
+"$work/venv-wheel/bin/python" -m pip install -q --no-index --no-deps "$whl" ||
+    fail "pip install $whl"
 env -i "$work/venv-wheel/bin/python" -m leakgate --where || fail "the wheel carries no binary"
 native=$("$work/venv-wheel/bin/python" -c 'from leakgate import _bundle; print(_bundle.ROOT)')
 env -i "$native/bin/leakgate" --version || fail "the wheel's leakgate does not run"
