@@ -251,7 +251,7 @@ static int take_figure(const char *tmp, const char *dir, const char *name, int p
                        to, size, png_or_svg ? "SVG" : "PNG", said[0] ? said : "nothing");
     }
     if (rename(from, to) != 0) return lg_fail(LG_EIO, "cannot write %s: %s", to, strerror(errno));
-    return LG_OK;
+    return lg_out_manifest_add(dir, strrchr(to, '/') + 1); /* a later run may remove it */
 }
 
 int rpt_gp_render(const struct rpt_gp_job *jobs, int n, rpt_gp_script script, const void *ctx,

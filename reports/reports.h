@@ -54,10 +54,11 @@ enum rpt_artefact {
  * missing it still writes every other artefact (the HTML then says the plots are missing)
  * and returns LG_EUNAVAIL; the first other failure is returned as it happens. */
 int rpt_write_all(const struct rpt_results *r, const char *dir, unsigned flags);
-/* Removes from dir every artefact rpt_write_all may write (a missing one is fine), so that no
- * report of an earlier run stands beside a new run's results: run, exec, soak and merge call it
- * when they take their output directory, and rpt_write_all before it writes. LG_EIO naming the
- * file it could not remove. */
+/* Removes from dir every report artefact an earlier run wrote there, as dir's manifest lists
+ * them (lg_out_manifest_clear; a file leakgate did not write is never removed, whatever its
+ * name), so that no report of an earlier run stands beside a new run's results: run, exec, soak
+ * and merge call it when they take their output directory, and rpt_write_all before it writes
+ * (and lists each artefact it writes). LG_EIO naming the file it could not remove. */
 int rpt_clear_artefacts(const char *dir);
 /* Whether a file name is one a run writes into its output directory (results.jsonl or an
  * artefact of rpt_write_all): what no other output may be pointed at there. */

@@ -26,22 +26,13 @@ bool rpt_is_artefact_name(const char *name)
     return false;
 }
 
-int rpt_clear_artefacts(const char *dir)
+/* Whether name is a report artefact (results.jsonl is replaced, never removed). */
+static bool is_report(const char *name)
 {
-    char path[4200];
-    for (int k = 0; k < RPT_NFIGURES + (int)LG_ARRAY_LEN(documents); k++)
-        for (int ext = 0; ext < (k < RPT_NFIGURES ? 2 : 1); ext++) {
-            if (k < RPT_NFIGURES)
-                snprintf(path, sizeof path, "%s/%s.%s", dir, rpt_figure_name(k),
-                         ext ? "svg" : "png");
-            else
-                snprintf(path, sizeof path, "%s/%s", dir, documents[k - RPT_NFIGURES]);
-            if (unlink(path) != 0 && errno != ENOENT)
-                return lg_fail(LG_EIO, "cannot remove the earlier run's %s: %s", path,
-                               strerror(errno));
-        }
-    return LG_OK;
+    return strcmp(name, "results.jsonl") != 0 && rpt_is_artefact_name(name);
 }
+
+int rpt_clear_artefacts(const char *dir) { return lg_out_manifest_clear(dir, is_report); }
 
 static int write_doc(const struct rpt_results *r, const char *dir, const char *name,
                      int (*write)(const struct rpt_results *, FILE *))
@@ -53,6 +44,7 @@ static int write_doc(const struct rpt_results *r, const char *dir, const char *n
     rc = write(r, f);
     int crc = rpt_close_out(f, path);
     if (rc == LG_OK) rc = crc;
+    if (rc == LG_OK) rc = lg_out_manifest_add(dir, name); /* a later run may remove it */
     if (rc != LG_OK) lg_fail_ctx(rc, "%s: ", path);
     return rc;
 }
@@ -90,6 +82,7 @@ int rpt_write_all(const struct rpt_results *r, const char *dir, unsigned flags)
             int crc = rpt_close_out(f, path);
             if (rc == LG_OK) rc = crc;
         }
+        if (rc == LG_OK) rc = lg_out_manifest_add(dir, "report.html");
         KEEP(rc);
     }
 #undef KEEP

@@ -246,6 +246,17 @@ static const struct hcase cases[] = {
      "--no-reports --out h/.",
      2, "refused as an output folder", "grep -qx mine h/summary.md && test ! -e h/results.jsonl",
      0},
+    {"a file of the user's named like an artefact survives --no-reports: only what leakgate "
+     "wrote (its manifest) is removed",
+     "mkdir o && echo mine > o/summary.md && echo mine > o/deltas.png && $L run --sessions 4 "
+     "--modes fp32 --steps 2 --quiet --no-reports --out o >/dev/null" ANY_VERDICT,
+     0, "", "grep -qx mine o/summary.md && grep -qx mine o/deltas.png", 0},
+    {"a manifest naming a file outside OUT, or reached through a link, removes nothing",
+     "mkdir o p && echo keep > x && printf '../x\\n/x\\nsummary.md\\n' > o/.leakgate-manifest && "
+     "echo mine > p/junit.xml && echo junit.xml > list && ln -s ../list p/.leakgate-manifest && "
+     "for d in o p; do $L run --sessions 4 --modes fp32 --steps 2 --quiet --no-reports --out $d "
+     ">/dev/null; s=$?; test $s -ne 2 -a $s -lt 4 || exit 1; done",
+     0, "", "grep -qx keep x && grep -qx mine p/junit.xml && grep -qx junit.xml list", 0},
     {"a symbolic link as --out is refused, not followed",
      "mkdir t && ln -s t o && $L run --sessions 4 --modes fp32 --no-reports --out o", 2,
      "symbolic link", "test -z \"$(ls t)\"", 0},

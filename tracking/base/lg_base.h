@@ -64,6 +64,8 @@ int lg_exit_code(int status);
  *   lg_out_open(&f, "out/summary.md"); ...; lg_out_commit(f, "out/summary.md");  // whole
  *   lg_out_stream(&f, "out/results.jsonl"); ...; fclose(f);                      // streamed
  *   lg_out_create(&fd, "out/heap/session-3.heap"); close(fd); prof.dump ...      // for another
+ *   lg_out_manifest_add("out", "summary.md");   // listed: a later run may remove it
+ *   lg_out_manifest_clear("out", is_report);    // removes only what the manifest lists
  */
 
 /* Creates dir and its parents (mkdir -p), 0755 at most whatever the umask. LG_EINVAL for an
@@ -90,6 +92,15 @@ int lg_out_commit(FILE *f, const char *path);
 /* Closes a file of lg_out_open that is not to be kept (its writer failed) and removes it; what
  * was at path stays. */
 void lg_out_abandon(FILE *f, const char *path);
+/* An output folder's manifest, DIR/.leakgate-manifest: the names of the files leakgate wrote
+ * there, one a line, so that a later run removes what an earlier one wrote and never a file of
+ * the user's that merely has an artefact's name. lg_out_manifest_add lists name (a file
+ * directly in dir) after writing it; lg_out_manifest_clear removes every listed file whose name
+ * ours() accepts and drops it from the list (the manifest goes when it lists nothing more). A
+ * manifest that is a link or not a plain file is read as empty, and replaced. LG_EIO naming
+ * what could not be removed or written. */
+int lg_out_manifest_add(const char *dir, const char *name);
+int lg_out_manifest_clear(const char *dir, bool (*ours)(const char *name));
 
 /* An exclusive lock on an output directory, held while a run writes there (flock on
  * DIR/.leakgate.lock, which names the holder's pid): a second leakgate that wants the same

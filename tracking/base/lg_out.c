@@ -173,3 +173,127 @@ void lg_out_abandon(FILE *f, const char *path)
     if (f) fclose(f);
     if (tmp_name(tmp, sizeof tmp, path) == LG_OK) unlink(tmp);
 }
+
+/* ---- the manifest: what leakgate wrote into an output folder ------------------------------ */
+
+#define MANIFEST      "/.leakgate-manifest"
+#define MANIFEST_MAX  (64 << 10) /* bytes read: leakgate lists a few dozen names */
+#define MANIFEST_HEAD "# files leakgate wrote here; a later run removes only these\n"
+
+/* Reads dir's manifest into *text (one name a line, '\0'-terminated; "" when there is none or
+ * it is not a plain file of its own: a link is never followed). The caller frees *text. */
+static int manifest_read(const char *dir, char **text)
+{
+    char path[4200];
+    *text = NULL;
+    if (lg_snprintf(path, sizeof path, "%s" MANIFEST, dir))
+        return lg_fail(LG_EINVAL, "output path too long: %s", dir);
+    char *t = calloc(1, MANIFEST_MAX + 1);
+    if (!t) return lg_fail(LG_ENOMEM, "out of memory reading %s", path);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        size_t n = 0;
+        for (ssize_t k; n < MANIFEST_MAX && (k = read(fd, t + n, MANIFEST_MAX - n)) > 0;)
+            n += (size_t)k;
+        t[n] = '\0';
+    }
+    if (fd >= 0) close(fd);
+    *text = t;
+    return LG_OK;
+}
+
+/* Whether line (len bytes) is a name a manifest may hold: a file directly in its folder. */
+static bool manifest_name(const char *line, size_t len)
+{
+    return len > 0 && line[0] != '#' && memchr(line, '/', len) == NULL &&
+           memchr(line, 0, len) == NULL && !(len == 1 && line[0] == '.') &&
+           !(len == 2 && !memcmp(line, "..", 2));
+}
+
+/* What a manifest's rewrite drops: the names a clearing removed from its folder. */
+struct clearing {
+    const char *dir;
+    bool (*ours)(const char *name);
+    int rc; /* the first failure to remove one (the rest are then kept) */
+};
+
+/* Removes name from c->dir when it is c->ours'; true when it is gone. */
+static bool clear_one(struct clearing *c, const char *name)
+{
+    char path[4400];
+    if (c->rc != LG_OK || !c->ours(name)) return false;
+    if (lg_snprintf(path, sizeof path, "%s/%s", c->dir, name)) {
+        c->rc = lg_fail(LG_EINVAL, "output path too long: %s", c->dir);
+        return false;
+    }
+    if (unlink(path) != 0 && errno != ENOENT) {
+        c->rc = lg_fail(LG_EIO, "cannot remove the earlier run's %s: %s", path, strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+/* Writes dir's manifest: the names of text that the clearing c (NULL: none) did not remove,
+ * then extra (NULL: none); no manifest at all when it would list nothing. */
+static int manifest_write(const char *dir, const char *text, struct clearing *c, const char *extra)
+{
+    char path[4200], name[256];
+    FILE *f = NULL;
+    int kept = 0;
+    if (lg_snprintf(path, sizeof path, "%s" MANIFEST, dir))
+        return lg_fail(LG_EINVAL, "output path too long: %s", dir);
+    int rc = lg_out_open(&f, path);
+    if (rc != LG_OK) return rc;
+    fputs(MANIFEST_HEAD, f);
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (manifest_name(p, len) && len < sizeof name) {
+            memcpy(name, p, len);
+            name[len] = '\0';
+            if (!c || !clear_one(c, name)) fprintf(f, "%s\n", name), kept++;
+        }
+        p += len + (nl != NULL);
+    }
+    if (extra) fprintf(f, "%s\n", extra), kept++;
+    if (kept == 0) {
+        lg_out_abandon(f, path);
+        if (unlink(path) != 0 && errno != ENOENT)
+            return lg_fail(LG_EIO, "cannot remove %s: %s", path, strerror(errno));
+        return LG_OK;
+    }
+    return lg_out_commit(f, path);
+}
+
+int lg_out_manifest_add(const char *dir, const char *name)
+{
+    char *text = NULL;
+    LG_ASSERT(manifest_name(name, strlen(name)) && "a manifest lists names in its own folder");
+    int rc = manifest_read(dir, &text);
+    if (rc != LG_OK) return rc;
+    size_t len = strlen(name);
+    bool listed = false;
+    for (const char *p = text; *p && !listed;) {
+        const char *nl = strchr(p, '\n');
+        size_t l = nl ? (size_t)(nl - p) : strlen(p);
+        listed = l == len && !memcmp(p, name, len);
+        p += l + (nl != NULL);
+    }
+    if (!listed) rc = manifest_write(dir, text, NULL, name);
+    free(text);
+    return rc;
+}
+
+int lg_out_manifest_clear(const char *dir, bool (*ours)(const char *name))
+{
+    char *text = NULL;
+    struct clearing c = {dir, ours, LG_OK};
+    int rc = manifest_read(dir, &text);
+    if (rc == LG_OK && text[0]) {
+        rc = manifest_write(dir, text, &c, NULL);
+        if (c.rc != LG_OK) rc = c.rc; /* its message is the latest failure's */
+    }
+    free(text);
+    return rc;
+}
