@@ -338,11 +338,20 @@ static void set(struct rpt_channel_verdict *v, enum rpt_status s, double figure,
 
 /* Whether the first persistent step is still held at the end: the last reading above the level
  * before it by half the step threshold, and the level after it above that by the threshold and
- * by four times the noise inside the segments (noise that crosses the threshold is no step). */
-static bool steps_held(const double *y, int n, const struct rpt_steps *st)
+ * by four times the noise inside the segments (noise that crosses the threshold is no step).
+ * On a channel that moves in pages (jemalloc active and resident, RSS, the device) a single
+ * jump must also exceed the band: jemalloc's metadata grows by 2 MiB blocks and the kernel
+ * collapses huge pages with no allocation at all (1 clean exec run in 50 showed such a
+ * je_resident step, docs/detection.md), which is what the calibrated band is for; a run of
+ * rising sessions (a leak that began late) needs no band, and jemalloc's allocated bytes —
+ * a byte counter of what the program holds — none either. */
+static bool steps_held(enum rpt_channel ch, const double *y, int n, const struct rpt_budget *b,
+                       const struct rpt_steps *st)
 {
     if (st->n == 0 || y[n - 1] - st->before <= st->threshold / 2) return false;
-    return st->after - st->before > fmax(st->threshold, 4 * st->within);
+    if (st->after - st->before <= fmax(st->threshold, 4 * st->within)) return false;
+    return rpt_channel_granularity(ch) <= 1 || st->run >= RPT_KEPT_LEAK ||
+           y[n - 1] - st->before > b->band;
 }
 
 /* Growth that shrinks each session and stops: the first held step's run of increments (at
@@ -363,12 +372,12 @@ static bool shrank(const double *y, int n, const struct rpt_budget *b, const str
  * leak (a run of rising sessions: a leak that began late; one jump then flat: a retained
  * block); kept fewer, the channel did not return to baseline and cannot yet tell a one-off
  * from the start of a recurring leak. False when no step is held. */
-static bool held_step(const double *y, int n, const struct rpt_budget *b,
+static bool held_step(enum rpt_channel ch, const double *y, int n, const struct rpt_budget *b,
                       const struct rpt_steps *st, struct rpt_channel_verdict *v)
 {
     char s1[32], s2[32], s3[32], steps[200];
     double held = y[n - 1] - st->before;
-    if (!steps_held(y, n, st)) return false;
+    if (!steps_held(ch, y, n, b, st)) return false;
     int at = st->at[0], kept = n - at;
     steps_text(st, steps, sizeof steps);
     v->stayed = true;
@@ -470,7 +479,7 @@ static void judge_rules(enum rpt_channel ch, const double *y, int n, const struc
     rpt_find_steps(y, n, b, &st);
     steps_text(&st, steps, sizeof steps);
     bool significant = t.lo > b->slope, moved = t.shift > b->floor, recur = st.n >= RPT_STEP_RECUR;
-    bool held = steps_held(y, n, &st);
+    bool held = steps_held(ch, y, n, b, &st);
     int h = n / 2;
     rpt_theil_sen(y, h, 0.95, &early);
     rpt_theil_sen(y + h, n - h, 0.95, &late);
@@ -512,7 +521,7 @@ static void judge_rules(enum rpt_channel ch, const double *y, int n, const struc
         return;
     }
     if (held && n - st.at[0] >= RPT_KEPT_LEAK) {
-        held_step(y, n, b, &st, v);
+        held_step(ch, y, n, b, &st, v);
         return;
     }
     int from;
@@ -529,7 +538,7 @@ static void judge_rules(enum rpt_channel ch, const double *y, int n, const struc
                  fb(s3, sr.lo), fb(s4, sr.hi), fb(s5, b->slope));
         return;
     }
-    if (held_step(y, n, b, &st, v)) return;
+    if (held_step(ch, y, n, b, &st, v)) return;
     if (suppressed <= 0 && rising_throughout(ch, y, n, &rate)) {
         set(v, RPT_INCONCLUSIVE, rate, b->slope);
         v->stayed = true;

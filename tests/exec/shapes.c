@@ -34,17 +34,30 @@ __attribute__((noinline)) static void keep_block(size_t n)
     shapes_kept[n_kept++ % 4096] = p;
 }
 
-/* Work that allocates and frees (the sawtooth of a healthy session). */
-__attribute__((noinline)) static double work(int s)
+/* Work that allocates and frees (the sawtooth of a healthy session): a list built and torn
+ * down, its nodes of many sizes. */
+struct node {
+    struct node *next;
+    size_t n;
+};
+
+__attribute__((noinline)) static size_t work(int s)
 {
-    double sum = 0;
+    struct node *head = NULL;
     for (int i = 0; i < 100; i++) {
-        size_t n = 64 + (size_t)((i * 7919 + s * 104729) % 4096);
-        double *v = malloc(n * sizeof *v);
-        if (!v) exit(3);
-        for (size_t k = 0; k < n; k++) v[k] = (double)(k ^ (size_t)i);
-        sum += v[n / 2];
-        free(v);
+        size_t n = sizeof(struct node) + (size_t)((i * 7919 + s * 104729) % 4096);
+        struct node *x = malloc(n);
+        if (!x) exit(3);
+        x->n = n;
+        x->next = head;
+        head = x;
+    }
+    size_t sum = 0;
+    while (head) {
+        struct node *x = head->next;
+        sum += head->n;
+        free(head);
+        head = x;
     }
     return sum;
 }
@@ -59,7 +72,7 @@ int main(int argc, char **argv)
     int n = atoi(argv[2]);
     size_t bytes = argc == 4 ? (size_t)strtoull(argv[3], NULL, 10) : 0;
     char *scratch = NULL;
-    double sum = 0;
+    size_t sum = 0;
     for (int s = 0; s < n; s++) {
         if (leakgate_session_begin() != LEAKGATE_OK) return 4;
         sum += work(s);
@@ -80,6 +93,6 @@ int main(int argc, char **argv)
         if (leakgate_session_end() != LEAKGATE_OK) return 4;
     }
     free(scratch);
-    printf("%s: %d sessions (%g)\n", shape, n, sum > 0 ? 1.0 : 0.0);
+    printf("%s: %d sessions (%zu bytes worked)\n", shape, n, sum);
     return 0;
 }

@@ -23,19 +23,23 @@ static void expect_status(const struct lg_out *o, int status, const char *what)
     cr_expect_eq(o->status, status, "%s: exit %d, not %d\n%s", what, o->status, status, o->text);
 }
 
+/* The exit status, and (says not NULL) that CHANNEL's line (NULL: anywhere) says it; frees o. */
+static void expect(struct lg_out o, int status, const char *what, const char *channel,
+                   const char *says)
+{
+    expect_status(&o, status, what);
+    if (says) lg_expect_says(o.text, &(struct lg_says){channel, says, what}, 1, false);
+    free(o.text);
+}
+
 /* ---- exec: a program using only leakgate_session_begin/end ------------------------------- */
 
 Test(shapes, exec_a_block_kept_in_the_last_session_is_not_a_pass)
 {
     /* 96 MiB in session 15, the 15th measured: one session cannot tell a one-off from the start
      * of a recurring leak, so INCONCLUSIVE, naming the session */
-    struct lg_out o = exec_shape("last-step", "");
-    expect_status(&o, 3, "last-step");
-    LG_EXPECT_SAYS(o.text, {"je_allocated",
-                            "did not return to baseline: +96.00 MiB since measured "
-                            "session #15",
-                            "the session and the size"});
-    free(o.text);
+    expect(exec_shape("last-step", ""), 3, "last-step", "je_allocated",
+           "did not return to baseline: +96.00 MiB since measured session #15");
 }
 
 Test(shapes, exec_a_block_kept_from_session_6_is_a_leak)
@@ -52,31 +56,23 @@ Test(shapes, exec_a_block_kept_from_session_6_is_a_leak)
 Test(shapes, exec_a_trickle_below_the_budget_is_a_leak)
 {
     /* 3 x 1 KiB a session: 3 KiB/session, below the 8 KiB slope budget, rising every session */
-    struct lg_out o = exec_shape("trickle", "");
-    expect_status(&o, 1, "trickle");
-    LG_EXPECT_SAYS(o.text, {"je_allocated", "rose 3.00 KiB/session in every session", "rate"},
-                   {"je_allocated", "rule 5", "the steady-rise rule"});
-    free(o.text);
+    expect(exec_shape("trickle", ""), 1, "trickle", "je_allocated",
+           "rose 3.00 KiB/session in every session since measured session #1");
 }
 
 Test(shapes, exec_a_steady_4k_is_a_leak_over_20_and_40_sessions)
 {
     for (int n = 20; n <= 40; n += 20) {
-        struct lg_out o = lg_runf(LEAKGATE_BIN, "exec --out '%s/s4k%d' -- '%s' steady4k %d",
-                                  lg_test_tmpdir(), n, EXEC_SHAPES, n);
-        expect_status(&o, 1, "steady4k");
-        LG_EXPECT_SAYS(o.text, {"je_allocated", "rose 4.00 KiB/session", "rate"});
-        free(o.text);
+        expect(lg_runf(LEAKGATE_BIN, "exec --out '%s/s4k%d' -- '%s' steady4k %d", lg_test_tmpdir(),
+                       n, EXEC_SHAPES, n),
+               1, "steady4k", "je_allocated", "rose 4.00 KiB/session");
     }
 }
 
 Test(shapes, exec_a_leak_in_the_last_quarter_is_a_leak)
 {
     /* 1 MiB a session in sessions 12-15 (measured #12-#15): four leaking sessions */
-    struct lg_out o = exec_shape("late", "");
-    expect_status(&o, 1, "late");
-    LG_EXPECT_SAYS(o.text, {"je_allocated", "a leak that began at session #12", "the onset"});
-    free(o.text);
+    expect(exec_shape("late", ""), 1, "late", "je_allocated", "a leak that began at session #12");
 }
 
 Test(shapes, exec_clean_twins_pass)
@@ -84,82 +80,60 @@ Test(shapes, exec_clean_twins_pass)
     /* a cache filled in the warm-up, a buffer living one session, plain work */
     static const char *twins[] = {"warm-cache", "scratch", "clean"};
     for (size_t k = 0; k < sizeof twins / sizeof *twins; k++) {
-        struct lg_out o = exec_shape(twins[k], "");
-        expect_status(&o, 0, twins[k]);
-        LG_EXPECT_SAYS(o.text, {NULL, "PASS: every required channel returned to baseline", "PASS"});
-        free(o.text);
+        expect(exec_shape(twins[k], ""), 0, twins[k], NULL,
+               "PASS: every required channel returned to baseline");
     }
 }
 
 Test(shapes, a_pass_needs_a_required_channel_and_hand_budgets_are_named)
 {
-    struct lg_out o = exec_shape("clean", "--require none");
-    expect_status(&o, 3, "--require none");
-    LG_EXPECT_SAYS(o.text, {NULL, "INCONCLUSIVE: no channel required", "no evidence"});
-    free(o.text);
-    o = exec_shape("clean", "--budget je_allocated.slope=1GiB");
-    expect_status(&o, 0, "clean, a budget by hand");
-    LG_EXPECT_SAYS(o.text, {NULL, "budgets set by hand (--budget), not measured: je_allocated",
-                            "the hand-given budget"});
-    free(o.text);
+    expect(exec_shape("clean", "--require none"), 3, "--require none", NULL,
+           "INCONCLUSIVE: no channel required");
+    expect(exec_shape("clean", "--budget je_allocated.slope=1GiB"), 0, "clean, a budget by hand",
+           NULL, "budgets set by hand (--budget), not measured: je_allocated");
     /* a 1 GiB slope budget does not license a steady rise */
-    o = exec_shape("steady4k", "--budget je_allocated.slope=1GiB");
-    expect_status(&o, 1, "steady4k under a 1 GiB budget");
-    free(o.text);
+    expect(exec_shape("steady4k", "--budget je_allocated.slope=1GiB"), 1,
+           "steady4k under a 1 GiB budget", NULL, NULL);
 }
 
 /* ---- run, soak, compare: the built-in trainer with an injected untagged leak ------------- */
 
+/* `leakgate run --quiet --no-reports OPTS --out TMP/DIR`. */
+static struct lg_out run_with(const char *opts, const char *dir)
+{
+    return lg_runf(LEAKGATE_BIN, "run --quiet --no-reports %s --out '%s/%s'", opts,
+                   lg_test_tmpdir(), dir);
+}
+
 Test(shapes, run_a_trickle_below_the_budget_is_a_leak)
 {
-    struct lg_out o = lg_runf(LEAKGATE_BIN,
-                              "run --quiet --no-reports --inject raw-malloc:3KiB "
-                              "--out '%s/r3k'",
-                              lg_test_tmpdir());
-    expect_status(&o, 1, "raw-malloc:3KiB");
-    LG_EXPECT_SAYS(o.text, {"je_allocated", "rule 5", "the steady-rise rule"});
-    free(o.text);
+    expect(run_with("--inject raw-malloc:3KiB", "r3k"), 1, "raw-malloc:3KiB", "je_allocated",
+           "rule 5");
 }
 
 Test(shapes, run_a_late_leak_is_inconclusive_then_a_leak_within_four_sessions)
 {
     /* 2 warm-up + 40 measured = sessions 0-41; 1 MiB a session from session K on leaks in
      * 42 - K measured sessions: 4 or more is LEAK, fewer INCONCLUSIVE, never PASS */
+    char opts[64], dir[32];
     for (int k = 41; k >= 37; k--) {
-        struct lg_out o = lg_runf(LEAKGATE_BIN,
-                                  "run --quiet --no-reports --inject raw-malloc:1MiB@%d --out "
-                                  "'%s/late%d'",
-                                  k, lg_test_tmpdir(), k);
-        int leaking = 42 - k;
-        expect_status(&o, leaking >= 4 ? 1 : 3, "1 MiB/session late");
-        free(o.text);
+        snprintf(opts, sizeof opts, "--inject raw-malloc:1MiB@%d", k);
+        snprintf(dir, sizeof dir, "late%d", k);
+        expect(run_with(opts, dir), 42 - k >= 4 ? 1 : 3, "1 MiB/session late", NULL, NULL);
     }
     /* 100 MiB in the last of 12 measured sessions only */
-    struct lg_out o = lg_runf(LEAKGATE_BIN,
-                              "run --quiet --no-reports --sessions 12 --inject "
-                              "raw-malloc:100MiB@13/1000 --out '%s/last'",
-                              lg_test_tmpdir());
-    expect_status(&o, 3, "100 MiB in the last session");
-    LG_EXPECT_SAYS(o.text, {"je_allocated", "since measured session #12", "the session"});
-    free(o.text);
+    expect(run_with("--sessions 12 --inject raw-malloc:100MiB@13/1000", "last"), 3,
+           "100 MiB in the last session", "je_allocated", "since measured session #12");
 }
 
 Test(shapes, compare_finds_a_late_leak_in_head)
 {
-    char base[600], head[600];
-    snprintf(base, sizeof base, "%s/cbase", lg_test_tmpdir());
-    snprintf(head, sizeof head, "%s/chead", lg_test_tmpdir());
-    struct lg_out o = lg_runf(LEAKGATE_BIN, "run --quiet --no-reports --out '%s'", base);
-    expect_status(&o, 0, "clean base");
-    free(o.text);
-    o = lg_runf(LEAKGATE_BIN, "run --quiet --no-reports --inject raw-malloc:1MiB@36 --out '%s'",
-                head);
-    expect_status(&o, 1, "head leaking from session 36");
-    free(o.text);
-    o = lg_runf(LEAKGATE_BIN, "compare '%s/results.jsonl' '%s/results.jsonl'", base, head);
-    expect_status(&o, 1, "compare");
-    LG_EXPECT_SAYS(o.text, {NULL, "HEAD REGRESSED", "the regression"});
-    free(o.text);
+    expect(run_with("", "cbase"), 0, "clean base", NULL, NULL);
+    expect(run_with("--inject raw-malloc:1MiB@36", "chead"), 1, "head leaking from session 36",
+           NULL, NULL);
+    expect(lg_runf(LEAKGATE_BIN, "compare '%s/cbase/results.jsonl' '%s/chead/results.jsonl'",
+                   lg_test_tmpdir(), lg_test_tmpdir()),
+           1, "compare", NULL, "HEAD REGRESSED");
 }
 
 Test(shapes, soak_never_calls_a_late_alarm_saturated)

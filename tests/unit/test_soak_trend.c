@@ -195,31 +195,29 @@ Test(soak_trend, noise_raises_no_alarm_on_any_statistical_channel)
     rpt_soak_trend_fini(&f.t);
 }
 
-Test(soak_trend, a_step_held_four_sessions_alarms_as_a_retained_block)
+/* A step from session `at` on alarms once held RPT_KEPT_LEAK sessions (at .. at + 3), and the
+ * soak's verdict is LEAK, never "saturated" over the final window's own sessions. */
+static void held_step_alarms(double (*y)(int), int at, const char *says)
 {
     struct feed f;
     struct rpt_verdict v;
-    soak(&f, 100, step_at_70, &v);
-    /* the step comes in session 70 and is held at 70, 71, 72, 73: RPT_KEPT_LEAK sessions */
-    cr_expect_eq(f.first_fired[RPT_CH_JE_RESIDENT], 70 + RPT_KEPT_LEAK - 1, "held four sessions");
+    soak(&f, 100, y, &v);
+    cr_expect_eq(f.first_fired[RPT_CH_JE_RESIDENT], at + RPT_KEPT_LEAK - 1, "held four sessions");
     const struct rpt_channel_verdict *cv = &v.channels[RPT_CH_JE_RESIDENT];
     cr_expect_eq(cv->status, RPT_LEAK, "%s", cv->why);
-    cr_expect(strstr(cv->why, "retained block"), "%s", cv->why);
+    cr_expect(strstr(cv->why, says), "%s", cv->why);
     cr_expect_eq(v.exit_code, 1, "%s", v.summary);
     rpt_soak_trend_fini(&f.t);
 }
 
+Test(soak_trend, a_step_held_four_sessions_alarms_as_a_retained_block)
+{
+    held_step_alarms(step_at_70, 70, "retained block");
+}
+
 Test(soak_trend, a_step_late_in_the_window_is_never_called_settled)
 {
-    struct feed f;
-    struct rpt_verdict v;
-    /* session 88 on: an alarm at 91, and the final window's sessions hold it: no "saturated" */
-    soak(&f, 100, step_at_88, &v);
-    cr_expect_eq(f.first_fired[RPT_CH_JE_RESIDENT], 88 + RPT_KEPT_LEAK - 1, "held four sessions");
-    cr_expect_eq(v.channels[RPT_CH_JE_RESIDENT].status, RPT_LEAK, "%s",
-                 v.channels[RPT_CH_JE_RESIDENT].why);
-    cr_expect_eq(v.exit_code, 1, "%s", v.summary);
-    rpt_soak_trend_fini(&f.t);
+    held_step_alarms(step_at_88, 88, "alarm at session 91");
 }
 
 Test(soak_trend, a_steady_ramp_below_the_budget_is_a_leak)
