@@ -27,6 +27,8 @@ int hx_write_reports(const struct hx_options *o, const char *results_path);
 
 void hx_fill_run_line(const struct hx_options *o, const struct tft_config *cfg,
                       struct rpt_run *run);
+/* The built-in trainer's GEMM kernels into the run line (run, soak; exec leaves them ""). */
+void hx_fill_blas(struct rpt_run *run);
 int hx_make_data(const struct hx_options *o, struct trk_tracker *trk, struct tft_config *cfg,
                  struct data_set **data);
 int hx_env_init(struct hx_env *env, const struct hx_options *o);

@@ -24,6 +24,9 @@ void hx_progress_begin(const struct hx_options *o, const struct rpt_run *run, in
         "leakgate %s: preset %s, modes %s, %d warm-up + %d measured session(s), %d step(s), device %s%s%s\n",
         run->command, run->preset, run->modes, total - run->sessions, run->sessions, run->steps,
         run->device, run->inject[0] ? ", inject " : "", run->inject);
+    if (run->blas[0]) /* the CPU GEMMs' kernels and how they were chosen (kn_blas.h) */
+        fprintf(stderr, "leakgate %s: GEMM kernels %s %s (%s)\n", run->command, run->blas,
+                run->blas_core, run->blas_path);
 }
 
 void hx_progress_session(const struct hx_options *o, const struct rpt_session *s, int idx,

@@ -13,6 +13,7 @@
 
 #include "exec_impl.h"
 #include "hx_impl.h"
+#include "kn_blas.h"
 #include "tn_device.h"
 #include "reports.h"
 #include "verdict.h"
@@ -41,6 +42,15 @@ void hx_install_signal_handlers(void)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL); /* a lost terminal or SSH session: the same orderly stop */
+}
+
+/* The trainer's GEMM kernels (kn_blas.h), for the run line and the header; exec leaves them "". */
+void hx_fill_blas(struct rpt_run *run)
+{
+    const struct kn_blas_info *b = kn_blas_info();
+    lg_strlcpy(run->blas, b->blas, sizeof run->blas);
+    lg_strlcpy(run->blas_core, b->core, sizeof run->blas_core);
+    lg_strlcpy(run->blas_path, b->path, sizeof run->blas_path);
 }
 
 void hx_fill_run_line(const struct hx_options *o, const struct tft_config *cfg, struct rpt_run *run)
@@ -219,9 +229,12 @@ int hx_run(const struct hx_options *o, struct rpt_verdict *v)
     ser.device = trk_has_device(env.trk);
     hx_fill_run_line(o, &env.cfg, &run);
     run.prof_sample = prof.available ? prof.sample : 0;
+    hx_fill_blas(&run);
     snprintf(path, sizeof path, "%s/results.jsonl", o->out_dir);
     if ((rc = rpt_writer_open(&w, path, &run))) goto out;
     hx_progress_begin(o, &run, total);
+    if (!o->quiet && kn_blas_info()->warning[0])
+        fprintf(stderr, "leakgate %s: warning: %s\n", run.command, kn_blas_info()->warning);
 
     int64_t baseline[RPT_NCHANNELS];
     for (int c = 0; c < RPT_NCHANNELS; c++) baseline[c] = RPT_NONE;

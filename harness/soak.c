@@ -235,6 +235,7 @@ int hx_soak(const struct hx_soak_options *so, struct rpt_verdict *v)
     if (rc == LG_OK) rc = state_init(st, so);
     if (rc != LG_OK) goto out;
     hx_fill_run_line(o, &st->env.cfg, &run);
+    hx_fill_blas(&run);
     hx_soak_presets_string(&st->plan, run.preset, sizeof run.preset);
     run.sessions = st->plan.sessions;
     snprintf(path, sizeof path, "%s/results.jsonl", o->out_dir);

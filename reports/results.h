@@ -33,8 +33,8 @@
 #define RPT_SCHEMA "leakgate.results/1"
 /* The schema this build writes. 1.1: required, budget noise, stopped; 1.2: exec's cmd,
  * prof_sample, heap_profile; 1.3: notes; 1.4: invalid_frees; 1.5: peaks and suppressed
- * (session), gate (verdict). */
-#define RPT_SCHEMA_WRITTEN "leakgate.results/1.6"
+ * (session), gate (verdict); 1.6: census; 1.7: blas, blas_core, blas_path (run). */
+#define RPT_SCHEMA_WRITTEN "leakgate.results/1.7"
 
 /* The measurement channels, most exact first (docs/DESIGN.md). */
 enum rpt_channel {
@@ -91,8 +91,11 @@ struct rpt_run {
     char hostname[64];
     int cpus;
     int64_t mem_bytes;
-    char device[96];     /* "cpu" or "cuda: NVIDIA H200" */
-    char cmd[512];       /* exec: the program's command line ("" for the trainer) */
+    char device[96];    /* "cpu" or "cuda: NVIDIA H200" */
+    char blas[48];      /* the trainer's CPU GEMM library, "OpenBLAS 0.3.21" ("" for exec) */
+    char blas_core[32]; /* its kernels: "Cooperlake" */
+    char blas_path[24]; /* how they were chosen (kn_blas.h): "cpu-features", "openblas-table", … */
+    char cmd[512];      /* exec: the program's command line ("" for the trainer) */
     int64_t prof_sample; /* heap profiles: mean bytes between samples (0: none) */
     char preset[32];
     char modes[64]; /* "fp32,int8" */

@@ -18,6 +18,9 @@ const struct rpt_field rpt_run_fields[] = {
     RPT_STR(struct rpt_run, "device", device),
     RPT_FIELD(struct rpt_run, "cmd", cmd, RPT_F_STR, RPT_OPTIONAL), /* since 1.2 */
     RPT_RANGED(struct rpt_run, "prof_sample", prof_sample, RPT_F_I64, 0, INT64_MAX, RPT_OPTIONAL),
+    RPT_FIELD(struct rpt_run, "blas", blas, RPT_F_STR, RPT_OPTIONAL),           /* since 1.7 */
+    RPT_FIELD(struct rpt_run, "blas_core", blas_core, RPT_F_STR, RPT_OPTIONAL), /* since 1.7 */
+    RPT_FIELD(struct rpt_run, "blas_path", blas_path, RPT_F_STR, RPT_OPTIONAL), /* since 1.7 */
     RPT_STR(struct rpt_run, "preset", preset),
     RPT_STR(struct rpt_run, "modes", modes),
     RPT_INT(struct rpt_run, "sessions", sessions, 0, INT32_MAX),

@@ -32,6 +32,9 @@ static void fill_run(struct rpt_run *run)
     run->cpus = 16;
     run->mem_bytes = 137438953472LL;
     strcpy(run->device, "cuda: NVIDIA H200");
+    strcpy(run->blas, "OpenBLAS 0.3.21");
+    strcpy(run->blas_core, "SkylakeX");
+    strcpy(run->blas_path, "cpu-features");
     strcpy(run->preset, "full");
     strcpy(run->modes, "fp32,int8,qat");
     run->sessions = 2;
@@ -190,7 +193,7 @@ static const struct field run_fields[] = {
     R(hostname, K_STR), R(cpus, K_INT),    R(mem_bytes, K_I64), R(device, K_STR),
     R(preset, K_STR),   R(modes, K_STR),   R(sessions, K_INT),  R(warmup, K_INT),
     R(steps, K_INT),    R(seed, K_U64),    R(stacks, K_BOOL),   R(inject, K_STR),
-    R(shard, K_STR),
+    R(shard, K_STR),    R(blas, K_STR),    R(blas_core, K_STR), R(blas_path, K_STR),
 };
 #undef R
 static const struct field budget_fields[] = {
