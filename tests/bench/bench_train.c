@@ -11,13 +11,17 @@
  * activations (the "act/" tags: everything a step's tape holds at the end of its forward
  * pass, when all of them are alive at once), as a ratio. The excess over the floor is what
  * backward adds on top (intermediate gradients, "act.grad/") and bookkeeping. It also prints the
- * step's GEMM-bound floor: the step's GEMM flops (counted by the kernels) at the GEMM rate this
- * machine reaches in the same run (a 2048³ product on the same threads), and the step time as a
- * multiple of it; --no-floor skips those two rate measurements (ci/overhead's instruction counts
- * run the binary under callgrind, where a 2048³ product takes minutes). With --gemm-profile it also
- * times every GEMM call of the measured session (kernels.h's profile: a clock read and a locked add
- * a call, ~3 % of the CPU samples of a `tiny` step under perf, nothing worth seeing on
- * `electricity`) and prints the GEMMs' share of the step and the shapes that take the most of it
+ * step's GEMM-bound floor: the step's GEMM flops (counted by the kernels) at the best GEMM rate
+ * this machine reaches in the same run over every candidate kernel (each OpenBLAS core with AVX2
+ * or better that the CPU runs, a 2048³ product on the same threads), and the step time as a
+ * multiple of it, beside the floor at the FMA peak (the hard bound). Its header names the GEMM
+ * kernels that ran (kn_blas.h: the BLAS, its core and how that core was chosen) and warns when a
+ * generic core runs on a CPU with AVX2 or AVX-512; --no-floor skips those two rate measurements
+ * (ci/overhead's instruction counts run the binary under callgrind, where a 2048³ product takes
+ * minutes). With --gemm-profile it also times every GEMM call of the measured session (kernels.h's
+ * profile: a clock read and a locked add a call, ~3 % of the CPU samples of a `tiny` step under
+ * perf, nothing worth seeing on `electricity`) and prints the GEMMs' share of the step and the
+ * shapes that take the most of it
  * (--profile-rows of them, the rest summed in one row).
  *
  * With --torch it then runs tests/bench/tft_torch.py (the same model, the same factored
@@ -25,7 +29,7 @@
  * round one leakgate session and one run of every configuration, interleaved, and prints each
  * configuration's median ms/step, its ratio to the best, and leakgate's samples/s against the
  * best's, and the most a trainer doing the same GEMMs could reach here: the best PyTorch's step
- * over this run's GEMM-bound floor, at OpenBLAS's best rate and at the FMA peak (bench_peak.h,
+ * over this run's GEMM-bound floor, at the best candidate's rate and at the FMA peak (bench_peak.h,
  * the ceiling of any GEMM). The PyTorch 2.x lives in DIR (default: torch-venv in the
  * build directory; ci/bench --torch creates it).
  */
@@ -39,6 +43,7 @@
 #include "bench_peak.h"
 #include "bench_torch.h"
 #include "kernels.h"
+#include "kn_blas.h"
 #include "kn_pool.h"
 #include "trainer.h"
 
@@ -94,6 +99,33 @@ static double gemm_rate(struct trk_tracker *trk)
         trk_free(trk, b);
         trk_free(trk, c);
     }
+    return best;
+}
+
+/* The best GEMM rate over every candidate of issue 40 this CPU runs, each through the kernels'
+ * threads as the step's GEMMs are: the core the step ran first, then every other OpenBLAS core
+ * with AVX2 or better (kn_blas_use_core; the step's core is restored after). `rates` gets
+ * "Zen 151, SkylakeX 140, …"; *step_rate the step's core's own. */
+static double best_gemm_rate(struct trk_tracker *trk, char *best_name, size_t nb, char *rates,
+                             size_t nr, double *step_rate)
+{
+    static const char *const cores[] = {"Haswell", "Zen", "SkylakeX", "Cooperlake"};
+    const struct kn_blas_info *bi = kn_blas_info();
+    char step_core[32];
+    snprintf(step_core, sizeof step_core, "%s", bi->core);
+    double best = *step_rate = gemm_rate(trk);
+    snprintf(best_name, nb, "OpenBLAS %s", step_core);
+    int len = snprintf(rates, nr, "%s %.0f", step_core, best / 1e9);
+    for (size_t i = 0; i < LG_ARRAY_LEN(cores); i++) {
+        if (!strcmp(cores[i], step_core) || kn_blas_core_isa(cores[i]) > (int)bi->isa ||
+            !kn_blas_use_core(cores[i]))
+            continue;
+        double r = gemm_rate(trk);
+        if (len >= 0 && (size_t)len < nr)
+            len += snprintf(rates + len, nr - (size_t)len, ", %s %.0f", cores[i], r / 1e9);
+        if (r > best) best = r, snprintf(best_name, nb, "OpenBLAS %s", cores[i]);
+    }
+    kn_blas_use_core(step_core);
     return best;
 }
 
@@ -193,8 +225,8 @@ static void torch_rounds(struct tft_model *m, struct data_set *ds, const struct 
     double lo = lg[0], hi = lg[0];
     for (int k = 1; k < nlg; k++) lo = LG_MIN(lo, lg[k]), hi = LG_MAX(hi, lg[k]);
     char lgname[96];
-    snprintf(lgname, sizeof lgname, "leakgate (OpenBLAS %s kernels%s)", openblas_get_corename(),
-             kn_cpu_gemm_own() ? " + the own AVX-512 GEMM" : "");
+    snprintf(lgname, sizeof lgname, "leakgate (OpenBLAS %s kernels, %s%s)", kn_blas_info()->core,
+             kn_blas_info()->path, kn_cpu_gemm_own() ? " + the own AVX-512 GEMM" : "");
     printf("%-70s %9.1f %8.1f-%-8.1f\n", lgname, lgm, lo, hi);
     /* the fastest round of each: what noise from other work (which only slows a run down) left
      * least disturbed */
@@ -298,6 +330,11 @@ int main(int argc, char **argv)
     char b1[32], b2[32], b3[32], b4[32], b5[32];
     printf("preset %s, batch %d, T_enc %d, T_dec %d, H %d: %d steps in %.3f s\n", preset, o.batch,
            cfg.T_enc, cfg.T_dec, cfg.hidden, st.steps, st.seconds);
+    const struct kn_blas_info *bi = kn_blas_info();
+    printf("  GEMM kernels: %s %s (path %s; CPU %s; OpenBLAS loaded %s)%s%s%s\n", bi->blas,
+           bi->core, bi->path, bi->cpu, bi->loaded,
+           kn_cpu_gemm_own() ? " + the own AVX-512 GEMM" : "", bi->note[0] ? "; " : "", bi->note);
+    if (bi->warning[0]) printf("  warning: %s\n", bi->warning);
     printf("  %.4f s/step, %.2f steps/s, %.1f samples/s (loss %.4f -> %.4f)\n",
            st.seconds / st.steps, sps, sps * o.batch, st.first_loss, st.last_loss);
     if (floor == 4 * params) /* a build with tracking compiled out sees no tags */
@@ -310,21 +347,28 @@ int main(int argc, char **argv)
                lg_fmt_bytes(b3, sizeof b3, 4.0 * params), lg_fmt_bytes(b4, sizeof b4, (double)acts),
                (double)session_peak / (double)floor, lg_fmt_bytes(b5, sizeof b5, (double)agrads));
     tr_free(tr);
-    double rate = no_floor ? 0 : gemm_rate(trk), step_s = st.seconds / st.steps;
+    char best_name[48] = "", rates[256] = "";
+    double step_rate = 0, step_s = st.seconds / st.steps;
+    double rate = no_floor ? 0
+                           : best_gemm_rate(trk, best_name, sizeof best_name, rates, sizeof rates,
+                                            &step_rate);
     double gemm_s = 0, gemm_f = 0;
     struct kn_gemm_shape rows[KN_GEMM_PROFILE_MAX + 1];
     int nrows = kn_cpu_gemm_profile_rows(rows, LG_ARRAY_LEN(rows));
     for (int i = 0; i < nrows; i++) gemm_s += rows[i].seconds, gemm_f += rows[i].flops;
     gemm_s /= st.steps;
-    if (rate > 0)
+    if (rate > 0) {
+        printf("  GEMM rates of the candidates on %d thread(s), GFLOP/s (best of a 2048³ product "
+               "and the GLU's shape): %s\n",
+               kn_threads(), rates);
         printf(
             "  GEMM-bound floor: %.2f GFLOP of GEMMs a step at %.0f GFLOP/s (the best GEMM "
-            "rate of this run, %d thread(s), OpenBLAS %s kernels%s) = %.1f ms; the step is %.2fx "
-            "its floor (%.0f%% of the time at the GEMM rate)\n",
-            step_flops / 1e9, rate / 1e9, kn_threads(), openblas_get_corename(),
-            getenv("OPENBLAS_CORETYPE") ? " as OPENBLAS_CORETYPE chose" : "",
-            1e3 * step_flops / rate, (st.seconds / st.steps) / (step_flops / rate),
-            100.0 * (step_flops / rate) / (st.seconds / st.steps));
+            "rate of this run over every candidate: %s; the step's %s kernels %.0f) = %.1f ms; the "
+            "step is %.2fx its floor (%.0f%% of the time at the best rate)\n",
+            step_flops / 1e9, rate / 1e9, best_name, kn_blas_info()->core, step_rate / 1e9,
+            1e3 * step_flops / rate, step_s / (step_flops / rate),
+            100.0 * (step_flops / rate) / step_s);
+    }
     double fma = no_floor ? 0 : bench_fma_peak() * 1e9 * kn_threads(); /* 0: not measured */
     if (fma > 0)
         printf(
