@@ -6,7 +6,8 @@
 #
 #   test_html_chromium.sh LG_REPORT_TOOL RESULTS_DIR
 #
-# Prints SKIP and passes only when chromium is not installed.
+# Without chromium it prints SKIP and exits 77, which CTest shows as a skip, never a pass
+# (ci/test installs chromium).
 set -eu
 
 tool=$1
@@ -14,7 +15,7 @@ data=$2
 chromium=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$chromium" ]; then
     echo "SKIP: chromium is not installed (apt-get install chromium)"
-    exit 0
+    exit 77
 fi
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
