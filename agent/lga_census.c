@@ -136,9 +136,17 @@ void lga_census_put(struct lga_enc *e)
         else if (i != cs.current)
             cs.slot[i].born = -1; /* empty: nothing born there can come back */
     }
-    lga_put_u32(e, n);
+    /* oldest birth first (a reused slot may hold a later session than the slots after it) */
+    int order[LGA_CENSUS_SLOTS], k = 0;
     for (int i = 0; i < cs.n; i++) {
         if (cs.slot[i].born < 0 || blocks[i] <= 0) continue;
+        int j = k++;
+        for (; j > 0 && cs.slot[order[j - 1]].born > cs.slot[i].born; j--) order[j] = order[j - 1];
+        order[j] = i;
+    }
+    lga_put_u32(e, n);
+    for (int j = 0; j < k; j++) {
+        int i = order[j];
         lga_put_u32(e, (uint32_t)cs.slot[i].born);
         lga_put_i64(e, bytes[i]);
         lga_put_i64(e, blocks[i]);

@@ -225,11 +225,11 @@ static void census_name(const struct exec_run *r, struct rpt_session *s)
     }
 }
 
-/* After a session: judges the census so far, and arms the profile of every allocation of the
- * next session once the census shows blocks born in a measured session before this one and
- * still alive (a leak of 64 bytes is never sampled at one sample per 128 KiB), so they are named
- * from the session after it on. Not when a channel's profile is armed already: that names them
- * (sampled). */
+/* After a session: judges the census so far, and once it says LEAK arms the profile of every
+ * allocation of the next session (a leak of 64 bytes is never sampled at one sample per
+ * 128 KiB), so the kept blocks are named from then on. Only on a leak: profiling every
+ * allocation of a malloc-heavy session costs several times its time (docs/benchmarks.md).
+ * Not when a channel's profile is armed already: that names them (sampled). */
 static void census_after(struct exec_run *r, const struct rpt_session *s, bool capped,
                          int agent_index)
 {
@@ -241,6 +241,7 @@ static void census_after(struct exec_run *r, const struct rpt_session *s, bool c
     if (!s->warmup && s->census_counted) rpt_census_judge_session(s, r->o->warmup, &r->census);
     /* a channel's sampled profile already names the growth (and its base is not reset) */
     if (r->census_exact || r->prof.armed || !r->prof.available || s->warmup) return;
+    if (!r->census.counted || r->census.status != RPT_LEAK) return; /* naming costs: only a leak */
     for (int i = 0; i < s->n_census; i++)
         if (s->census[i].born >= r->o->warmup && s->census[i].born < s->index) {
             r->census_exact = true;

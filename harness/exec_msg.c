@@ -237,7 +237,8 @@ static int get_census(struct lga_dec *d, struct rpt_session *s, struct hx_exec_m
         if (born > (uint32_t)m->agent_index || (int)born <= prev)
             return lg_fail(LG_EFORMAT,
                            "a malformed session message from the agent: a census entry born in "
-                           "session %u (this is its session %d)",
+                           "session %u (this is its session %d; births come oldest first, once "
+                           "each)",
                            born, m->agent_index);
         prev = (int)born;
         if (s->index - (m->agent_index - (int)born) < 0)
