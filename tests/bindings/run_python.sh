@@ -3,10 +3,9 @@
 # test_bindings_python) against this build's leakgate, agent and libleakgate: bindings/python's
 # sources are installed into a fresh virtualenv (which sees the interpreter's site-packages, so
 # Debian's pytest and python3-torch are there) as pip would install them, minus the native parts
-# (a .pth file and the package's metadata with its pytest11 entry point: offline, and no second
-# native build; tests/bindings/run_pip_install.sh tests `pip install ./bindings/python` itself),
-# and tests/bindings/python runs with pytest. Exit 77 (ctest: Skipped) only when the toolchain is
-# absent: no venv module, no pytest.
+# (bindings/python/dev-install: offline, no second native build; tests/bindings/run_pip_install.sh
+# tests `pip install ./bindings/python` itself), and tests/bindings/python runs with pytest.
+# Exit 77 (ctest: Skipped) only when the toolchain is absent: no venv module, no pytest.
 set -euo pipefail
 py=$1 build=$2 src=$3
 venv=$build/bindings-py/venv
@@ -18,12 +17,7 @@ if ! "$py" -c 'import pytest' 2>/dev/null; then
 fi
 rm -rf "$venv"
 "$py" -m venv --without-pip --system-site-packages "$venv"
-site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-echo "$src/bindings/python/src" >"$site/leakgate.pth"
-info=$site/leakgate-0.1.0.dist-info
-mkdir -p "$info"
-printf 'Metadata-Version: 2.1\nName: leakgate\nVersion: 0.1.0\n' >"$info/METADATA"
-printf '[pytest11]\nleakgate = leakgate.pytest_plugin\n' >"$info/entry_points.txt"
+"$src/bindings/python/dev-install" "$venv/bin/python"
 export LEAKGATE_BIN=$build/harness/leakgate
 export LEAKGATE_TEST_LIB=$build/agent/libleakgate.so
 export LEAKGATE_SOURCE_DIR=$src
