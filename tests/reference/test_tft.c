@@ -1,5 +1,7 @@
-/* test_tft.c — the whole TFT against spec/TFT.md: exact parameter counts and bytes of every
- * preset, the spec's parameter names and shapes, gradients of the whole model against finite
+/* test_tft.c — the whole TFT: exact parameter counts and bytes of every preset (the counts are
+ * pinned: the VarMap as built, tft_config_param_count's count from the sizes alone, and
+ * tests/bench/tft_torch.py's PyTorch construction all give them; bytes are 4 a parameter), the
+ * parameter names and shapes of model/tft/tft.c, gradients of the whole model against finite
  * differences on `tiny`, save → load → bitwise-identical outputs, the debug-state export, and
  * the model interface's ownership (get_varmap hands out references the ledger tracks). */
 #include <math.h>
