@@ -450,11 +450,14 @@ static bool steady_rise(enum rpt_channel ch, const double *y, int n, int *from, 
     return found;
 }
 
-/* Fewer sessions than rule 5 needs, every one of them rising by at least the granularity and
- * by increments of one size: not a leak yet, but not back at baseline either. */
+/* Fewer sessions than rule 5 needs, every one of them rising by increments of one size, on a
+ * byte counter (jemalloc's allocated bytes: what the program holds): not a leak yet, but not
+ * back at baseline either. Page channels are left to rule 5's eight sessions: an interpreter's
+ * own pages (CPython's line tables, pymalloc's arenas) rise a page or two a session for a few
+ * sessions in clean programs (test_torch.py's fixed twin, under a profiler). */
 static bool rising_throughout(enum rpt_channel ch, const double *y, int n, double *rate)
 {
-    if (n < 2 || n >= RPT_STEADY_MIN) return false;
+    if (n < 2 || n >= RPT_STEADY_MIN || rpt_channel_granularity(ch) > 1) return false;
     double g = rpt_channel_granularity(ch), inc[RPT_STEADY_MIN];
     for (int i = 0; i < n; i++) {
         inc[i] = y[i] - (i ? y[i - 1] : 0.0);
