@@ -14,6 +14,8 @@
 /* ---- output (progress.c) ---------------------------------------------------------------- */
 
 void hx_progress_begin(const struct hx_options *o, const struct rpt_run *run, int total);
+/* The trainer's GEMM kernels (run->blas…) and, for a generic core, a warning (stderr). */
+void hx_progress_blas(const struct rpt_run *run);
 void hx_progress_session(const struct hx_options *o, const struct rpt_session *s, int idx,
                          int total);
 void hx_progress_end(const struct hx_options *o);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "hx_impl.h"
+#include "kn_blas.h"
 #include "reports.h"
 
 static bool tty(const struct hx_options *o) { return !o->quiet && isatty(STDERR_FILENO); }
@@ -16,6 +17,15 @@ static const char *b(char *buf, int64_t v)
     return lg_fmt_bytes(buf, 32, (double)v);
 }
 
+void hx_progress_blas(const struct rpt_run *run)
+{
+    if (!run->blas[0]) return; /* exec: not the trainer's GEMMs */
+    fprintf(stderr, "leakgate %s: GEMM kernels %s %s (%s)\n", run->command, run->blas,
+            run->blas_core, run->blas_path);
+    if (kn_blas_info()->warning[0]) /* a generic core on a CPU with AVX2 or AVX-512 */
+        fprintf(stderr, "leakgate %s: warning: %s\n", run->command, kn_blas_info()->warning);
+}
+
 void hx_progress_begin(const struct hx_options *o, const struct rpt_run *run, int total)
 {
     if (o->quiet) return;
@@ -24,9 +34,7 @@ void hx_progress_begin(const struct hx_options *o, const struct rpt_run *run, in
         "leakgate %s: preset %s, modes %s, %d warm-up + %d measured session(s), %d step(s), device %s%s%s\n",
         run->command, run->preset, run->modes, total - run->sessions, run->sessions, run->steps,
         run->device, run->inject[0] ? ", inject " : "", run->inject);
-    if (run->blas[0]) /* the CPU GEMMs' kernels and how they were chosen (kn_blas.h) */
-        fprintf(stderr, "leakgate %s: GEMM kernels %s %s (%s)\n", run->command, run->blas,
-                run->blas_core, run->blas_path);
+    hx_progress_blas(run);
 }
 
 void hx_progress_session(const struct hx_options *o, const struct rpt_session *s, int idx,

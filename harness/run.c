@@ -233,8 +233,6 @@ int hx_run(const struct hx_options *o, struct rpt_verdict *v)
     snprintf(path, sizeof path, "%s/results.jsonl", o->out_dir);
     if ((rc = rpt_writer_open(&w, path, &run))) goto out;
     hx_progress_begin(o, &run, total);
-    if (!o->quiet && kn_blas_info()->warning[0])
-        fprintf(stderr, "leakgate %s: warning: %s\n", run.command, kn_blas_info()->warning);
 
     int64_t baseline[RPT_NCHANNELS];
     for (int c = 0; c < RPT_NCHANNELS; c++) baseline[c] = RPT_NONE;

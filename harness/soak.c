@@ -46,6 +46,7 @@ static void progress_begin(const struct hx_soak_options *so, const struct rpt_ru
         run->shard[0] ? " shard " : "", run->shard, run->preset, run->modes, hx_soak_n_warmup(p),
         until, run->steps, so->o.window, run->device, run->inject[0] ? ", inject " : "",
         run->inject, so->o.out_dir, so->metrics);
+    hx_progress_blas(run);
 }
 
 static void progress_session(const struct hx_soak_options *so, struct progress *pr,
