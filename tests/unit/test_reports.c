@@ -374,7 +374,8 @@ Test(reports, gnuplot_missing_is_a_clear_error_and_the_rest_is_written, .fini = 
     rpt_results_free(r);
 }
 
-Test(reports, a_failing_gnuplot_is_reported_with_its_own_words, .fini = restore_path)
+/* A gnuplot of its own (a shell script of BODY) first on PATH; restore_path puts PATH back. */
+static void fake_gnuplot(const char *body)
 {
     snprintf(saved_path, sizeof saved_path, "%s",
              getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
@@ -383,11 +384,17 @@ Test(reports, a_failing_gnuplot_is_reported_with_its_own_words, .fini = restore_
     snprintf(exe, sizeof exe, "%s/gnuplot", bin);
     cr_assert_eq(mkdir(bin, 0755), 0);
     FILE *f = fopen(exe, "w");
-    fputs("#!/bin/sh\necho \"line 7: undefined variable: frobnicate\" >&2\nexit 1\n", f);
+    cr_assert(f, "%s", exe);
+    fprintf(f, "#!/bin/sh\n%s", body);
     fclose(f);
     cr_assert_eq(chmod(exe, 0755), 0);
-    snprintf(path, sizeof path, "%s:%s", bin, saved_path); /* the fake gnuplot comes first */
+    snprintf(path, sizeof path, "%s:%s", bin, saved_path);
     setenv("PATH", path, 1);
+}
+
+Test(reports, a_failing_gnuplot_is_reported_with_its_own_words, .fini = restore_path)
+{
+    fake_gnuplot("echo \"line 7: undefined variable: frobnicate\" >&2\nexit 1\n");
     struct rpt_results *r = load("clean.jsonl");
     cr_assert_eq(rpt_write_all(r, out_dir("failing"), RPT_ALL), LG_EINTERNAL);
     cr_assert(strstr(lg_errmsg(), "gnuplot failed (exit status 1)"), "%s", lg_errmsg());
@@ -402,18 +409,7 @@ Test(reports, a_failing_gnuplot_is_reported_with_its_own_words, .fini = restore_
  * 42.6) is named as such, with what it said, not blamed on a full disk. */
 Test(reports, a_gnuplot_that_writes_nothing_is_named_with_its_words, .fini = restore_path)
 {
-    snprintf(saved_path, sizeof saved_path, "%s",
-             getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
-    char bin[600], exe[700], path[5000];
-    snprintf(bin, sizeof bin, "%s/bin", lg_test_tmpdir());
-    snprintf(exe, sizeof exe, "%s/gnuplot", bin);
-    cr_assert_eq(mkdir(bin, 0755), 0);
-    FILE *f = fopen(exe, "w");
-    fputs("#!/bin/sh\necho \"gnuplot: unrecognized option $1\" >&2\nexit 0\n", f);
-    fclose(f);
-    cr_assert_eq(chmod(exe, 0755), 0);
-    snprintf(path, sizeof path, "%s:%s", bin, saved_path); /* the fake gnuplot comes first */
-    setenv("PATH", path, 1);
+    fake_gnuplot("echo \"gnuplot: unrecognized option $1\" >&2\nexit 0\n");
     struct rpt_results *r = load("clean.jsonl");
     cr_assert_eq(rpt_write_all(r, out_dir("silent"), RPT_ALL), LG_EIO);
     cr_assert(strstr(lg_errmsg(), "deltas.png: gnuplot exited 0 but wrote no PNG"), "%s",
