@@ -19,9 +19,10 @@ static const char *b(char *buf, int64_t v)
 
 void hx_progress_blas(const struct rpt_run *run)
 {
-    if (!run->blas[0]) return; /* exec: not the trainer's GEMMs */
-    fprintf(stderr, "leakgate %s: GEMM kernels %s %s (%s)\n", run->command, run->blas,
-            run->blas_core, run->blas_path);
+    if (!run->blas[0]) return;               /* exec: not the trainer's GEMMs */
+    const char *note = kn_blas_info()->note; /* why, when a choice was replaced or kept */
+    fprintf(stderr, "leakgate %s: GEMM kernels %s %s (%s)%s%s\n", run->command, run->blas,
+            run->blas_core, run->blas_path, note[0] ? ": " : "", note);
     if (kn_blas_info()->warning[0]) /* a generic core on a CPU with AVX2 or AVX-512 */
         fprintf(stderr, "leakgate %s: warning: %s\n", run->command, kn_blas_info()->warning);
 }

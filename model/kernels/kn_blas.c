@@ -121,10 +121,10 @@ static void select_core(void)
 {
     const char *cfg = openblas_get_config(), *user = getenv("OPENBLAS_CORETYPE");
     const char *lg = getenv("LG_BLAS_CORE");
-    int n = 0; /* "OpenBLAS 0.3.21 DYNAMIC_ARCH …": its first two words */
-    for (int words = 0; cfg && cfg[n] && (cfg[n] != ' ' || ++words < 2); n++) {
-    }
-    snprintf(info.blas, sizeof info.blas, "%.*s", n, cfg ? cfg : "OpenBLAS");
+    if (!cfg) cfg = "OpenBLAS";
+    const char *end = strchr(cfg, ' '); /* "OpenBLAS 0.3.21 DYNAMIC_ARCH …": its first two words */
+    end = end ? strchr(end + 1, ' ') : NULL;
+    snprintf(info.blas, sizeof info.blas, "%.*s", end ? (int)(end - cfg) : (int)strlen(cfg), cfg);
     info.isa = cpu_isa();
     snprintf(info.cpu, sizeof info.cpu, "%s", isa_names[info.isa]);
     snprintf(info.loaded, sizeof info.loaded, "%s", openblas_get_corename());
