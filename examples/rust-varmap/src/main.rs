@@ -2,8 +2,10 @@
 //! `Arc<VarMap>`; the `TFTTrainer` keeps a duplicate `Arc<VarMap>` of its own, and the trainers
 //! are kept after their session (the run's history), so every session's whole VarMap — and the
 //! trainer's AdamW moments over it — outlives the session. `--fixed`: the trainer holds no map; it
-//! borrows it through `model.get_varmap()` when it needs it and drops its optimizer state at
-//! `finish()`, so what the history keeps is the losses.
+//! borrows it through `model.get_varmap()` when it needs it, and it dies with its session: the run
+//! keeps only each session's loss, in a history sized before the first session. (Keeping the
+//! trainers' boxes, even emptied, is a leak of its own: 176 B a session, which leakgate exec's
+//! census counts exactly.)
 //!
 //! ```sh
 //! leakgate exec -- target/release/rust-varmap                    # LEAK, the function named
@@ -226,7 +228,8 @@ fn main() {
     };
     let hidden = 64;
     let n_series = ((a.params_mb * 1e6) / (4.0 * hidden as f64)).max(1.0) as usize;
-    let mut history: Vec<Box<TFTTrainer>> = Vec::new(); // the run's trainers, kept to the end
+    let mut history: Vec<Box<TFTTrainer>> = Vec::new(); // the bug: the run's trainers, kept
+    let mut losses: Vec<f32> = Vec::with_capacity(a.sessions); // the fix keeps only the losses
     for i in 0..a.sessions {
         let s = leakgate::session();
         let model = {
@@ -239,7 +242,10 @@ fn main() {
         trainer.train(&model, a.steps);
         trainer.finish();
         let loss = trainer.losses.last().copied().unwrap_or(0.0);
-        history.push(trainer); // kept past its session (the bug's reference structure)
+        losses.push(loss);
+        if !a.fixed {
+            history.push(trainer); // kept past its session (the bug's reference structure)
+        }
         let map = Arc::clone(model.get_varmap());
         drop(model);
         if Arc::strong_count(&map) == 1 {
