@@ -166,6 +166,20 @@ cleanup:
     return fresh;
 }
 
+/* exec's exact census (results 1.6): a HEAD whose census leaks where BASE's did not (or was not
+ * counted) regressed, however small the blocks; printed when either run counted. */
+static bool compare_census(const struct rpt_verdict *vb, const struct rpt_verdict *vh, FILE *out)
+{
+    if (!vb->census.counted && !vh->census.counted) return false;
+    bool base_leaks = vb->census.counted && vb->census.status == RPT_LEAK;
+    bool head_leaks = vh->census.counted && vh->census.status == RPT_LEAK;
+    fprintf(out, "\nCensus (exact, exec): BASE %s, HEAD %s%s%s\n",
+            vb->census.counted ? rpt_status_word(vb->census.status) : "not counted",
+            vh->census.counted ? rpt_status_word(vh->census.status) : "not counted",
+            head_leaks ? ": " : "", head_leaks ? vh->census.why : "");
+    return head_leaks && !base_leaks;
+}
+
 int rpt_compare(const struct rpt_results *base, const struct rpt_results *head,
                 const struct rpt_budget *budgets, FILE *out)
 {
@@ -203,9 +217,11 @@ int rpt_compare(const struct rpt_results *base, const struct rpt_results *head,
         fputs("\n(out of memory comparing leaked tags: tags not compared)\n", out);
         fresh = 0;
     }
-    if (regressed || fresh) {
-        fprintf(out, "\nHEAD REGRESSED: %d channel%s beyond budget, %d new leaking tag%s.\n",
-                regressed, regressed == 1 ? "" : "s", fresh, fresh == 1 ? "" : "s");
+    bool census = compare_census(&vb, &vh, out);
+    if (regressed || fresh || census) {
+        fprintf(out, "\nHEAD REGRESSED: %d channel%s beyond budget, %d new leaking tag%s%s.\n",
+                regressed, regressed == 1 ? "" : "s", fresh, fresh == 1 ? "" : "s",
+                census ? ", and the exact census leaks" : "");
         return RPT_COMPARE_REGRESSED;
     }
     const char *undecided = rpt_measured_count(base) == 0   ? "BASE has no measured session"

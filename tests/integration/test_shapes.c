@@ -153,3 +153,17 @@ Test(shapes, soak_never_calls_a_late_alarm_saturated)
     cr_expect(!strstr(m, "leakgate_verdict{status=\"pass\"} 1"), "%s", m);
     free(m);
 }
+
+Test(shapes, compare_names_a_census_leak_in_head)
+{
+    /* 64 B kept per session: below every statistical budget, exact in the census */
+    expect(lg_runf(LEAKGATE_BIN, "exec --quiet --no-reports --out '%s/ebase' -- '%s' clean 7",
+                   lg_test_tmpdir(), EXEC_SHAPES),
+           0, "clean base", NULL, NULL);
+    expect(lg_runf(LEAKGATE_BIN, "exec --quiet --no-reports --out '%s/ehead' -- '%s' steady 7 64",
+                   lg_test_tmpdir(), EXEC_SHAPES),
+           1, "64 B a session", NULL, NULL);
+    expect(lg_runf(LEAKGATE_BIN, "compare '%s/ebase/results.jsonl' '%s/ehead/results.jsonl'",
+                   lg_test_tmpdir(), lg_test_tmpdir()),
+           1, "compare", NULL, "and the exact census leaks");
+}
