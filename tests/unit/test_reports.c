@@ -261,12 +261,19 @@ Test(reports, soak_run_gets_the_trend_figure)
 {
     char dir[512];
     write_artefacts("soak", 4, "LEAK", dir);
-    EXPECT_FILE(dir, "trend.svg", "process RSS — LEAK",
-                /* the verdict's slope, in KiB */
-                "Theil–Sen +96.33 KiB/session (budget 32.00 KiB/session)",
+    struct rpt_results *r = load("soak.jsonl");
+    /* the figure names the verdict's slope and budget for rss, as the fixture's verdict line
+     * gives them (98,638.5 B and 32,768 B there), each in KiB to two places */
+    const struct rpt_channel_verdict *rss = NULL;
+    for (int i = 0; i < r->verdict.n_channels; i++)
+        if (r->verdict.channels[i].channel == RPT_CH_RSS) rss = &r->verdict.channels[i];
+    cr_assert(rss && rss->slope > 0 && rss->budget > 0, "the fixture's rss verdict");
+    char slope[96];
+    snprintf(slope, sizeof slope, "Theil–Sen +%.2f KiB/session (budget %.2f KiB/session)",
+             rss->slope / 1024, rss->budget / 1024);
+    EXPECT_FILE(dir, "trend.svg", "process RSS — LEAK", slope,
                 /* the axis in a human unit picked from the data */
                 "Δ vs baseline (MiB)");
-    struct rpt_results *r = load("soak.jsonl");
     cr_assert(rpt_figure_applies(r, RPT_FIG_TREND));
     rpt_results_free(r);
     r = load("clean.jsonl");
