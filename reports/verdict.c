@@ -496,7 +496,7 @@ static void judge_rules(enum rpt_channel ch, const double *y, int n, const struc
                  "slope %s/session, 95%% CI [%s, %s] > budget %s/session, and late-vs-early shift "
                  "%s > floor %s (rule 2)%s%s",
                  fb(s1, t.slope), fb(s2, t.lo), fb(s3, t.hi), fb(s4, b->slope), fb(s5, t.shift),
-                 fb(s6, b->floor), recur ? "; it came in steps: " : "", recur ? steps : "");
+                 fb(s6, b->floor), st.n ? "; it came in steps: " : "", st.n ? steps : "");
         return;
     }
     if (recur && st.total > b->floor) {
