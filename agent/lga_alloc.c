@@ -65,10 +65,21 @@ static bool owned_free(void *p)
     return mine;
 }
 
+/* Whether a free of p must look in the big blocks' table (one is live, and p is big). */
+static inline bool big_maybe(void *p)
+{
+    return __builtin_expect(atomic_load_explicit(&lga_big_live, memory_order_relaxed) > 0, 0) &&
+           !lga_tl.in_agent && sallocx(p, 0) >= LGA_BIG_MIN;
+}
+
 static inline void *plain(size_t n, int flags)
 {
-    void *p = mallocx(nonzero(n), flags | lga_census_now());
-    if (!p) errno = ENOMEM;
+    int census = lga_census_now();
+    void *p = mallocx(nonzero(n), flags | census);
+    if (!p)
+        errno = ENOMEM;
+    else if (__builtin_expect(n >= LGA_BIG_MIN && census, 0))
+        lga_big_note(p, n); /* a counted session's big block: its stack, for the census */
     return p;
 }
 
@@ -85,6 +96,7 @@ EXPORT TRK_WRAPPER void free(void *p)
 {
     if (!p) return;
     if (maybe_tagged() && owned_free(p)) return;
+    if (big_maybe(p)) lga_big_forget(p);
     dallocx(p, 0);
 }
 
@@ -121,8 +133,19 @@ EXPORT TRK_WRAPPER void *realloc(void *p, size_t n)
             return q;
         }
     }
-    void *q = rallocx(p, n, lga_census_now()); /* a moved block is reborn in this session */
-    if (!q) errno = ENOMEM;
+    int census = lga_census_now();
+    bool was_big = big_maybe(p);
+    void *q = rallocx(p, n, census); /* a moved block is reborn in this session */
+    if (!q) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (was_big && q == p) /* resized in place: still born where it was */
+        lga_big_resized(p, n);
+    else {
+        if (was_big) lga_big_forget(p);
+        if (n >= LGA_BIG_MIN && census) lga_big_note(q, n);
+    }
     return q;
 }
 

@@ -83,11 +83,13 @@ void lga_census_begin(int session)
     }
     cs.slot[k].born = session;
     cs.current = k;
+    lga_big_session(session);
     atomic_store(&lga_census_flags, (int)(MALLOCX_ARENA(cs.slot[k].arena) | MALLOCX_TCACHE_NONE));
 }
 
 void lga_census_end(void)
 {
+    lga_big_session(-1);
     atomic_store(&lga_census_flags, 0);
     cs.current = -1;
 }
@@ -150,5 +152,6 @@ void lga_census_put(struct lga_enc *e)
         lga_put_u32(e, (uint32_t)cs.slot[i].born);
         lga_put_i64(e, bytes[i]);
         lga_put_i64(e, blocks[i]);
+        lga_big_put(e, cs.slot[i].born); /* the stack of its largest big block, if any */
     }
 }

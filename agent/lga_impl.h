@@ -120,6 +120,15 @@ struct lga_enc;
 /* The census into a SESSION message (lga_wire.h); lga.mu held, after the snapshot. */
 void lga_census_put(struct lga_enc *e);
 
+/* lga_big.c: the stacks of big blocks, from birth (named in the census). */
+#define LGA_BIG_MIN ((size_t)256 << 10) /* the smallest block whose stack is taken at birth */
+extern _Atomic int lga_big_live;
+void lga_big_session(int session); /* the counted session open now, -1 none */
+void lga_big_note(void *p, size_t n);
+void lga_big_forget(void *p);
+void lga_big_resized(void *p, size_t n);
+void lga_big_put(struct lga_enc *e, int born);
+
 /* lga_cuda.c: device allocations made through the interposed runtime and driver calls. */
 struct lga_device_view {
     int64_t live;        /* bytes live through the interposed calls; -1 before any */

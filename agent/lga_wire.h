@@ -60,7 +60,9 @@ enum lga_msg_type {
 /* SESSION's trailing flags (optional: a message without them has none). */
 #define LGA_SESSION_AT_EXIT 1u /* ended by the program's exit: begun, never ended */
 /* SESSION's census (optional, after the flags): {state, n, n × {born: the agent's session
- * index, bytes, blocks}}, the arenas of the sessions of this image still holding blocks. */
+ * index, bytes, blocks, big_bytes, big_stack}}, the arenas of the sessions of this image still
+ * holding blocks; big_* is the largest block of at least 256 KiB born there and alive, with its
+ * raw stack (lga_big.c), or {0, ""}. */
 #define LGA_CENSUS_OFF       0u /* no census: thread caches on (--tcache), or no jemalloc stats */
 #define LGA_CENSUS_ON        1u
 #define LGA_CENSUS_CAPPED    2u /* every arena of the pool holds blocks: later sessions uncounted */

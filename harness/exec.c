@@ -55,6 +55,7 @@ struct exec_run {
     int census_exact_session; /* that session */
     int census_capped;        /* sessions counted while the agent's arena pool was full */
     struct rpt_census_verdict census; /* the census's judgment of the sessions so far */
+    struct hx_census_names census_names;
 };
 
 /* ---- messages ----------------------------------------------------------------------------------
@@ -276,6 +277,7 @@ static int on_session(struct exec_run *r, const unsigned char *p, size_t n)
         int prc = hx_prof_session(&r->prof, m.dump, &s);
         if (prc != LG_OK && !r->o->quiet)
             fprintf(stderr, "leakgate exec: heap profile: %s\n", lg_errmsg());
+        hx_census_names_apply(&r->census_names, r->ch.pid, r->o->warmup, &s);
         census_name(r, &s); /* before the deltas: it may take the profile's 16 KiB back out */
         deltas(r, &s, &m);
         census_after(r, &s, m.census_capped, m.agent_index);
@@ -639,6 +641,7 @@ int hx_exec_run(struct hx_exec_options *eo, struct rpt_verdict *v, bool *cmd_fai
     print_notes(&r, stdout);
 out:
     free(r.notes);
+    hx_census_names_fini(&r.census_names);
     rc = hx_close_results(r.o, r.w, path, rc, v);
     rpt_series_fini(&r.ser);
     lg_dir_unlock(&lock);

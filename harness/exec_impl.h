@@ -121,6 +121,21 @@ char *hx_frames_text(const struct hx_frame *f, int n);
 /* A raw tracker stack ("0x...\n" lines) symbolised through maps: a new string or NULL. */
 char *hx_symbolize_text(const struct hx_maps *m, const char *raw);
 
+/* ---- the census's names (exec_census.c) ----------------------------------------------------- */
+
+#define HX_CENSUS_NAMES 16
+struct hx_census_names { /* raw stacks already symbolised, and their texts */
+    int n, next;
+    struct {
+        char *raw, *text;
+    } v[HX_CENSUS_NAMES];
+};
+/* Replaces the raw stacks s's census entries carry (agent/lga_big.c) by their text, through
+ * CMD's map (pid, waiting for our reply); entries born before first_measured lose theirs. */
+void hx_census_names_apply(struct hx_census_names *cn, pid_t pid, int first_measured,
+                           struct rpt_session *s);
+void hx_census_names_fini(struct hx_census_names *cn);
+
 /* ---- heap profiles (exec_prof.c) ----------------------------------------------------------- */
 
 /* Attribution state of a run: which dump is the base of the diffs. Holds no heap memory

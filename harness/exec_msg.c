@@ -214,10 +214,37 @@ static int check_session(const struct rpt_session *s, const struct trk_snapshot 
     return rc;
 }
 
+/* Whether a census entry's figures can be: born in this image's sessions, after the previous
+ * entry, not before the run's first session; exact counts in range. */
+static int census_check(const struct rpt_session *s, const struct hx_exec_msg *m, uint32_t born,
+                        int prev, int64_t bytes, int64_t blocks)
+{
+    if (born > (uint32_t)m->agent_index || (int)born <= prev)
+        return lg_fail(LG_EFORMAT,
+                       "a malformed session message from the agent: a census entry born in "
+                       "session %u (this is its session %d; births come oldest first, once "
+                       "each)",
+                       born, m->agent_index);
+    if (s->index - (m->agent_index - (int)born) < 0)
+        return lg_fail(LG_EFORMAT,
+                       "a malformed session message from the agent: a census entry born %d "
+                       "sessions before the run's first",
+                       m->agent_index - (int)born - s->index);
+    int rc = in_range("a census entry's bytes", bytes, 1);
+    if (rc == LG_OK) rc = in_range("a census entry's blocks", blocks, 1);
+    if (rc == LG_OK && blocks > bytes)
+        rc = lg_fail(LG_EFORMAT,
+                     "a malformed session message from the agent: %lld census "
+                     "blocks in %lld bytes",
+                     (long long)blocks, (long long)bytes);
+    return rc;
+}
+
 /* The census (after the flags; an agent that counts nothing sends state OFF): the blocks of each
  * session of this image still alive, its births told in the agent's indexes and turned into the
  * run's (index - agent_index + born). Counts are exact, so a figure out of range is a malformed
- * message, never clipped. */
+ * message, never clipped. An entry's frames are the raw stack of its largest big block when that
+ * block holds at least half its bytes (hx_census_names symbolises them), else NULL. */
 static int get_census(struct lga_dec *d, struct rpt_session *s, struct hx_exec_msg *m)
 {
     uint32_t state = lga_get_u32(d);
@@ -232,30 +259,21 @@ static int get_census(struct lga_dec *d, struct rpt_session *s, struct hx_exec_m
     int prev = -1;
     for (uint32_t i = 0; i < n && !d->bad; i++) {
         uint32_t born = lga_get_u32(d);
-        int64_t bytes = lga_get_i64(d), blocks = lga_get_i64(d);
-        if (d->bad) break;
-        if (born > (uint32_t)m->agent_index || (int)born <= prev)
-            return lg_fail(LG_EFORMAT,
-                           "a malformed session message from the agent: a census entry born in "
-                           "session %u (this is its session %d; births come oldest first, once "
-                           "each)",
-                           born, m->agent_index);
+        int64_t bytes = lga_get_i64(d), blocks = lga_get_i64(d), big = lga_get_i64(d);
+        char *raw = lga_get_strdup(d);
+        if (raw && (!raw[0] || big <= 0 || big > bytes || 2 * big < bytes)) {
+            free(raw); /* none, or it holds less than half of what the session kept */
+            raw = NULL;
+        }
+        int rc = d->bad ? LG_EFORMAT : census_check(s, m, born, prev, bytes, blocks);
+        if (rc != LG_OK) {
+            free(raw);
+            if (d->bad) break;
+            return rc;
+        }
         prev = (int)born;
-        if (s->index - (m->agent_index - (int)born) < 0)
-            return lg_fail(LG_EFORMAT,
-                           "a malformed session message from the agent: a census entry born %d "
-                           "sessions before the run's first",
-                           m->agent_index - (int)born - s->index);
-        int rc = in_range("a census entry's bytes", bytes, 1);
-        if (rc == LG_OK) rc = in_range("a census entry's blocks", blocks, 1);
-        if (rc == LG_OK && blocks > bytes)
-            rc = lg_fail(LG_EFORMAT,
-                         "a malformed session message from the agent: %lld census "
-                         "blocks in %lld bytes",
-                         (long long)blocks, (long long)bytes);
-        if (rc != LG_OK) return rc;
         s->census[s->n_census++] =
-            (struct rpt_census){s->index - (m->agent_index - (int)born), bytes, blocks, NULL};
+            (struct rpt_census){s->index - (m->agent_index - (int)born), bytes, blocks, raw};
     }
     return d->bad ? lg_fail(LG_EFORMAT, "a malformed session message from the agent: its census")
                   : LG_OK;

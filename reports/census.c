@@ -55,9 +55,10 @@ void rpt_census_judge_session(const struct rpt_session *last, int first_measured
     cv->status = RPT_PASS;
     cv->last = last->index;
     cv->first = -1;
-    const struct rpt_census *worst = NULL;
+    const struct rpt_census *worst = NULL, *own = NULL;
     for (int i = 0; i < last->n_census; i++) {
         const struct rpt_census *c = &last->census[i];
+        if (c->born == last->index && c->blocks > 0 && c->frames && c->frames[0]) own = c;
         if (c->born < first_measured || c->born >= last->index || c->blocks <= 0) continue;
         cv->kept++;
         if (cv->first < 0 || c->born < cv->first) cv->first = c->born;
@@ -65,15 +66,22 @@ void rpt_census_judge_session(const struct rpt_session *last, int first_measured
         cv->blocks += c->blocks;
         if (!worst || c->bytes > worst->bytes) worst = c;
     }
+    char b[32], at[300];
     if (!worst) {
-        snprintf(cv->why, sizeof cv->why,
-                 "no block born in a measured session before #%d is still alive (exact)",
-                 last->index);
+        int k = snprintf(cv->why, sizeof cv->why,
+                         "no block born in a measured session before #%d is still alive (exact)",
+                         last->index);
+        if (own && k > 0 && (size_t)k < sizeof cv->why) { /* a big block the last one kept */
+            rpt_fmt_value(b, sizeof b, RPT_CH_JE_ALLOCATED, own->bytes, false);
+            first_frame(own->frames, at, sizeof at);
+            snprintf(cv->why + k, sizeof cv->why - (size_t)k,
+                     "; #%d itself still held %lld block%s, %s, at its end, at %s", own->born,
+                     (long long)own->blocks, own->blocks == 1 ? "" : "s", b, at);
+        }
         return;
     }
     cv->since = last->index - cv->first;
     if (cv->kept >= CENSUS_MIN_KEPT && 2 * cv->kept >= cv->since) cv->status = RPT_LEAK;
-    char b[32], at[300];
     rpt_fmt_value(b, sizeof b, RPT_CH_JE_ALLOCATED, worst->bytes, false);
     first_frame(worst->frames, at, sizeof at);
     int k = snprintf(cv->why, sizeof cv->why, "born in session %d, still alive: %lld block%s, %s",
@@ -86,4 +94,67 @@ void rpt_census_judge_session(const struct rpt_session *last, int first_measured
                  "; %d of the %d session(s) since #%d kept blocks (%lld blocks, %s in all)",
                  cv->kept, cv->since, cv->first, (long long)cv->blocks, b);
     }
+}
+
+/* The census table: every block of the run's last counted session still alive, by the measured
+ * session it was born in, with the stack that names it. Nothing when no session was counted. */
+void rpt_census_table(const struct rpt_results *r, const struct rpt_dialect *d, FILE *f,
+                      const char *heading)
+{
+    static const char *const cols[] = {"born in session", "blocks", "bytes", "at", "stack"};
+    const struct rpt_census_verdict *cv = &r->verdict.census;
+    const struct rpt_session *last = NULL;
+    int first_measured = -1;
+    for (int i = 0; i < r->n_sessions; i++) {
+        if (r->sessions[i].warmup) continue;
+        if (first_measured < 0) first_measured = r->sessions[i].index;
+        if (r->sessions[i].census_counted) last = &r->sessions[i];
+    }
+    if (!last) return;
+    fputs(heading, f);
+    fputs(d->table_open ? "<p>" : "", f);
+    if (r->has_verdict && cv->counted) {
+        d->badge(f, cv->status, rpt_status_word(cv->status));
+        fputs(": ", f);
+        d->text(f, cv->why);
+    } else {
+        fprintf(f, "at the end of session %d", last->index);
+    }
+    fputs(d->table_open ? "</p>\n" : "\n\n", f);
+    int rows = 0;
+    for (int i = 0; i < last->n_census; i++) {
+        const struct rpt_census *c = &last->census[i];
+        if (c->born < first_measured || c->blocks <= 0) continue;
+        if (!rows++) rpt_table_head(d, f, cols, d->stack ? 5 : 4);
+        char born[48], blocks[24], bytes[32], at[300];
+        snprintf(born, sizeof born, "%d%s", c->born, c->born == last->index ? " (the last)" : "");
+        snprintf(blocks, sizeof blocks, "%lld", (long long)c->blocks);
+        rpt_fmt_value(bytes, sizeof bytes, RPT_CH_JE_ALLOCATED, c->bytes, false);
+        first_frame(c->frames, at, sizeof at);
+        fputs(d->row_open, f);
+        rpt_cell(d, f, true, born);
+        rpt_cell(d, f, true, blocks);
+        rpt_cell(d, f, true, bytes);
+        fputs(d->cell_open, f);
+        if (at[0])
+            d->code(f, at);
+        else
+            fputs("—", f);
+        fputs(d->cell_close, f);
+        if (d->stack) {
+            fputs(d->cell_open, f);
+            if (c->frames && c->frames[0])
+                d->stack(f, "stack", c->frames);
+            else
+                fputs("—", f);
+            fputs(d->cell_close, f);
+        }
+        fputs(d->row_close, f);
+    }
+    if (rows)
+        rpt_table_end(d, f);
+    else
+        fputs(d->table_open ? "<p>No block born in a measured session is still alive.</p>\n"
+                            : "No block born in a measured session is still alive.\n\n",
+              f);
 }

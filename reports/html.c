@@ -205,6 +205,9 @@ static int leaks(const struct rpt_results *r, FILE *f)
                 nt - MAX_TAG_ROWS);
     free(t);
     if (rc == LG_OK) rc = rpt_refs_table(r, &d, f, "<h2 id=\"refs\">Unreleased references</h2>\n");
+    if (rc == LG_OK)
+        rpt_census_table(r, &d, f,
+                         "<h2 id=\"census\">Census: blocks still alive, by session born</h2>\n");
     fputs("</section>\n", f);
     return rc;
 }

@@ -142,6 +142,8 @@ extern const struct rpt_dialect rpt_markdown, rpt_html;
 
 void rpt_table_head(const struct rpt_dialect *d, FILE *f, const char *const *cols, int n);
 void rpt_table_end(const struct rpt_dialect *d, FILE *f);
+/* One cell of escaped text (num: right-aligned). */
+void rpt_cell(const struct rpt_dialect *d, FILE *f, bool num, const char *text);
 /* The top max_rows of rpt_tag_totals' nt tags, one row each: tag, space, bytes per session
  * and in all, allocations, sessions, the retain sites of the tag's class, and stacks. */
 int rpt_leak_table(const struct rpt_results *r, const struct rpt_dialect *d, FILE *f,
@@ -160,6 +162,11 @@ void rpt_run_meta(const struct rpt_dialect *d, FILE *f, const struct rpt_run *ru
 /* Unbalanced references by retain site, after `heading`; nothing at all when there are none. */
 int rpt_refs_table(const struct rpt_results *r, const struct rpt_dialect *d, FILE *f,
                    const char *heading);
+
+/* exec's census (census.c): the blocks still alive at the last counted session, by the measured
+ * session they were born in, with their stacks, after `heading`; nothing when none was counted. */
+void rpt_census_table(const struct rpt_results *r, const struct rpt_dialect *d, FILE *f,
+                      const char *heading);
 
 /* The intercept of a Theil–Sen line through (x, y) with the given slope: median(y − slope·x)
  * into *out (0 when n == 0 or the slope is not finite). */

@@ -85,7 +85,7 @@ static void site_list(const struct rpt_dialect *d, FILE *f, const struct rpt_sit
     if (n == 0) fputs("—", f);
 }
 
-static void cell(const struct rpt_dialect *d, FILE *f, bool num, const char *text)
+void rpt_cell(const struct rpt_dialect *d, FILE *f, bool num, const char *text)
 {
     fputs(num ? d->num_open : d->cell_open, f);
     d->text(f, text);
@@ -108,13 +108,13 @@ static int leak_row(const struct rpt_results *r, const struct rpt_dialect *d, FI
     fputs(d->cell_open, f);
     d->code(f, t->tag);
     fputs(d->cell_close, f);
-    cell(d, f, false, t->space);
-    cell(d, f, true, lg_fmt_bytes(a, sizeof a, (double)t->bytes / LG_MAX(t->sessions, 1)));
-    cell(d, f, true, lg_fmt_bytes(a, sizeof a, (double)t->bytes));
+    rpt_cell(d, f, false, t->space);
+    rpt_cell(d, f, true, lg_fmt_bytes(a, sizeof a, (double)t->bytes / LG_MAX(t->sessions, 1)));
+    rpt_cell(d, f, true, lg_fmt_bytes(a, sizeof a, (double)t->bytes));
     snprintf(a, sizeof a, "%lld", (long long)t->count);
-    cell(d, f, true, a);
+    rpt_cell(d, f, true, a);
     snprintf(a, sizeof a, "%d/%d", t->sessions, measured);
-    cell(d, f, true, a);
+    rpt_cell(d, f, true, a);
     fputs(d->cell_open, f);
     site_list(d, f, sites, ns);
     fputs(d->cell_close, f);
@@ -160,7 +160,7 @@ int rpt_refs_table(const struct rpt_results *r, const struct rpt_dialect *d, FIL
         d->code(f, sites[k].site);
         fputs(d->cell_close, f);
         snprintf(times, sizeof times, "%d", sites[k].count);
-        cell(d, f, true, times);
+        rpt_cell(d, f, true, times);
         if (d->stack) {
             fputs(d->cell_open, f);
             if (sites[k].stack)
@@ -199,7 +199,7 @@ static void figure_cell(const struct rpt_dialect *d, FILE *f, enum rpt_channel c
     char a[48], b[64];
     rpt_fmt_figure(a, sizeof a, c, v, false);
     snprintf(b, sizeof b, "%s%s", a, !isnan(v) && !rpt_channel_exact(c) ? "/session" : "");
-    cell(d, f, true, b);
+    rpt_cell(d, f, true, b);
 }
 
 static void judged_row(const struct rpt_dialect *d, FILE *f, const struct rpt_channel_verdict *cv)
@@ -217,8 +217,8 @@ static void judged_row(const struct rpt_dialect *d, FILE *f, const struct rpt_ch
     badge_cell(d, f, cv->status, rpt_status_name(cv->status));
     figure_cell(d, f, cv->channel, cv->figure);
     figure_cell(d, f, cv->channel, cv->budget);
-    cell(d, f, true, a);
-    cell(d, f, false, cv->why);
+    rpt_cell(d, f, true, a);
+    rpt_cell(d, f, false, cv->why);
     fputs(d->row_close, f);
 }
 
@@ -232,15 +232,15 @@ static void observed_row(const struct rpt_results *r, const struct rpt_dialect *
     fputs(d->row_open, f);
     channel_cell(d, f, ch);
     snprintf(a, sizeof a, "%d", o.measured);
-    cell(d, f, true, a);
-    cell(d, f, true, rpt_fmt_value(a, sizeof a, ch, o.max_abs, false));
+    rpt_cell(d, f, true, a);
+    rpt_cell(d, f, true, rpt_fmt_value(a, sizeof a, ch, o.max_abs, false));
     snprintf(a, sizeof a, "%d", o.over_budget);
     badge_cell(d, f, o.over_budget ? RPT_LEAK : RPT_PASS, a);
-    cell(d, f, true, rpt_fmt_figure(a, sizeof a, ch, o.median_growth, true));
+    rpt_cell(d, f, true, rpt_fmt_figure(a, sizeof a, ch, o.median_growth, true));
     char band[48], budget[64];
     rpt_fmt_figure(band, sizeof band, ch, r->run.budgets[ch].band, false);
     snprintf(budget, sizeof budget, rpt_channel_exact(ch) ? "0 (exact)" : "±%s", band);
-    cell(d, f, true, budget);
+    rpt_cell(d, f, true, budget);
     fputs(d->row_close, f);
 }
 
@@ -279,8 +279,8 @@ void rpt_run_meta(const struct rpt_dialect *d, FILE *f, const struct rpt_run *ru
 static void setting_row(const struct rpt_dialect *d, FILE *f, const char *name, const char *value)
 {
     fputs(d->row_open, f);
-    cell(d, f, false, name);
-    cell(d, f, false, value[0] ? value : "—");
+    rpt_cell(d, f, false, name);
+    rpt_cell(d, f, false, value[0] ? value : "—");
     fputs(d->row_close, f);
 }
 
@@ -318,10 +318,10 @@ void rpt_config_tables(const struct rpt_results *r, const struct rpt_dialect *d,
         fputs(d->cell_open, f);
         d->code(f, rpt_channel_name(ch));
         fputs(d->cell_close, f);
-        cell(d, f, true, rpt_fmt_figure(a, sizeof a, ch, bg->band, false));
-        cell(d, f, true, rpt_fmt_figure(a, sizeof a, ch, bg->slope, false));
-        cell(d, f, true, rpt_fmt_figure(a, sizeof a, ch, bg->floor, false));
-        cell(d, f, false, bg->source);
+        rpt_cell(d, f, true, rpt_fmt_figure(a, sizeof a, ch, bg->band, false));
+        rpt_cell(d, f, true, rpt_fmt_figure(a, sizeof a, ch, bg->slope, false));
+        rpt_cell(d, f, true, rpt_fmt_figure(a, sizeof a, ch, bg->floor, false));
+        rpt_cell(d, f, false, bg->source);
         fputs(d->row_close, f);
     }
     rpt_table_end(d, f);

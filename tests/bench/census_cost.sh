@@ -34,6 +34,7 @@ print(f"{name:24s} census {on:7.3f} s  without {off:7.3f} s  ratio {on / off:5.2
 PY
 }
 pair "malloc-heavy C" -- -- "$build/tests/exec_census" heavy 20
+pair "malloc-heavy, big blocks" -- -- "$build/tests/exec_census" heavy-big 20
 pair "exec_clean (C example)" -- -- "$build/tests/exec_clean" 16
 pair "exec_workload.py" PYTHONMALLOC=malloc -- --session-marker '^epoch' -- python3 \
     "$here/exec_workload.py" 12

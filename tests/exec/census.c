@@ -12,6 +12,9 @@
  *   realloc     a buffer grown by realloc in place and moved, then freed: clean
  *   clean       allocates and frees: clean
  *   heavy       malloc-heavy work (the census's cost: tests/bench/census_cost.sh), clean
+ *   heavy-big   the same with big blocks (≥ 256 KiB, whose stacks the agent takes at birth):
+ *               a 1 MiB block kept from the warm-up, so every free looks for a big block, and
+ *               a 512 KiB buffer made and freed every round; clean after the warm-up
  */
 #include <leakgate.h>
 #include <stdio.h>
@@ -97,6 +100,15 @@ static void shape(const char *name, int s)
         free(grown);
     } else if (!strcmp(name, "heavy")) {
         (void)work(s, 2000);
+    } else if (!strcmp(name, "heavy-big")) {
+        if (s == 0) keep_block(1 << 20);
+        for (int r = 0; r < 200; r++) {
+            char *big = malloc(512 << 10);
+            if (!big) exit(3);
+            big[r] = (char)r;
+            (void)work(s + r, 10);
+            free(big);
+        }
     } else if (strcmp(name, "clean")) {
         fprintf(stderr, "exec_census: unknown shape %s\n", name);
         exit(2);

@@ -38,8 +38,16 @@ Test(shapes, exec_a_block_kept_in_the_last_session_is_not_a_pass)
 {
     /* 96 MiB in session 15, the 15th measured: one session cannot tell a one-off from the start
      * of a recurring leak, so INCONCLUSIVE, naming the session */
-    expect(exec_shape("last-step", ""), 3, "last-step", "je_allocated",
-           "did not return to baseline: +96.00 MiB since measured session #15");
+    struct lg_out o = exec_shape("last-step", "");
+    expect_status(&o, 3, "last-step");
+    /* the block's stack was taken at its birth (agent/lga_big.c), before any profile was armed */
+    LG_EXPECT_SAYS(
+        o.text,
+        {"je_allocated", "did not return to baseline: +96.00 MiB since measured session #15",
+         "session"},
+        {NULL, "#15 itself still held 1 block, 96.00 MiB, at its end, at keep_block (shapes.c:",
+         "the census names the block by the stack that allocated it"});
+    free(o.text);
 }
 
 Test(shapes, exec_a_block_kept_from_session_6_is_a_leak)
@@ -49,8 +57,18 @@ Test(shapes, exec_a_block_kept_from_session_6_is_a_leak)
     expect_status(&o, 1, "kept-step");
     LG_EXPECT_SAYS(o.text, {"je_allocated", "+48.00 MiB came in measured session #6", "session"},
                    {"je_allocated", "retained block", "what it is"},
-                   {"rss", " leak ", "the pages are resident too"});
+                   {"rss", " leak ", "the pages are resident too"},
+                   {NULL,
+                    "census: born in session 6, still alive: 1 block, 48.00 MiB, at "
+                    "keep_block (shapes.c:",
+                    "named by the stack taken at birth, though no channel had risen yet"});
     free(o.text);
+    /* summary.md's census table has its row, born in session 6 */
+    char *md = lg_slurp(lg_test_tmpfile("kept-step/summary.md"), NULL);
+    cr_assert_not_null(md);
+    cr_expect(strstr(md, "| 6 | 1 | 48.00 MiB | `keep_block (shapes.c:") != NULL,
+              "summary.md lacks the census row of session 6:\n%s", md);
+    free(md);
 }
 
 Test(shapes, exec_a_trickle_below_the_budget_is_a_leak)

@@ -43,10 +43,11 @@ def session(used=0, groups=(), refs=(), begin=False, notes=(), marker="", index=
     p += s("") + s(marker)
     p += u32(1) + snapshot(1 << 20, 8 << 20) if begin else u32(0)
     p += u32(len(notes)) + b"".join(s(n) for n in notes)
-    if census is not None:  # the flags, then the census: state, n × {born, bytes, blocks}
-        state, entries = census
+    if census is not None:  # the flags, then the census: state, n × {born, bytes, blocks,
+        state, entries = census  # big_bytes, big_stack}
         p += u32(0) + u32(state) + u32(len(entries))
-        p += b"".join(u32(b) + i64(n) + i64(k) for b, n, k in entries)
+        p += b"".join(u32(e[0]) + i64(e[1]) + i64(e[2]) + i64(e[3] if len(e) > 3 else 0) +
+                      s(e[4] if len(e) > 4 else "") for e in entries)
     return p
 
 
@@ -59,6 +60,8 @@ seeds = {
     # the exact census (agent/lga_census.c): a 64-byte block born in this session; a capped pool
     # whose births come before the run's first session (refused: born at a negative index)
     "census.bin": session(census=(1, [(0, 64, 1)])),
+    # a 1 MiB block kept, its stack taken at birth (agent/lga_big.c)
+    "census-big.bin": session(index=2, census=(1, [(1, 1 << 20, 1, 1 << 20, "0x401000\n0x402000\n")])),
     "census-capped.bin": session(index=3, census=(2, [(1, 3072, 3), (2, 64, 1)])),
 }
 for name, data in seeds.items():
