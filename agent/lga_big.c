@@ -9,10 +9,11 @@
  * still alive (the parent symbolises it through CMD's memory map).
  *
  * The cost is one backtrace per big allocation (cheaper than touching its pages) and, while a
- * big block is live, one sallocx per free. At most LGA_BIG_SLOTS blocks are remembered; past
+ * big block is live, one sallocx per free. At most LGA_BIG_MAX blocks are remembered; past
  * that, new ones go unrecorded (their census entry is named by a profile, or not at all).
- * The table is open addressing on the pointer with backward-shift deletion, under its own
- * mutex; it is static storage, so recording allocates nothing.
+ * The table is dense (a freed block's slot takes the last one), scanned under its own mutex
+ * only when a big block is freed; it is static storage, touched whole before the first
+ * session (lga_big_init), so recording allocates nothing and never moves the process's RSS.
  */
 #define _GNU_SOURCE
 #include <execinfo.h>
@@ -23,11 +24,10 @@
 #include "lga_impl.h"
 #include "lga_wire.h"
 
-#define LGA_BIG_SLOTS  1024 /* a power of two; at most half of it filled */
+#define LGA_BIG_MAX    512
 #define LGA_BIG_FRAMES 24
 
 struct big_block {
-    void *p; /* NULL: an empty slot */
     size_t n;
     int born;
     int depth;
@@ -37,7 +37,8 @@ struct big_block {
 _Atomic int lga_big_live;            /* blocks in the table: free() looks only when > 0 */
 static _Atomic int big_session = -1; /* the counted session open now, -1 none */
 static pthread_mutex_t big_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct big_block big[LGA_BIG_SLOTS];
+static void *big_ptr[LGA_BIG_MAX]; /* [0, big_n): the live big blocks, dense */
+static struct big_block big[LGA_BIG_MAX];
 static int big_n;
 
 extern char __start_lg_trk_text[], __stop_lg_trk_text[];
@@ -47,10 +48,12 @@ static bool in_wrapper(const void *pc)
     return (const char *)pc >= __start_lg_trk_text && (const char *)pc < __stop_lg_trk_text;
 }
 
-static size_t slot_of(const void *p)
+void lga_big_init(void)
 {
-    uint64_t h = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
-    return (size_t)(h >> 40) & (LGA_BIG_SLOTS - 1);
+    /* resident from the start: a table whose pages were first touched in session 9 would be a
+     * step in the program's RSS */
+    memset((void *)big_ptr, 0, sizeof big_ptr);
+    memset(big, 0, sizeof big);
 }
 
 void lga_big_session(int session) { atomic_store(&big_session, session); }
@@ -68,43 +71,34 @@ TRK_WRAPPER void lga_big_note(void *p, size_t n)
     int first = 0;
     while (first < got && in_wrapper(frames[first])) first++;
     pthread_mutex_lock(&big_mu);
-    if (big_n < LGA_BIG_SLOTS / 2) {
-        size_t i = slot_of(p);
-        while (big[i].p && big[i].p != p) i = (i + 1) & (LGA_BIG_SLOTS - 1);
-        if (!big[i].p) big_n++;
-        big[i] = (struct big_block){.p = p, .n = n, .born = born};
-        big[i].depth = LG_MIN(got - first, LGA_BIG_FRAMES);
+    if (big_n < LGA_BIG_MAX) {
+        int i = big_n++;
+        big_ptr[i] = p;
+        big[i] =
+            (struct big_block){.n = n, .born = born, .depth = LG_MIN(got - first, LGA_BIG_FRAMES)};
         memcpy(big[i].frames, frames + first, (size_t)big[i].depth * sizeof(void *));
         atomic_store(&lga_big_live, big_n);
     }
     pthread_mutex_unlock(&big_mu);
 }
 
-/* The slot holding p, or -1; big_mu held. */
-static long find(const void *p)
+/* The index of p in the table, or -1; big_mu held. */
+static int find(const void *p)
 {
-    for (size_t i = slot_of(p); big[i].p; i = (i + 1) & (LGA_BIG_SLOTS - 1))
-        if (big[i].p == p) return (long)i;
+    for (int i = 0; i < big_n; i++)
+        if (big_ptr[i] == p) return i;
     return -1;
 }
 
 void lga_big_forget(void *p)
 {
     pthread_mutex_lock(&big_mu);
-    long at = find(p);
-    if (at >= 0) { /* backward shift: move up every later entry whose home is not between */
-        size_t i = (size_t)at, j = i;
-        for (;;) {
-            j = (j + 1) & (LGA_BIG_SLOTS - 1);
-            if (!big[j].p) break;
-            size_t home = slot_of(big[j].p);
-            bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
-            if (stays) continue;
-            big[i] = big[j];
-            i = j;
-        }
-        big[i].p = NULL;
-        atomic_store(&lga_big_live, --big_n);
+    int i = find(p);
+    if (i >= 0) {
+        big_n--;
+        big_ptr[i] = big_ptr[big_n];
+        big[i] = big[big_n];
+        atomic_store(&lga_big_live, big_n);
     }
     pthread_mutex_unlock(&big_mu);
 }
@@ -112,8 +106,8 @@ void lga_big_forget(void *p)
 void lga_big_resized(void *p, size_t n)
 {
     pthread_mutex_lock(&big_mu);
-    long at = find(p);
-    if (at >= 0) big[at].n = n;
+    int i = find(p);
+    if (i >= 0) big[i].n = n;
     pthread_mutex_unlock(&big_mu);
 }
 
@@ -125,9 +119,9 @@ void lga_big_put(struct lga_enc *e, int born)
     size_t bytes = 0;
     text[0] = '\0';
     pthread_mutex_lock(&big_mu);
-    long best = -1;
-    for (size_t i = 0; i < LGA_BIG_SLOTS; i++)
-        if (big[i].p && big[i].born == born && (best < 0 || big[i].n > big[best].n)) best = (long)i;
+    int best = -1;
+    for (int i = 0; i < big_n; i++)
+        if (big[i].born == born && (best < 0 || big[i].n > big[best].n)) best = i;
     if (best >= 0) {
         bytes = big[best].n;
         size_t k = 0;

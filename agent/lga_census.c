@@ -61,6 +61,7 @@ void lga_census_init(void)
         if (mallctlnametomib(stat_names[i], cs.mib[i], &n) != 0 || n != 5) return;
     }
     cs.state = LGA_CENSUS_ON;
+    lga_big_init();
 }
 
 void lga_census_begin(int session)

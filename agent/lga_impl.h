@@ -123,6 +123,7 @@ void lga_census_put(struct lga_enc *e);
 /* lga_big.c: the stacks of big blocks, from birth (named in the census). */
 #define LGA_BIG_MIN ((size_t)256 << 10) /* the smallest block whose stack is taken at birth */
 extern _Atomic int lga_big_live;
+void lga_big_init(void);           /* before the first session, with the census */
 void lga_big_session(int session); /* the counted session open now, -1 none */
 void lga_big_note(void *p, size_t n);
 void lga_big_forget(void *p);

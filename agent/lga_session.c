@@ -87,19 +87,10 @@ static void put_snapshot(struct lga_enc *e, const struct trk_snapshot *s)
 {
     lga_put_f64(e, s->t);
     lga_put_u32(e, s->generation);
-    const int64_t v[] = {s->tagged_host,     s->tagged_host_count,
-                         s->tagged_device,   s->tagged_device_count,
-                         s->je_allocated,    s->je_active,
-                         s->je_resident,     s->je_mapped,
-                         s->je_retained,     s->je_metadata,
-                         s->arena_allocated, s->arena_active,
-                         s->arena_dirty,     s->rss,
-                         s->rss_anon,        s->rss_file,
-                         s->lazyfree,        s->dev_used,
-                         s->dev_total,       s->dev_process,
-                         s->tracker_overhead};
-    lga_put_u32(e, (uint32_t)LG_ARRAY_LEN(v));
-    for (size_t i = 0; i < LG_ARRAY_LEN(v); i++) lga_put_i64(e, v[i]);
+    lga_put_u32(e, TRK_SNAPSHOT_NFIGURES);
+#define PUT(field, kind) lga_put_i64(e, s->field);
+    TRK_SNAPSHOT_FIGURES(PUT)
+#undef PUT
 }
 
 static void put_leaks(struct lga_enc *e, const struct trk_leaks *lk)

@@ -24,23 +24,13 @@ static void get_snapshot(struct lga_dec *d, struct trk_snapshot *s)
     memset(s, 0, sizeof *s);
     s->t = lga_get_f64(d);
     s->generation = lga_get_u32(d);
-    int64_t *const dst[] = {&s->tagged_host,     &s->tagged_host_count,
-                            &s->tagged_device,   &s->tagged_device_count,
-                            &s->je_allocated,    &s->je_active,
-                            &s->je_resident,     &s->je_mapped,
-                            &s->je_retained,     &s->je_metadata,
-                            &s->arena_allocated, &s->arena_active,
-                            &s->arena_dirty,     &s->rss,
-                            &s->rss_anon,        &s->rss_file,
-                            &s->lazyfree,        &s->dev_used,
-                            &s->dev_total,       &s->dev_process,
-                            &s->tracker_overhead};
-    uint32_t n = lga_get_u32(d);
-    if (n != LG_ARRAY_LEN(dst)) {
+    if (lga_get_u32(d) != TRK_SNAPSHOT_NFIGURES) {
         d->bad = true;
         return;
     }
-    for (uint32_t i = 0; i < n; i++) *dst[i] = lga_get_i64(d);
+#define GET(field, kind) s->field = lga_get_i64(d);
+    TRK_SNAPSHOT_FIGURES(GET)
+#undef GET
 }
 
 /* Reads one element of an array into elem (zeroed): LG_OK, or LG_ENOMEM; a message that runs
@@ -174,17 +164,13 @@ static int in_range(const char *what, int64_t v, int64_t lo)
 static int check_snapshot(const struct trk_snapshot *snap)
 {
     int rc = LG_OK;
-    const int64_t ledger[] = {snap->tagged_host, snap->tagged_host_count, snap->tagged_device,
-                              snap->tagged_device_count, snap->tracker_overhead};
-    for (size_t i = 0; i < LG_ARRAY_LEN(ledger) && rc == LG_OK; i++)
-        rc = in_range("a tracker ledger figure", ledger[i], 0);
-    const int64_t read[] = {
-        snap->je_allocated, snap->je_active,   snap->je_resident,     snap->je_mapped,
-        snap->je_retained,  snap->je_metadata, snap->arena_allocated, snap->arena_active,
-        snap->arena_dirty,  snap->rss,         snap->rss_anon,        snap->rss_file,
-        snap->lazyfree,     snap->dev_used,    snap->dev_total,       snap->dev_process};
-    for (size_t i = 0; i < LG_ARRAY_LEN(read) && rc == LG_OK; i++)
-        rc = in_range("a memory figure", read[i], INT64_MIN);
+#define CHECK(field, kind)                                                                         \
+    if (rc == LG_OK)                                                                               \
+        rc = kind == TRK_LEDGER                                                                    \
+                 ? in_range("a tracker ledger figure (" #field ")", snap->field, 0)                \
+                 : in_range("a memory figure (" #field ")", snap->field, INT64_MIN);
+    TRK_SNAPSHOT_FIGURES(CHECK)
+#undef CHECK
     return rc;
 }
 

@@ -237,18 +237,44 @@ void trk_errors_free(struct trk_error *e, size_t n);
 
 /* ---- snapshots of every memory view ------------------------------------------------ */
 
-/* -1 in any field means "not available in this build or on this machine". */
+/* The snapshot's figures, in the order the agent's SESSION message carries them (agent/
+ * lga_session.c encodes and harness/exec_msg.c decodes and range-checks them from this list):
+ * X(field, kind), kind TRK_LEDGER (a count the tracker keeps, never negative) or TRK_READING (a
+ * reading of the allocator, the kernel or the driver; -1: not available in this build or on
+ * this machine). A new figure is one row here plus the code that measures it (snapshot.c). */
+#define TRK_SNAPSHOT_FIGURES(X)                                                                    \
+    X(tagged_host, TRK_LEDGER) /* the tracker's ledger: live tagged bytes and blocks */            \
+    X(tagged_host_count, TRK_LEDGER)                                                               \
+    X(tagged_device, TRK_LEDGER)                                                                   \
+    X(tagged_device_count, TRK_LEDGER)                                                             \
+    X(je_allocated, TRK_READING) /* jemalloc's stats.* */                                          \
+    X(je_active, TRK_READING)                                                                      \
+    X(je_resident, TRK_READING)                                                                    \
+    X(je_mapped, TRK_READING)                                                                      \
+    X(je_retained, TRK_READING)                                                                    \
+    X(je_metadata, TRK_READING)                                                                    \
+    X(arena_allocated, TRK_READING) /* the tracker's dedicated arena's own */                      \
+    X(arena_active, TRK_READING)                                                                   \
+    X(arena_dirty, TRK_READING)                                                                    \
+    X(rss, TRK_READING) /* /proc/self/smaps_rollup */                                              \
+    X(rss_anon, TRK_READING)                                                                       \
+    X(rss_file, TRK_READING)                                                                       \
+    X(lazyfree, TRK_READING)                                                                       \
+    X(dev_used, TRK_READING) /* the device driver's view (backend usage) */                        \
+    X(dev_total, TRK_READING)                                                                      \
+    X(dev_process, TRK_READING)                                                                    \
+    X(tracker_overhead, TRK_LEDGER) /* bytes the tracker's own tables use (usable sizes) */
+enum trk_figure_kind { TRK_LEDGER, TRK_READING };
+#define TRK_X_COUNT(field, kind) +1
+enum { TRK_SNAPSHOT_NFIGURES = 0 TRK_SNAPSHOT_FIGURES(TRK_X_COUNT) };
+#undef TRK_X_COUNT
+
 struct trk_snapshot {
     double t; /* lg_now() when taken */
     uint32_t generation;
-    int64_t tagged_host, tagged_host_count; /* tracker ledger */
-    int64_t tagged_device, tagged_device_count;
-    int64_t je_allocated, je_active, je_resident, je_mapped, je_retained, je_metadata;
-    int64_t arena_allocated, arena_active, arena_dirty; /* the dedicated arena's own */
-    int64_t rss, rss_anon, rss_file, lazyfree;          /* /proc/self/smaps_rollup */
-    int64_t dev_used, dev_total, dev_process;           /* device driver view (backend usage) */
-    int64_t tracker_overhead; /* bytes the tracker's own tables use (usable
-                                 size of their heap blocks) */
+#define TRK_X_FIELD(field, kind) int64_t field;
+    TRK_SNAPSHOT_FIGURES(TRK_X_FIELD)
+#undef TRK_X_FIELD
 };
 /* Fills a snapshot. Reads jemalloc stats after an epoch write, and the device backend's
  * driver view as it is now (a query of the driver, no synchronise: trk_quiesce first for a

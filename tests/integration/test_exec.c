@@ -434,8 +434,12 @@ static void put_snapshot(struct lga_enc *e, int64_t je)
 {
     lga_put_f64(e, 1.0);
     lga_put_u32(e, 1);
-    lga_put_u32(e, 21);
-    for (int i = 0; i < 21; i++) lga_put_i64(e, i >= 4 && i <= 6 ? je : i == 13 ? 8 << 20 : 0);
+    struct trk_snapshot s = {
+        .je_allocated = je, .je_active = je, .je_resident = je, .rss = 8 << 20};
+    lga_put_u32(e, TRK_SNAPSHOT_NFIGURES);
+#define PUT(field, kind) lga_put_i64(e, s.field);
+    TRK_SNAPSHOT_FIGURES(PUT)
+#undef PUT
 }
 
 static int decode_forged(const struct forged *f)
@@ -489,8 +493,9 @@ Test(exec, a_forged_session_message_is_refused_naming_the_figure)
         {{1 << 20, 4096, 4096, INT64_MAX, 2, 0}, "a leak group's bytes is 9223372036854775807"},
         {{1 << 20, 4096, INT64_MAX, 4096, 2, 0}, "the host bytes left"},
         {{1 << 20, -7, 4096, 4096, 2, 0}, "the host peak is -7"},
-        {{INT64_MAX, 4096, 4096, 4096, 2, 0}, "a memory figure is 9223372036854775807"},
-        {{1 << 20, 4096, 4096, 4096, 2, INT64_MAX}, "a memory figure"},
+        {{INT64_MAX, 4096, 4096, 4096, 2, 0},
+         "a memory figure (je_allocated) is 9223372036854775807"},
+        {{1 << 20, 4096, 4096, 4096, 2, INT64_MAX}, "a memory figure (je_allocated)"},
     };
     for (size_t i = 0; i < LG_ARRAY_LEN(bad); i++) {
         cr_expect_eq(decode_forged(&bad[i].f), LG_EFORMAT, "case %zu accepted", i);
