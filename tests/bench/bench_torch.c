@@ -1,5 +1,5 @@
 /* bench_torch.c — PyTorch in every configuration worth trying on this machine, for bench_train
- * --torch: each configuration runs tests/bench/tft_torch.py (the same model: the spec's names,
+ * --torch: each configuration runs tests/bench/tft_torch.py (the same model: leakgate's names,
  * shapes and parameter count, and the same factored real-variable embeddings) in a process of
  * its own, one round at a time, interleaved with leakgate's own rounds by the caller.
  *

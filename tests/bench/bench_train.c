@@ -1,12 +1,13 @@
 /* bench_train — training speed and memory of one session on a preset.
  *
  *   build/tests/bench/bench_train [--preset electricity] [--steps 10] [--batch 64] [--stacks]
- *                                 [--no-floor] [--gemm-profile [--profile-rows 16]]
+ *                                 [--no-floor] [--gemm-profile [--profile-rows 16]] [--allocs]
  *                                 [--torch [--rounds 3] [--torch-venv DIR]
  *                                 [--log FILE]]
  *
- * Prints steps/s and samples/s of full training steps (forward, pinball loss, backward,
- * global-norm clipping, AdamW) after 2 warm-up steps, and the session's peak tagged memory
+ * Prints the model's build time (its VarMap allocated and seeded), steps/s and samples/s of
+ * full training steps (forward, pinball loss, backward, global-norm clipping, AdamW) after 2
+ * warm-up steps, and the session's peak tagged memory
  * against its floor: parameters + gradients + Adam's two moments + the largest step's
  * activations (the "act/" tags: everything a step's tape holds at the end of its forward
  * pass, when all of them are alive at once), as a ratio. The excess over the floor is what
@@ -22,7 +23,11 @@
  * profile: a clock read and a locked add a call, ~3 % of the CPU samples of a `tiny` step under
  * perf, nothing worth seeing on `electricity`) and prints the GEMMs' share of the step and the
  * shapes that take the most of it
- * (--profile-rows of them, the rest summed in one row).
+ * (--profile-rows of them, the rest summed in one row). With --allocs it counts the tracked
+ * allocations of the measured session, tag by tag (trk_tag_stats' total_count after it less
+ * before it), and prints them a step: the total, by class (the tag up to its '/': act, act.grad,
+ * data, meta, …) and the --profile-rows tags that make the most (the session's own setup, such
+ * as Adam's moments, is spread over its steps: run enough steps that it rounds away).
  *
  * With --torch it then runs tests/bench/tft_torch.py (the same model, the same factored
  * real-variable embeddings) in every PyTorch configuration of bench_torch.c, ROUNDS rounds, each
@@ -56,6 +61,54 @@ static int64_t class_peak(struct trk_tracker *trk, const char *prefix)
         if (!strncmp(st[i].tag, prefix, strlen(prefix))) sum += st[i].peak_bytes;
     free(st);
     return sum;
+}
+
+/* Tracked allocations per tag made since `before` (n_before entries, from trk_tag_stats), a
+ * step: the total, by class (the tag up to its '/') and the `top` tags that make the most. */
+static void print_allocs(struct trk_tracker *trk, const struct trk_tag_stat *before,
+                         size_t n_before, int steps, int top)
+{
+    struct trk_tag_stat *now = NULL;
+    size_t n = trk_tag_stats(trk, &now);
+    struct {
+        char name[LG_MAX_NAME];
+        int64_t count;
+    } cls[16];
+    int ncls = 0;
+    int64_t total = 0;
+    for (size_t i = 0; i < n; i++) { /* now[i].total_count becomes the session's own count */
+        for (size_t j = 0; j < n_before; j++)
+            if (before[j].space == now[i].space && !strcmp(before[j].tag, now[i].tag)) {
+                now[i].total_count -= before[j].total_count;
+                break;
+            }
+        if (now[i].total_count <= 0) continue;
+        total += now[i].total_count;
+        size_t len = strcspn(now[i].tag, "/");
+        int c = 0;
+        while (c < ncls && (strlen(cls[c].name) != len || strncmp(cls[c].name, now[i].tag, len)))
+            c++;
+        if (c == ncls && ncls < (int)LG_ARRAY_LEN(cls)) {
+            snprintf(cls[c].name, sizeof cls[c].name, "%.*s", (int)len, now[i].tag);
+            cls[c].count = 0;
+            ncls++;
+        }
+        if (c < ncls) cls[c].count += now[i].total_count;
+    }
+    printf("  tracked allocations a step (%d steps): %.1f (", steps, (double)total / steps);
+    for (int c = 0; c < ncls; c++)
+        printf("%s%.1f %s/", c ? ", " : "", (double)cls[c].count / steps, cls[c].name);
+    printf(")\n  the tags that make the most, a step:\n");
+    for (int r = 0; r < top; r++) { /* selection of the largest left, n is a few hundred */
+        size_t k = n;
+        for (size_t i = 0; i < n; i++)
+            if (now[i].total_count > 0 && (k == n || now[i].total_count > now[k].total_count))
+                k = i;
+        if (k == n) break;
+        printf("  %10.1f  %s\n", (double)now[k].total_count / steps, now[k].tag);
+        now[k].total_count = 0;
+    }
+    free(now);
 }
 
 /* One measured session of o->steps steps; its seconds per step. */
@@ -257,25 +310,24 @@ int main(int argc, char **argv)
 {
     const char *preset = "electricity", *venv = NULL, *logpath = NULL;
     int steps = 10, batch = 0, rounds = 3, profile_rows = 16;
-    bool torch = false, stacks = false, gemm_profile = false, no_floor = false;
-    const struct ba_option opts[] = {
-        {"--preset", BA_STR, &preset},
-        {"--steps", BA_INT, &steps},
-        {"--batch", BA_INT, &batch},
-        {"--rounds", BA_INT, &rounds},
-        {"--torch-venv", BA_STR, &venv},
-        {"--log", BA_STR, &logpath},
-        {"--torch", BA_FLAG, &torch},
-        {"--stacks", BA_FLAG, &stacks},
-        {"--no-floor", BA_FLAG, &no_floor},
-        {"--gemm-profile", BA_FLAG, &gemm_profile},
-        {"--profile-rows", BA_INT, &profile_rows},
-    };
+    bool torch = false, stacks = false, gemm_profile = false, no_floor = false, allocs = false;
+    const struct ba_option opts[] = {{"--preset", BA_STR, &preset},
+                                     {"--steps", BA_INT, &steps},
+                                     {"--batch", BA_INT, &batch},
+                                     {"--rounds", BA_INT, &rounds},
+                                     {"--torch-venv", BA_STR, &venv},
+                                     {"--log", BA_STR, &logpath},
+                                     {"--torch", BA_FLAG, &torch},
+                                     {"--stacks", BA_FLAG, &stacks},
+                                     {"--no-floor", BA_FLAG, &no_floor},
+                                     {"--gemm-profile", BA_FLAG, &gemm_profile},
+                                     {"--profile-rows", BA_INT, &profile_rows},
+                                     {"--allocs", BA_FLAG, &allocs}};
     if (!ba_parse(argc, argv, opts, LG_ARRAY_LEN(opts))) {
         fprintf(stderr,
                 "usage: bench_train [--preset P] [--steps K] [--batch B] [--stacks] [--no-floor] "
-                "[--gemm-profile [--profile-rows N]] [--torch [--rounds R] [--torch-venv DIR] "
-                "[--log FILE]]\n");
+                "[--gemm-profile [--profile-rows N]] [--allocs] [--torch [--rounds R] "
+                "[--torch-venv DIR] [--log FILE]]\n");
         return 2;
     }
     if (no_floor && torch) {
@@ -294,13 +346,15 @@ int main(int argc, char **argv)
     struct data_set *ds = NULL;
     struct tft_model *m = NULL;
     struct tr_trainer *tr = NULL;
+    double build_s = 0; /* the model's build: its VarMap allocated and seeded */
     if (trk_tracker_new(&trk, &(struct trk_options){.stacks = stacks}) ||
         tft_config_preset(&cfg, preset) ||
         data_synth_new(&ds, trk, &cfg, &(struct data_synth_options){.seed = 1}) ||
-        tft_new(&m, trk, &cfg, 1)) {
+        (build_s = lg_now(), tft_new(&m, trk, &cfg, 1))) {
         fprintf(stderr, "bench_train: %s\n", lg_errmsg());
         return 4;
     }
+    build_s = lg_now() - build_s;
     if (batch) cfg.batch = batch;
     struct tr_options o = {.steps = 2, .batch = cfg.batch, .seed = 1};
     struct tr_train_stats st;
@@ -312,6 +366,8 @@ int main(int argc, char **argv)
     struct trk_totals before;
     trk_totals(trk, TRK_HOST, &before);
     o.steps = steps;
+    struct trk_tag_stat *tags_before = NULL; /* --allocs: each tag's count before the session */
+    size_t n_tags_before = allocs ? trk_tag_stats(trk, &tags_before) : 0;
     double f0 = kn_cpu_gemm_flops();
     if (gemm_profile) kn_cpu_gemm_profile(true);
     if (session(m, ds, &o, &st, &tr)) {
@@ -335,6 +391,8 @@ int main(int argc, char **argv)
            bi->core, bi->path, bi->cpu, bi->loaded,
            kn_cpu_gemm_own() ? " + the own AVX-512 GEMM" : "", bi->note[0] ? "; " : "", bi->note);
     if (bi->warning[0]) printf("  warning: %s\n", bi->warning);
+    printf("  model built in %.3f s (VarMap %s, seeded init)\n", build_s,
+           lg_fmt_bytes(b1, sizeof b1, (double)vm_bytes(tft_varmap_borrow(m))));
     printf("  %.4f s/step, %.2f steps/s, %.1f samples/s (loss %.4f -> %.4f)\n",
            st.seconds / st.steps, sps, sps * o.batch, st.first_loss, st.last_loss);
     if (floor == 4 * params) /* a build with tracking compiled out sees no tags */
@@ -346,6 +404,8 @@ int main(int argc, char **argv)
                lg_fmt_bytes(b2, sizeof b2, (double)floor),
                lg_fmt_bytes(b3, sizeof b3, 4.0 * params), lg_fmt_bytes(b4, sizeof b4, (double)acts),
                (double)session_peak / (double)floor, lg_fmt_bytes(b5, sizeof b5, (double)agrads));
+    if (allocs) print_allocs(trk, tags_before, n_tags_before, st.steps, profile_rows);
+    free(tags_before);
     tr_free(tr);
     char best_name[48] = "", rates[256] = "";
     double step_rate = 0, step_s = st.seconds / st.steps;

@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-"""tft_torch.py — the same TFT (spec/TFT.md) in PyTorch, for a speed comparison only.
+"""tft_torch.py — the same TFT as leakgate's (model/tft/) in PyTorch, for a speed comparison only.
 
 A benchmark tool, not a dependency of the build or the tests: it needs a PyTorch (Debian's
 python3-torch, run with /usr/bin/python3, or a PyTorch 2.x from PyPI in a virtual environment;
-bench_train --torch runs both). It builds the preset's model with the spec's names and shapes
-(the parameter count is printed and checked against the spec's table), feeds random batches of
+bench_train --torch runs both). It builds the preset's model with leakgate's names and shapes
+(model/tft/tft_config.c's presets; the parameter count is printed and checked against the one
+tests/reference/test_tft.c pins for leakgate's VarMap), feeds random batches of
 the preset's shape, and times full training steps (forward, pinball loss, backward, global-norm
 clipping, Adam) with nn.LSTM (fused; cuDNN's on a GPU).
 
@@ -44,7 +45,7 @@ PRESETS = {
                      ("national_holiday", 2), ("local_holiday", 2), ("days_from_start", 0),
                      ("oil_known", 0)], 213659796),
 }
-MAX_NORM = {"tiny": 1.0, "electricity": 0.01, "foxhunt-815": 1.0}  # spec/TFT.md's presets
+MAX_NORM = {"tiny": 1.0, "electricity": 0.01, "foxhunt-815": 1.0}  # clip norms of model/tft/tft_config.c's presets
 
 
 class GLU(nn.Module):
@@ -246,7 +247,7 @@ def main():
     n = sum(p.numel() for p in m.parameters())
     where = torch.cuda.get_device_name(dev) if a.device == "cuda" else f"{a.threads} thread(s)"
     print(f"torch {torch.__version__} on {where}, preset {a.preset}: {n} parameters "
-          f"(spec {want}{'' if n == want else ' MISMATCH'}), {a.embeddings} embeddings"
+          f"(leakgate's {want}{'' if n == want else ' MISMATCH'}), {a.embeddings} embeddings"
           f"{', torch.compile' if a.compile else ''}{', fused Adam' if a.adam == 'fused' else ''}")
     T = Te + Td
     inp = {}
