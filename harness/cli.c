@@ -6,6 +6,7 @@
 
 static void run_usage(FILE *f)
 {
+    char stat[256];
     fprintf(
         f,
         "usage: leakgate run [options]\n"
@@ -34,11 +35,12 @@ static void run_usage(FILE *f)
         "                      unavailable or undecided makes the run inconclusive (exit 3)\n"
         "  --budgets FILE      budgets measured by leakgate calibrate on this machine\n"
         "  --budget CH.FIELD=SIZE  override a statistical budget, e.g. rss.slope=256KiB\n"
-        "                      (CH: je_allocated je_active je_resident rss dev_driver\n"
-        "                      dev_process; FIELD: band, slope, floor)\n"
+        "                      (CH: %s;\n"
+        "                      FIELD: band, slope, floor)\n"
         "  --out DIR           results and reports (default leakgate-out)\n"
         "  --no-reports        results.jsonl only\n"
-        "  --quiet             no progress output\n");
+        "  --quiet             no progress output\n",
+        rpt_statistical_channels(stat, sizeof stat));
     hx_gate_usage(f);
 }
 

@@ -96,11 +96,11 @@ static int parse_budget(struct hx_options *o, const char *s)
                        "--budget: '%s' is not CHANNEL.FIELD=SIZE (e.g. rss.slope=256KiB)", s);
     *dot = *eq = '\0';
     int ch = rpt_channel_from_name(buf);
-    if (ch < 0 || rpt_channel_exact(ch))
-        return lg_fail(LG_EINVAL,
-                       "--budget: '%s' is not a statistical channel (je_allocated, je_active, "
-                       "je_resident, rss, dev_driver, dev_process)",
-                       buf);
+    if (ch < 0 || rpt_channel_exact(ch)) {
+        char names[256];
+        return lg_fail(LG_EINVAL, "--budget: '%s' is not a statistical channel (%s)", buf,
+                       rpt_statistical_channels(names, sizeof names));
+    }
     int field = -1;
     for (int f = 0; f < 3; f++)
         if (!strcmp(dot + 1, fields[f])) field = f;
@@ -247,21 +247,17 @@ static int resolve_required(struct hx_options *o)
         /* a sanitizer build has no allocator channels, and under AddressSanitizer no RSS worth
          * the name: the default asks for what this build can measure (a property of the binary,
          * not of a run; --require can still demand them, and is then inconclusive) */
-        if (!trk_build_has_allocator_stats())
-            o->required &= ~(RPT_BIT(RPT_CH_JE_ALLOCATED) | RPT_BIT(RPT_CH_JE_ACTIVE) |
-                             RPT_BIT(RPT_CH_JE_RESIDENT));
+        if (!trk_build_has_allocator_stats()) o->required &= ~rpt_channel_mask(RPT_CHF_ALLOC);
         if (!trk_build_has_rss()) o->required &= ~RPT_BIT(RPT_CH_RSS);
         return LG_OK;
     }
     int rc = rpt_parse_required(o->require_arg, cuda, &o->required);
     if (rc != LG_OK) return rc;
-    unsigned dev =
-        RPT_BIT(RPT_CH_TAGGED_DEVICE) | RPT_BIT(RPT_CH_DEV_DRIVER) | RPT_BIT(RPT_CH_DEV_PROCESS);
+    unsigned dev = rpt_channel_mask(RPT_CHF_DEVICE);
+    char names[128];
     if (!cuda && (o->required & dev))
-        return lg_fail(
-            LG_EINVAL,
-            "--require: the device channels (tagged_device, dev_driver, dev_process) need "
-            "--device cuda");
+        return lg_fail(LG_EINVAL, "--require: the device channels (%s) need --device cuda",
+                       rpt_channel_list(names, sizeof names, dev, ", "));
     return LG_OK;
 }
 

@@ -403,8 +403,7 @@ static int message_loop(struct exec_run *r)
  * the program used (tags, the ledger, device memory). */
 static unsigned default_required(uint32_t used)
 {
-    unsigned m = RPT_BIT(RPT_CH_JE_ALLOCATED) | RPT_BIT(RPT_CH_JE_ACTIVE) |
-                 RPT_BIT(RPT_CH_JE_RESIDENT) | RPT_BIT(RPT_CH_RSS);
+    unsigned m = rpt_channel_mask(RPT_CHF_PROCESS);
     if (used & LGA_USED_TAGS) m |= RPT_BIT(RPT_CH_TAGGED_HOST);
     if (used & LGA_USED_REFS) m |= RPT_BIT(RPT_CH_REFS);
     if (used & LGA_USED_DEVICE_TAGS) m |= RPT_BIT(RPT_CH_TAGGED_DEVICE);

@@ -10,6 +10,7 @@
 
 static void exec_usage(FILE *f)
 {
+    char process[128];
     fprintf(
         f,
         "usage: leakgate exec [options] -- CMD [ARGS...]\n"
@@ -24,8 +25,8 @@ static void exec_usage(FILE *f)
         "                      extended regex RE ends a session (no code change needed)\n"
         "  --warmup W          warm-up sessions, shown but not judged (default 1)\n"
         "  --sessions N        measured sessions CMD is expected to run; fewer is a partial run\n"
-        "  --require CH,...    channels the verdict needs (default: je_allocated, je_active,\n"
-        "                      je_resident, rss, and the channels of what CMD uses: tagged_host,\n"
+        "  --require CH,...    channels the verdict needs (default: %s,\n"
+        "                      and the channels of what CMD uses: tagged_host,\n"
         "                      refs, tagged_device, dev_process)\n"
         "  --budgets FILE      budgets from `leakgate calibrate`; --budget CH.FIELD=SIZE one\n"
         "  --stacks            allocation stacks for tagged memory, and heap profiling from the\n"
@@ -41,6 +42,7 @@ static void exec_usage(FILE *f)
         "examples:\n"
         "  leakgate exec -- ./trainer                       # sessions from leakgate.h\n"
         "  leakgate exec --session-marker '^epoch [0-9]+ done' -- python3 train.py\n",
+        rpt_channel_list(process, sizeof process, rpt_channel_mask(RPT_CHF_PROCESS), ", "),
         HX_EXEC_DEFAULT_LG_SAMPLE);
     hx_gate_usage(f); /* a class's peak under exec: not measured (the total is) */
 }

@@ -326,8 +326,7 @@ int hx_prof_init(struct hx_prof *p, bool available, int64_t sample, bool always,
 
 bool hx_prof_flagged(const struct rpt_series *ser, const struct rpt_budget *b)
 {
-    static const enum rpt_channel host[] = {RPT_CH_JE_ALLOCATED, RPT_CH_JE_ACTIVE,
-                                            RPT_CH_JE_RESIDENT, RPT_CH_RSS};
+    const unsigned process = rpt_channel_mask(RPT_CHF_PROCESS); /* channels.h */
     /* judged after every session up to 64, then 16 times per doubling of the series: the
      * judge is O(n log n) a channel, and a check after each of n sessions made long runs
      * quadratic (800 sessions of a clean program took 38 s) */
@@ -336,11 +335,11 @@ bool hx_prof_flagged(const struct rpt_series *ser, const struct rpt_budget *b)
     struct rpt_verdict v;
     memset(&v, 0, sizeof v);
     rpt_judge_series(ser, b, &v);
-    for (size_t i = 0; i < LG_ARRAY_LEN(host); i++) {
-        enum rpt_channel c = host[i];
+    for (int c = 0; c < RPT_NCHANNELS; c++) {
+        if (!(process & RPT_BIT(c))) continue;
         const struct rpt_channel_verdict *cv = NULL;
         for (int k = 0; k < v.n_channels; k++)
-            if (v.channels[k].channel == c) cv = &v.channels[k];
+            if ((int)v.channels[k].channel == c) cv = &v.channels[k];
         if (!cv || !ser->avail[c]) continue;
         /* only a proven leak: profiling adds jemalloc metadata to the measured process
          * (resident, and never given back), so arming it on a clean run's early noise could

@@ -45,24 +45,14 @@ void rpt_budget_resolution(enum rpt_channel c, struct rpt_budget *out)
 {
     memset(out, 0, sizeof *out);
     out->noise = NAN;
-    switch (c) {
-    case RPT_CH_JE_ALLOCATED:
-        *out = (struct rpt_budget){.band = 512 * KiB, .slope = 8 * KiB, .floor = 32 * KiB};
-        break;
-    case RPT_CH_JE_ACTIVE:
-        *out = (struct rpt_budget){.band = 1 * MiB, .slope = 32 * KiB, .floor = 128 * KiB};
-        break;
-    case RPT_CH_JE_RESIDENT:
-    case RPT_CH_RSS:
-        *out = (struct rpt_budget){.band = 4 * MiB, .slope = 64 * KiB, .floor = 256 * KiB};
-        break;
-    /* device: the driver hands out 2 MiB pages and libraries grow their pools lazily */
-    case RPT_CH_DEV_DRIVER:
-    case RPT_CH_DEV_PROCESS:
-        *out = (struct rpt_budget){.band = 64 * MiB, .slope = 2 * MiB, .floor = 8 * MiB};
-        break;
-    default: break; /* exact channels: zero tolerance, no budget */
-    }
+    /* the table's defaults (channels.h): zeros for the exact channels, zero tolerance */
+    static const struct rpt_budget defaults[RPT_NCHANNELS] = {
+#define ROW(id, name, label, exact, gran, colour, delta, trend, band_, slope_, floor_, flags)      \
+    [RPT_CH_##id] = {.band = band_, .slope = slope_, .floor = floor_},
+        RPT_CHANNELS(ROW)
+#undef ROW
+    };
+    if ((unsigned)c < RPT_NCHANNELS) *out = defaults[c];
     out->noise = NAN;
 }
 

@@ -1,5 +1,6 @@
 /* names.c — the name tables of results: channels, statuses. The names are the schema's words
  * (docs/results-schema.md); changing one is a schema change. */
+#include <stdio.h>
 #include <string.h>
 
 #include "rpt_impl.h"
@@ -7,19 +8,14 @@
 struct channel_names {
     const char *name, *label;
     bool exact;
-    double granularity; /* bytes a reading moves by: 1 (a byte counter), a page, a driver page */
+    double granularity;
+    unsigned flags;
 };
 static const struct channel_names channels[RPT_NCHANNELS] = {
-    [RPT_CH_TAGGED_HOST] = {"tagged_host", "tagged host bytes", true, 1},
-    [RPT_CH_TAGGED_DEVICE] = {"tagged_device", "tagged device bytes", true, 1},
-    [RPT_CH_REFS] = {"refs", "unbalanced references", true, 1},
-    [RPT_CH_JE_ALLOCATED] = {"je_allocated", "jemalloc allocated", false, 1},
-    [RPT_CH_JE_ACTIVE] = {"je_active", "jemalloc active", false, 4096},
-    [RPT_CH_JE_RESIDENT] = {"je_resident", "jemalloc resident", false, 4096},
-    [RPT_CH_RSS] = {"rss", "process RSS", false, 4096},
-    [RPT_CH_DEV_DRIVER] = {"dev_driver", "whole GPU used, every process (driver view)", false,
-                           2 << 20},
-    [RPT_CH_DEV_PROCESS] = {"dev_process", "device used by this process", false, 2 << 20},
+#define ROW(id, name, label, exact, gran, colour, delta, trend, band, slope, floor, flags)         \
+    [RPT_CH_##id] = {name, label, exact, gran, flags},
+    RPT_CHANNELS(ROW)
+#undef ROW
 };
 
 static const struct channel_names *channel(enum rpt_channel c)
@@ -38,6 +34,32 @@ int rpt_channel_from_name(const char *name)
     for (int c = 0; c < RPT_NCHANNELS; c++)
         if (strcmp(channels[c].name, name) == 0) return c;
     return -1;
+}
+
+unsigned rpt_channel_mask(unsigned flags)
+{
+    unsigned m = 0;
+    for (int c = 0; c < RPT_NCHANNELS; c++)
+        if ((channels[c].flags & flags) == flags) m |= RPT_BIT(c);
+    return m;
+}
+
+const char *rpt_channel_list(char *buf, size_t size, unsigned mask, const char *sep)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int c = 0; c < RPT_NCHANNELS && k < size; c++)
+        if (mask & RPT_BIT(c))
+            k += (size_t)snprintf(buf + k, size - k, "%s%s", k ? sep : "", channels[c].name);
+    return buf;
+}
+
+const char *rpt_statistical_channels(char *buf, size_t size)
+{
+    unsigned m = 0;
+    for (int c = 0; c < RPT_NCHANNELS; c++)
+        if (!channels[c].exact) m |= RPT_BIT(c);
+    return rpt_channel_list(buf, size, m, ", ");
 }
 
 struct status_names {

@@ -11,13 +11,21 @@
 static const char *channel_color(enum rpt_channel c)
 {
     static const char *const colors[RPT_NCHANNELS] = {
-        [RPT_CH_TAGGED_HOST] = "#1f77b4", [RPT_CH_TAGGED_DEVICE] = "#9467bd",
-        [RPT_CH_REFS] = "#7f7f7f",        [RPT_CH_JE_ALLOCATED] = "#ff7f0e",
-        [RPT_CH_JE_ACTIVE] = "#bcbd22",   [RPT_CH_JE_RESIDENT] = "#8c564b",
-        [RPT_CH_RSS] = "#d62728",         [RPT_CH_DEV_DRIVER] = "#17becf",
-        [RPT_CH_DEV_PROCESS] = "#e377c2",
+#define ROW(id, name, label, exact, gran, colour, ...) [RPT_CH_##id] = colour,
+        RPT_CHANNELS(ROW)
+#undef ROW
     };
     return colors[c];
+}
+
+/* The channels drawn in a figure, by their rank in the table's column (delta or trend). */
+static int ranked(const int *rank, enum rpt_channel *out)
+{
+    int n = 0;
+    for (int r = 1; r <= RPT_NCHANNELS; r++)
+        for (int c = 0; c < RPT_NCHANNELS; c++)
+            if (rank[c] == r) out[n++] = (enum rpt_channel)c;
+    return n;
 }
 
 static const char *status_color(enum rpt_status s)
@@ -36,24 +44,32 @@ static const char *status_color(enum rpt_status s)
 
 int rpt_delta_channels(const struct rpt_results *r, enum rpt_channel *out)
 {
-    static const enum rpt_channel order[] = {RPT_CH_TAGGED_HOST,   RPT_CH_JE_ALLOCATED,
-                                             RPT_CH_JE_RESIDENT,   RPT_CH_RSS,
-                                             RPT_CH_TAGGED_DEVICE, RPT_CH_DEV_DRIVER};
+    static const int rank[RPT_NCHANNELS] = {
+#define ROW(id, name, label, exact, gran, colour, delta, ...) [RPT_CH_##id] = delta,
+        RPT_CHANNELS(ROW)
+#undef ROW
+    };
+    enum rpt_channel order[RPT_NCHANNELS];
+    int n_order = ranked(rank, order);
     int n = 0;
-    for (size_t i = 0; i < LG_ARRAY_LEN(order); i++)
+    for (int i = 0; i < n_order; i++)
         if (rpt_channel_measured(r, order[i])) out[n++] = order[i];
     return n;
 }
 
 int rpt_trend_channels(const struct rpt_results *r, enum rpt_channel *out)
 {
-    static const enum rpt_channel order[] = {RPT_CH_RSS,          RPT_CH_JE_RESIDENT,
-                                             RPT_CH_JE_ALLOCATED, RPT_CH_JE_ACTIVE,
-                                             RPT_CH_DEV_DRIVER,   RPT_CH_DEV_PROCESS};
+    static const int rank[RPT_NCHANNELS] = {
+#define ROW(id, name, label, exact, gran, colour, delta, trend, ...) [RPT_CH_##id] = trend,
+        RPT_CHANNELS(ROW)
+#undef ROW
+    };
+    enum rpt_channel order[RPT_NCHANNELS];
+    int n_order = ranked(rank, order);
     int n = 0;
     /* leaking channels first, then the rest in order, at most four panels */
     for (int pass = 0; pass < 2; pass++)
-        for (size_t i = 0; i < LG_ARRAY_LEN(order) && n < 4; i++) {
+        for (int i = 0; i < n_order && n < 4; i++) {
             const struct rpt_channel_verdict *cv = rpt_verdict_for(r, order[i]);
             if (!cv || !isfinite(cv->slope) || !rpt_channel_measured(r, order[i])) continue;
             if ((pass == 0) == (cv->status == RPT_LEAK)) out[n++] = order[i];

@@ -29,6 +29,7 @@
 
 #include "lg_base.h"
 #include "lg_leaks.h"
+#include "channels.h"
 
 #define RPT_SCHEMA "leakgate.results/1"
 /* The schema this build writes. 1.1: required, budget noise, stopped; 1.2: exec's cmd,
@@ -36,19 +37,7 @@
  * (session), gate (verdict); 1.6: census; 1.7: blas, blas_core, blas_path (run). */
 #define RPT_SCHEMA_WRITTEN "leakgate.results/1.7"
 
-/* The measurement channels, most exact first (docs/DESIGN.md). */
-enum rpt_channel {
-    RPT_CH_TAGGED_HOST = 0, /* tagged host bytes born in a session and still live */
-    RPT_CH_TAGGED_DEVICE,   /* the same for device memory */
-    RPT_CH_REFS,            /* shared objects with unbalanced references (a count) */
-    RPT_CH_JE_ALLOCATED,    /* jemalloc stats.allocated */
-    RPT_CH_JE_ACTIVE,       /* jemalloc stats.active */
-    RPT_CH_JE_RESIDENT,     /* jemalloc stats.resident */
-    RPT_CH_RSS,             /* process RSS (smaps_rollup), after purge */
-    RPT_CH_DEV_DRIVER,      /* device memory used, driver view (cudaMemGetInfo) */
-    RPT_CH_DEV_PROCESS,     /* this process's device memory (NVML) */
-    RPT_NCHANNELS
-};
+/* The channels (enum rpt_channel) and everything known about each: reports/channels.h. */
 const char *rpt_channel_name(enum rpt_channel c); /* "tagged_host", ... */
 int rpt_channel_from_name(const char *name);      /* -1 when unknown */
 bool rpt_channel_exact(enum rpt_channel c);       /* zero-tolerance channels */
@@ -56,6 +45,12 @@ bool rpt_channel_exact(enum rpt_channel c);       /* zero-tolerance channels */
  * tagged bytes), a page for active, resident and RSS, 2 MiB for the device's views. A rise
  * smaller than this is not a rise (the steady-rise rule, docs/design.md). */
 double rpt_channel_granularity(enum rpt_channel c);
+/* The channels whose row has every RPT_CHF_* flag of `flags`, as RPT_BIT()s. */
+unsigned rpt_channel_mask(unsigned flags);
+/* The names of the channels in mask, joined by sep ("je_allocated, je_active"), into buf. */
+const char *rpt_channel_list(char *buf, size_t size, unsigned mask, const char *sep);
+/* The statistical (not exact) channels' names, ", "-joined, into buf. */
+const char *rpt_statistical_channels(char *buf, size_t size);
 
 enum rpt_status {
     RPT_PASS = 0,

@@ -171,12 +171,7 @@ void rpt_judge_series(const struct rpt_series *s, const struct rpt_budget *b, st
 
 unsigned rpt_default_required(bool device)
 {
-    unsigned m = 0;
-    for (int c = 0; c < RPT_NCHANNELS; c++)
-        if (c != RPT_CH_TAGGED_DEVICE && c != RPT_CH_DEV_DRIVER && c != RPT_CH_DEV_PROCESS)
-            m |= RPT_BIT(c);
-    if (device) m |= RPT_BIT(RPT_CH_TAGGED_DEVICE) | RPT_BIT(RPT_CH_DEV_PROCESS);
-    return m;
+    return rpt_channel_mask(RPT_CHF_HOST) | (device ? rpt_channel_mask(RPT_CHF_CUDA) : 0);
 }
 
 int rpt_parse_required(const char *list, bool device, unsigned *out)
@@ -196,18 +191,18 @@ int rpt_parse_required(const char *list, bool device, unsigned *out)
         else if (!strcmp(tok, "host"))
             m |= rpt_default_required(false);
         else if (!strcmp(tok, "exact"))
-            m |= RPT_BIT(RPT_CH_TAGGED_HOST) | RPT_BIT(RPT_CH_REFS) |
-                 (device ? RPT_BIT(RPT_CH_TAGGED_DEVICE) : 0);
+            m |= rpt_channel_mask(RPT_CHF_EXACT) &
+                 (device ? ~0u : ~rpt_channel_mask(RPT_CHF_DEVICE));
         else if (!strcmp(tok, "all"))
             m |= device ? (RPT_BIT(RPT_NCHANNELS) - 1) : rpt_default_required(false);
         else if (!strcmp(tok, "none"))
             ;
-        else
-            return lg_fail(
-                LG_EINVAL,
-                "--require: unknown channel '%s' (tagged_host, tagged_device, refs, je_allocated, "
-                "je_active, je_resident, rss, dev_driver, dev_process; or host, exact, all, none)",
-                tok);
+        else {
+            char names[256];
+            return lg_fail(LG_EINVAL,
+                           "--require: unknown channel '%s' (%s; or host, exact, all, none)", tok,
+                           rpt_channel_list(names, sizeof names, RPT_BIT(RPT_NCHANNELS) - 1, ", "));
+        }
     }
     *out = m;
     return LG_OK;
