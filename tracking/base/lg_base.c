@@ -83,16 +83,10 @@ void lg_clear_error(void)
 const char *lg_status_name(int code)
 {
     switch (code) {
-    case LG_OK: return "ok";
-    case LG_EINVAL: return "invalid argument";
-    case LG_ENOMEM: return "out of memory";
-    case LG_EIO: return "I/O error";
-    case LG_EFORMAT: return "malformed input";
-    case LG_EBUSY: return "busy";
-    case LG_ECUDA: return "CUDA error";
-    case LG_EUNAVAIL: return "unavailable";
-    case LG_EINTERNAL: return "internal error";
-    case LG_EINTR: return "interrupted";
+#define LG_X_NAME(name, value, text, exit)                                                         \
+    case LG_##name: return text;
+        LG_STATUS_MAP(LG_X_NAME)
+#undef LG_X_NAME
     }
     return "unknown status";
 }
@@ -100,14 +94,12 @@ const char *lg_status_name(int code)
 int lg_exit_code(int status)
 {
     switch (status) {
-    case LG_OK: return 0;
-    case LG_EINVAL:
-    case LG_EFORMAT:
-    case LG_EIO:
-    case LG_EBUSY:
-    case LG_EUNAVAIL: return 2;
-    default: return 4;
+#define LG_X_EXIT(name, value, text, exit)                                                         \
+    case LG_##name: return exit;
+        LG_STATUS_MAP(LG_X_EXIT)
+#undef LG_X_EXIT
     }
+    return 4;
 }
 
 int lg_dir_lock(struct lg_dir_lock *lk, const char *dir)

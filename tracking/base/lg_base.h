@@ -25,17 +25,24 @@
 
 #define LG_MAX_NAME 96 /* tensor names and allocation tags, NUL included */
 
+/* The statuses of every fallible function, one row each (libuv's UV_ERRNO_MAP): X(NAME, value,
+ * what it means, the CLI's exit status for it). lg_status_name and lg_exit_code come from it. */
+#define LG_STATUS_MAP(X)                                                                           \
+    X(OK, 0, "ok", 0)                                                                              \
+    X(EINVAL, 1, "invalid argument", 2) /* an argument, shape or configuration */                  \
+    X(ENOMEM, 2, "out of memory", 4)    /* host or device */                                       \
+    X(EIO, 3, "I/O error", 2)           /* a file could not be opened, read or written */          \
+    X(EFORMAT, 4, "malformed input", 2) /* checkpoint, CSV, JSON, flags */                         \
+    X(EBUSY, 5, "busy", 2)              /* a close over live children (session end) */             \
+    X(ECUDA, 6, "CUDA error", 4)        /* a CUDA runtime, cuBLAS or driver error */               \
+    X(EUNAVAIL, 7, "unavailable", 2)    /* not built in or not present (no GPU, gnuplot) */        \
+    X(EINTERNAL, 8, "internal error", 4)                                                           \
+    X(EINTR, 9, "interrupted", 4) /* by a signal */
+
 enum lg_status {
-    LG_OK = 0,
-    LG_EINVAL = 1,   /* invalid argument, shape or configuration */
-    LG_ENOMEM = 2,   /* out of memory (host or device) */
-    LG_EIO = 3,      /* a file could not be opened, read or written */
-    LG_EFORMAT = 4,  /* malformed input: checkpoint, CSV, JSON, flags */
-    LG_EBUSY = 5,    /* a close over live children (session end with live allocations) */
-    LG_ECUDA = 6,    /* a CUDA runtime, cuBLAS or driver error */
-    LG_EUNAVAIL = 7, /* a feature not built in or not present (no GPU, no gnuplot) */
-    LG_EINTERNAL = 8,
-    LG_EINTR = 9, /* interrupted by a signal */
+#define LG_X_ENUM(name, value, text, exit) LG_##name = value,
+    LG_STATUS_MAP(LG_X_ENUM)
+#undef LG_X_ENUM
 };
 
 /* Records a runtime failure: formats the message into this thread's error buffer and returns
