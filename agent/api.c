@@ -18,6 +18,17 @@ static inline const struct lga_ops *ops(void)
 
 int leakgate_api_version(void) { return LEAKGATE_API_VERSION; }
 
+const char *leakgate_strerror(int status)
+{
+    switch (status) {
+#define LEAKGATE_X_TEXT(name, value, text)                                                         \
+    case LEAKGATE_##name: return text;
+        LEAKGATE_STATUS_MAP(LEAKGATE_X_TEXT)
+#undef LEAKGATE_X_TEXT
+    }
+    return "unknown status";
+}
+
 int leakgate_active(void)
 {
     const struct lga_ops *o = ops();

@@ -48,10 +48,23 @@ extern "C" {
 
 #define LEAKGATE_API_VERSION 1 /* bumped when a function changes meaning or signature */
 
-#define LEAKGATE_OK       0
-#define LEAKGATE_ESESSION 1 /* session_begin while one is open, or session_end with none */
-#define LEAKGATE_ELOST    2 /* leakgate is gone: every later session call says so */
-#define LEAKGATE_EINVAL   3 /* a NULL or empty name, or tag_pop with no scope open */
+/* What a call returns, one row each: X(NAME, value, what it means). The enum and
+ * leakgate_strerror come from it; the bindings ask leakgate_strerror for the words. */
+#define LEAKGATE_STATUS_MAP(X)                                                                     \
+    X(OK, 0, "ok")                                                                                 \
+    X(ESESSION, 1, "session_begin while one is open, or session_end with none")                    \
+    X(ELOST, 2, "the connection to leakgate is gone: every later session call says so")            \
+    X(EINVAL, 3, "a NULL or empty name, or tag_pop with no scope open")
+
+enum leakgate_status {
+#define LEAKGATE_X_ENUM(name, value, text) LEAKGATE_##name = value,
+    LEAKGATE_STATUS_MAP(LEAKGATE_X_ENUM)
+#undef LEAKGATE_X_ENUM
+};
+
+/* The words for a status ("the connection to leakgate is gone: ..."); "unknown status" for a
+ * value not in the list. Static storage. */
+const char *leakgate_strerror(int status);
 
 /* The library's LEAKGATE_API_VERSION. */
 int leakgate_api_version(void);

@@ -6,6 +6,7 @@
 
 #include "lg_addrmap.h"
 #include "lg_base.h"
+#include "leakgate.h"
 
 Test(base, reserve_grows_by_doubling_and_zeroes_the_new_element)
 {
@@ -83,4 +84,31 @@ Test(addrmap, agrees_with_a_plain_array)
     cr_assert_eq(total, want);
     cr_assert_lt(m.cap, (size_t)8 * N, "tombstones are dropped when the table is rebuilt");
     lg_addrmap_fini(&m);
+}
+
+/* Both status lists (LG_STATUS_MAP, and the public LEAKGATE_STATUS_MAP) give every status its
+ * own words, and the CLI's exit statuses are the documented ones: 2 for what the user can fix
+ * (usage, input, a missing feature), 4 for the rest. */
+Test(base, every_status_has_its_own_words_and_exit)
+{
+    static const int fixable[] = {LG_EINVAL, LG_EIO, LG_EFORMAT, LG_EBUSY, LG_EUNAVAIL};
+    const char *seen[16];
+    int n = 0;
+#define ROW(name, value, text, exit)                                                               \
+    cr_expect_str_eq(lg_status_name(LG_##name), text);                                             \
+    for (int i = 0; i < n; i++) cr_expect_str_neq(seen[i], text);                                  \
+    seen[n++] = text;
+    LG_STATUS_MAP(ROW)
+#undef ROW
+    cr_expect_str_eq(lg_status_name(99), "unknown status");
+    cr_expect_eq(lg_exit_code(LG_OK), 0);
+    for (int s = 1; s < n; s++) {
+        bool user = false;
+        for (size_t i = 0; i < LG_ARRAY_LEN(fixable); i++) user |= fixable[i] == s;
+        cr_expect_eq(lg_exit_code(s), user ? 2 : 4, "%s", lg_status_name(s));
+    }
+#define API_ROW(name, value, text) cr_expect_str_eq(leakgate_strerror(LEAKGATE_##name), text);
+    LEAKGATE_STATUS_MAP(API_ROW)
+#undef API_ROW
+    cr_expect_str_eq(leakgate_strerror(-1), "unknown status");
 }

@@ -26,6 +26,7 @@ mod ffi {
     use std::os::raw::{c_char, c_int};
     extern "C" {
         pub fn leakgate_api_version() -> c_int;
+        pub fn leakgate_strerror(status: c_int) -> *const c_char;
         pub fn leakgate_active() -> c_int;
         pub fn leakgate_session_begin() -> c_int;
         pub fn leakgate_session_end() -> c_int;
@@ -70,19 +71,16 @@ mod ffi {
 /// The header's `LEAKGATE_API_VERSION` this crate was written against.
 pub const API_VERSION: i32 = 1;
 
-/// A failed call: `LEAKGATE_ESESSION` (1), `LEAKGATE_ELOST` (2) or `LEAKGATE_EINVAL` (3).
+/// A failed call: `LEAKGATE_ESESSION` (1), `LEAKGATE_ELOST` (2) or `LEAKGATE_EINVAL` (3);
+/// its words come from the library (`leakgate_strerror`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Error(pub i32);
 
 impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let what = match self.0 {
-            1 => "session_begin while one is open, or session_end with none",
-            2 => "the connection to leakgate is gone",
-            3 => "a bad argument, or tag_pop with no scope open",
-            _ => "error",
-        };
-        write!(f, "leakgate: {what} ({})", self.0)
+        // the words are the header's LEAKGATE_STATUS_MAP, in static storage
+        let what = unsafe { std::ffi::CStr::from_ptr(ffi::leakgate_strerror(self.0)) };
+        write!(f, "leakgate: {} ({})", what.to_string_lossy(), self.0)
     }
 }
 impl std::error::Error for Error {}

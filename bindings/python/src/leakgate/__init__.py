@@ -32,11 +32,6 @@ __all__ = [
 
 API_VERSION = 1
 OK, ESESSION, ELOST, EINVAL = 0, 1, 2, 3
-_ERRORS = {
-    ESESSION: "session_begin while one is open, or session_end with none",
-    ELOST: "the connection to leakgate is gone (it stopped the run)",
-    EINVAL: "a bad argument, or tag_pop with no scope open",
-}
 
 _c, library_path, library_how = _lib.load()
 under_exec = bool(os.environ.get("LEAKGATE_AGENT_FD")) and os.environ.get(
@@ -46,11 +41,18 @@ if library_path is None and under_exec:
                      "the sessions are not measured; set LEAKGATE_LIB\n" % library_how)
 
 
+def _words(code):
+    """The library's words for a status (leakgate_strerror: the header's LEAKGATE_STATUS_MAP)."""
+    f = getattr(_c, "leakgate_strerror", None)
+    words = f(code) if f is not None else None
+    return words.decode("utf-8", "replace") if isinstance(words, bytes) else "error"
+
+
 class LeakgateError(RuntimeError):
     """A leakgate call failed; ``code`` is the LEAKGATE_E* value."""
 
     def __init__(self, call, code):
-        super().__init__("%s: %s (%d)" % (call, _ERRORS.get(code, "error"), code))
+        super().__init__("%s: %s (%d)" % (call, _words(code), code))
         self.code = code
 
 

@@ -83,6 +83,9 @@ def _declare(lib):
         f = getattr(lib, name, None)
         if f is not None:
             f.argtypes, f.restype = args, c_int
+    f = getattr(lib, "leakgate_strerror", None)  # the words of a status (LEAKGATE_STATUS_MAP)
+    if f is not None:
+        f.argtypes, f.restype = [c_int], c_char_p
     return lib
 
 
