@@ -208,20 +208,15 @@ int rpt_fig_deltas(const struct rpt_results *r, const char *tmp, FILE *gp)
 
 #define MAX_CLASSES 8 /* seven largest classes and "other" */
 
-struct cls_total {
-    char cls[32];
-    int64_t bytes;
-};
-
 static int cmp_cls(const void *a, const void *b)
 {
-    const struct cls_total *x = a, *y = b;
+    const struct lg_class_bytes *x = a, *y = b;
     if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
     return strcmp(x->cls, y->cls);
 }
 
 /* The class slot (0..MAX_CLASSES-1) of cls among the kept ones; the last slot is "other". */
-static int cls_slot(const struct cls_total *kept, int nk, const char *cls)
+static int cls_slot(const struct lg_class_bytes *kept, int nk, const char *cls)
 {
     for (int k = 0; k < nk; k++)
         if (strcmp(kept[k].cls, cls) == 0) return k;
@@ -232,7 +227,7 @@ int rpt_fig_leaks(const struct rpt_results *r, const char *tmp, FILE *gp)
 {
     static const char *const colors[MAX_CLASSES] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
                                                     "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
-    struct cls_total *all = NULL;
+    struct lg_class_bytes *all = NULL;
     int na = 0, cap = 0, rc = LG_OK;
     char path[4200];
     FILE *df = NULL;
