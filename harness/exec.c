@@ -56,6 +56,8 @@ struct exec_run {
     int census_capped;        /* sessions counted while the agent's arena pool was full */
     struct rpt_census_verdict census; /* the census's judgment of the sessions so far */
     struct hx_census_names census_names;
+    struct rpt_procs procs; /* CMD's descendants over the run, with their RSS series */
+    bool tree_failed;       /* reading the tree failed once (said once) */
 };
 
 /* ---- messages ----------------------------------------------------------------------------------
@@ -261,6 +263,15 @@ static void census_after(struct exec_run *r, const struct rpt_session *s, bool c
         }
 }
 
+/* CMD's descendants at the session's end into s->processes (results 1.8); a failure is said
+ * once and leaves the session without them. */
+static void read_tree(struct exec_run *r, struct rpt_session *s)
+{
+    if (hx_tree_read(r->ch.pid, r->eo->agent, s) == LG_OK || r->tree_failed) return;
+    r->tree_failed = true;
+    fprintf(stderr, "leakgate exec: CMD's child processes not measured: %s\n", lg_errmsg());
+}
+
 static int on_session(struct exec_run *r, const unsigned char *p, size_t n)
 {
     struct rpt_session s;
@@ -272,6 +283,7 @@ static int on_session(struct exec_run *r, const unsigned char *p, size_t n)
     s.warmup = r->n < r->o->warmup;
     int rc = hx_exec_decode_session(p, n, maps, &s, &m);
     free(maps);
+    if (rc == LG_OK) read_tree(r, &s); /* CMD waits: its children are measured as it stands */
     if (rc == LG_OK) {
         r->used |= m.used;
         int prc = hx_prof_session(&r->prof, m.dump, &s);
@@ -285,6 +297,7 @@ static int on_session(struct exec_run *r, const unsigned char *p, size_t n)
         if (m.at_exit) mark_at_exit(r, &s);
         hx_gate_session(r->o, r->suppressed, &s);
         series_add(r, &s);
+        (void)rpt_procs_add(&r->procs, &s); /* a reading it cannot keep is named in the verdict */
         rc = rpt_writer_session(r->w, &s);
         keep_notes(r, &s);
         hx_progress_session(r->o, &s, r->n, LG_MAX(r->n + 1, r->o->sessions + r->o->warmup));
@@ -444,6 +457,23 @@ static void mark_unused(struct rpt_verdict *v, uint32_t used, bool cuda_static)
     }
 }
 
+/* The summary says how many processes were judged and names those only partly seen; the whole
+ * account is the verdict's "processes" (printed after the verdict). */
+static void say_processes(struct rpt_verdict *v)
+{
+    const struct rpt_procs_verdict *pv = &v->procs;
+    if (!pv->counted) return;
+    size_t l = strlen(v->summary);
+    snprintf(v->summary + l, sizeof v->summary - l, "; judged %d process(es)", pv->judged);
+    l = strlen(v->summary);
+    if (pv->exited)
+        snprintf(v->summary + l, sizeof v->summary - l, ", %d exited during the run", pv->exited);
+    l = strlen(v->summary);
+    if (pv->unseen)
+        snprintf(v->summary + l, sizeof v->summary - l,
+                 ", %d without the agent (RSS only: static, or LD_PRELOAD removed)", pv->unseen);
+}
+
 static void judge(struct exec_run *r, struct rpt_verdict *v, int status, bool cmd_failed)
 {
     struct hx_options *o = r->o;
@@ -463,6 +493,7 @@ static void judge(struct exec_run *r, struct rpt_verdict *v, int status, bool cm
         snprintf(v->stopped, sizeof v->stopped, "no memory to judge session %d on",
                  r->first_unjudged);
     v->census = r->census;
+    rpt_procs_judge(&r->procs, &o->budgets[RPT_CH_RSS], &v->procs);
     rpt_judge_series(&r->ser, o->budgets, v);
     mark_unused(v, r->used, r->ch.cuda_static);
     rpt_conclude(v, o->budgets);
@@ -470,6 +501,7 @@ static void judge(struct exec_run *r, struct rpt_verdict *v, int status, bool cm
         size_t k = strlen(v->summary);
         snprintf(v->summary + k, sizeof v->summary - k, "; census: %s", v->census.why);
     }
+    say_processes(v);
     size_t l = strlen(v->summary);
     if (!v->stopped[0]) /* a stop is named by the summary already */
         snprintf(v->summary + l, sizeof v->summary - l, " (CMD %s after %d session(s))", what,
@@ -636,9 +668,11 @@ int hx_exec_run(struct hx_exec_options *eo, struct rpt_verdict *v, bool *cmd_fai
     int vrc = hx_gate_verdict(r.o, r.w, path, v);
     if (rc == LG_OK && vrc != LG_OK) rc = vrc;
     hx_print_verdict(r.o, v, stdout);
+    if (v->procs.counted) printf("processes: %s\n", v->procs.why);
     hx_prof_print(&r.prof, stdout);
     print_notes(&r, stdout);
 out:
+    rpt_procs_fini(&r.procs);
     free(r.notes);
     hx_census_names_fini(&r.census_names);
     rc = hx_close_results(r.o, r.w, path, rc, v);

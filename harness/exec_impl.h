@@ -9,6 +9,7 @@
  *   exec_sym.c    symbolising another process's addresses (its maps, ELF headers, addr2line)
  *   exec_prof.c   jemalloc heap profiles: loading, diffing by stack, the estimate and its
  *                 uncertainty, when to arm; in-process for `run` as well
+ *   exec_tree.c   CMD's process tree at each session's end: its descendants' RSS from /proc
  */
 #ifndef LG_HX_EXEC_IMPL_H
 #define LG_HX_EXEC_IMPL_H
@@ -135,6 +136,15 @@ struct hx_census_names { /* raw stacks already symbolised, and their texts */
 void hx_census_names_apply(struct hx_census_names *cn, pid_t pid, int first_measured,
                            struct rpt_session *s);
 void hx_census_names_fini(struct hx_census_names *cn);
+
+/* ---- the process tree (exec_tree.c) -------------------------------------------------------- */
+
+#define HX_TREE_MAX 256 /* descendants read at one session's end; more are not listed */
+/* Reads root's descendants (not root) from /proc into s->procs, parents before children, each
+ * with its command, RSS and whether the file named like `agent` (a path) is mapped in it; sets
+ * s->procs_walked. LG_EIO (no /proc) or LG_ENOMEM with a message; s is finished with
+ * rpt_session_fini either way. */
+int hx_tree_read(pid_t root, const char *agent, struct rpt_session *s);
 
 /* ---- heap profiles (exec_prof.c) ----------------------------------------------------------- */
 

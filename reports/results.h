@@ -34,8 +34,9 @@
 #define RPT_SCHEMA "leakgate.results/1"
 /* The schema this build writes. 1.1: required, budget noise, stopped; 1.2: exec's cmd,
  * prof_sample, heap_profile; 1.3: notes; 1.4: invalid_frees; 1.5: peaks and suppressed
- * (session), gate (verdict); 1.6: census; 1.7: blas, blas_core, blas_path (run). */
-#define RPT_SCHEMA_WRITTEN "leakgate.results/1.7"
+ * (session), gate (verdict); 1.6: census; 1.7: blas, blas_core, blas_path (run); 1.8: processes
+ * (session and verdict). */
+#define RPT_SCHEMA_WRITTEN "leakgate.results/1.8"
 
 /* The channels (enum rpt_channel) and everything known about each: reports/channels.h. */
 const char *rpt_channel_name(enum rpt_channel c); /* "tagged_host", ... */
@@ -166,6 +167,18 @@ struct rpt_census {
     char *frames;   /* symbolised, innermost first, one a line; NULL: not named */
 };
 
+/* A process of CMD's tree at a session's end under exec (results 1.8): a descendant of CMD,
+ * read from /proc while CMD waits for leakgate's reply (harness/exec_tree.c). */
+#define RPT_PROC_CMD 128
+struct rpt_proc {
+    int pid;
+    int ppid;
+    char cmd[RPT_PROC_CMD]; /* its command line, arguments joined by spaces, printable ASCII */
+    int64_t rss;            /* resident bytes (smaps_rollup Rss); RPT_NONE when unreadable */
+    bool agent;             /* the agent is mapped in it; false: a static program, or one whose
+                               LD_PRELOAD was removed: seen by its RSS only */
+};
+
 struct rpt_session {
     int index;    /* 0-based over the run, warm-up included */
     char mode[8]; /* "fp32", "int8", "qat" */
@@ -205,6 +218,9 @@ struct rpt_session {
     bool census_counted;         /* the census counted this session (exec, thread caches off) */
     int n_census;
     struct rpt_census *census; /* oldest birth first, this session's own included */
+    bool procs_walked;         /* CMD's process tree was read at the session's end (exec) */
+    int n_procs;
+    struct rpt_proc *procs; /* CMD's descendants then, parents before children */
 };
 
 /* The one per-session value of a channel, which the verdict, compare, JUnit, the CSV and the
@@ -250,6 +266,21 @@ struct rpt_census_verdict {
     char why[400];          /* "born in session 7, still alive: 3 blocks, 3.00 KiB, at f (a.c:1)" */
 };
 
+/* The judgment of CMD's process tree (reports/procs.c, results 1.8): each descendant seen at
+ * two or more session ends has its RSS series judged by the rss channel's rules and budget
+ * (rpt_judge_statistical); a child whose series leaks is a leak of the run. */
+struct rpt_procs_verdict {
+    bool counted;           /* the sessions carried CMD's process tree (else nothing below holds) */
+    enum rpt_status status; /* PASS, or LEAK when a child's RSS leaks */
+    int judged;        /* processes judged: CMD (by its channels) and each child with a series */
+    int children;      /* distinct descendants seen (pid and command) */
+    int brief;         /* seen at one session's end only: counted, not judged */
+    int exited;        /* gone before the last session's end */
+    int unseen;        /* without the agent (static, LD_PRELOAD removed): RSS only */
+    char leaking[160]; /* the leaking children for the summary: "child pid 12 (worker)" */
+    char why[768]; /* "judged 2 process(es): CMD by its channels and 1 child(ren) by RSS; ..." */
+};
+
 struct rpt_verdict {
     enum rpt_status status; /* the run's overall verdict */
     int exit_code;          /* 0 pass, 1 leak, 2 usage/input, 3 inconclusive, 4 internal */
@@ -263,6 +294,7 @@ struct rpt_verdict {
     char stopped[64];                 /* why it ended early: "SIGTERM", "time limit", "results cut
                                          short (no verdict line)"; "" when it ran its plan */
     struct rpt_census_verdict census; /* exec's exact census (.counted false: none) */
+    struct rpt_procs_verdict procs;   /* exec's process tree (.counted false: none) */
 };
 
 /* Judges the census of sessions[0..n) (warm-up sessions' births are never judged) into cv;
@@ -273,6 +305,33 @@ void rpt_census_judge_session(const struct rpt_session *last, int first_measured
                               struct rpt_census_verdict *cv);
 /* Frees a session's census entries. */
 void rpt_census_free(struct rpt_session *s);
+
+/* Every descendant of CMD over a run, with its RSS series (reports/procs.c): exec adds each
+ * session as it ends, a report adds a loaded file's; both judge with rpt_procs_judge.
+ *
+ *   struct rpt_procs p = {0};
+ *   for each session s: rpt_procs_add(&p, &s);   // LG_ENOMEM: the verdict says it
+ *   rpt_procs_judge(&p, &budgets[RPT_CH_RSS], &v.procs);
+ *   rpt_procs_fini(&p);
+ */
+struct rpt_proc_series;
+struct rpt_procs {
+    int n, cap;
+    struct rpt_proc_series *v; /* owned */
+    bool walked;               /* a session carried the tree */
+    int last;                  /* the last session that did */
+    int dropped;               /* readings not kept: out of memory (the verdict says so) */
+};
+/* Adds s's process list (nothing without one); LG_ENOMEM when a reading could not be kept,
+ * which p->dropped counts and the verdict names. */
+int rpt_procs_add(struct rpt_procs *p, const struct rpt_session *s);
+/* Judges every child's series with the rss channel's budget into pv (pv->counted false when no
+ * session carried the tree). Allocates nothing beyond what rpt_judge_statistical takes. */
+void rpt_procs_judge(const struct rpt_procs *p, const struct rpt_budget *rss,
+                     struct rpt_procs_verdict *pv);
+void rpt_procs_fini(struct rpt_procs *p); /* frees the series; rpt_procs_fini(NULL) is a no-op */
+/* Frees a session's process list. */
+void rpt_procs_free(struct rpt_session *s);
 
 /* ---- writing (harness side) ----------------------------------------------------------------- */
 

@@ -140,6 +140,18 @@ static const struct rpt_field census_fields[] = {
 static const struct rpt_array census_array =
     RPT_ARRAY_OF(struct rpt_session, census, n_census, census_fields);
 
+/* CMD's process tree under exec (results 1.8) */
+static const struct rpt_field proc_fields[] = {
+    RPT_INT(struct rpt_proc, "pid", pid, 1, INT32_MAX),
+    RPT_INT(struct rpt_proc, "ppid", ppid, 0, INT32_MAX),
+    RPT_STR(struct rpt_proc, "cmd", cmd),
+    RPT_RANGED(struct rpt_proc, "rss", rss, RPT_F_I64, 0, INT64_MAX, RPT_NULLABLE),
+    RPT_BOOL(struct rpt_proc, "agent", agent),
+    RPT_END,
+};
+static const struct rpt_array procs_array =
+    RPT_ARRAY_OF(struct rpt_session, procs, n_procs, proc_fields);
+
 #define SESSION_BYTES(key, m)                                                                      \
     RPT_RANGED(struct rpt_session, key, m, RPT_F_I64, INT64_MIN, INT64_MAX, RPT_NULLABLE)
 
@@ -179,6 +191,11 @@ const struct rpt_field rpt_session_fields[] = {
      .flags = RPT_PRESENT,
      .arr = &census_array,
      .present_off = offsetof(struct rpt_session, census_counted)},
+    {.key = "processes", /* since 1.8: written when CMD's tree was read, none alive included */
+     .kind = RPT_F_ARRAY,
+     .flags = RPT_PRESENT,
+     .arr = &procs_array,
+     .present_off = offsetof(struct rpt_session, procs_walked)},
     RPT_END,
 };
 
@@ -213,6 +230,19 @@ static const struct rpt_field census_verdict_fields[] = {
     RPT_END,
 };
 
+/* the process tree's judgment (results 1.8; reports/procs.c) */
+static const struct rpt_field procs_verdict_fields[] = {
+    RPT_FIELD(struct rpt_procs_verdict, "status", status, RPT_F_STATUS, 0),
+    RPT_INT(struct rpt_procs_verdict, "judged", judged, 1, INT32_MAX),
+    RPT_INT(struct rpt_procs_verdict, "children", children, 0, INT32_MAX),
+    RPT_INT(struct rpt_procs_verdict, "brief", brief, 0, INT32_MAX),
+    RPT_INT(struct rpt_procs_verdict, "exited", exited, 0, INT32_MAX),
+    RPT_INT(struct rpt_procs_verdict, "unseen", unseen, 0, INT32_MAX),
+    RPT_STR(struct rpt_procs_verdict, "leaking", leaking),
+    RPT_STR(struct rpt_procs_verdict, "why", why),
+    RPT_END,
+};
+
 const struct rpt_field rpt_verdict_fields[] = {
     RPT_FIELD(struct rpt_verdict, "status", status, RPT_F_STATUS, 0),
     RPT_INT(struct rpt_verdict, "exit_code", exit_code, 0, 255),
@@ -225,5 +255,6 @@ const struct rpt_field rpt_verdict_fields[] = {
     RPT_STR(struct rpt_verdict, "summary", summary),
     RPT_ARRAY("channels", &channel_verdicts_array),
     RPT_OBJECT_IF(struct rpt_verdict, "census", census, census_verdict_fields, census.counted),
+    RPT_OBJECT_IF(struct rpt_verdict, "processes", procs, procs_verdict_fields, procs.counted),
     RPT_END,
 };

@@ -120,6 +120,7 @@ void rpt_session_fini(struct rpt_session *s)
     rpt_notes_free(s);
     rpt_session_gate_free(s);
     rpt_census_free(s);
+    rpt_procs_free(s);
     s->groups = NULL;
     s->refs = NULL;
     s->classes = NULL;

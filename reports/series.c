@@ -296,6 +296,8 @@ void rpt_conclude(struct rpt_verdict *v, const struct rpt_budget *budgets)
                 rpt_channel_name(c));
     }
     if (v->census.counted && v->census.status == RPT_LEAK) add(leaking, sizeof leaking, "census");
+    if (v->procs.counted && v->procs.status == RPT_LEAK)
+        add(leaking, sizeof leaking, v->procs.leaking);
     for (int c = 0; c < RPT_NCHANNELS; c++)
         if ((v->required & RPT_BIT(c)) && !judged[c]) {
             snprintf(item, sizeof item, "%s (not judged)", rpt_channel_name((enum rpt_channel)c));
@@ -370,6 +372,10 @@ int rpt_judge_sessions(const struct rpt_results *r, const struct rpt_budget *b,
     ser.device = rpt_run_had_device(&r->run);
     for (int i = 0; i < r->n_sessions; i++) rpt_series_add(&ser, &r->sessions[i]);
     rpt_census_judge(r->sessions, r->n_sessions, &v->census); /* exec's exact census */
+    struct rpt_procs procs = {0}; /* exec's process tree: what memory denies is counted there */
+    for (int i = 0; i < r->n_sessions; i++) (void)rpt_procs_add(&procs, &r->sessions[i]);
+    rpt_procs_judge(&procs, &b[RPT_CH_RSS], &v->procs);
+    rpt_procs_fini(&procs);
     rpt_judge_series(&ser, b, v);
     rpt_series_fini(&ser);
     return LG_OK;

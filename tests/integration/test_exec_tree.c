@@ -1,0 +1,172 @@
+/* test_exec_tree.c — `leakgate exec` measures CMD's child processes (docs/design.md, "The
+ * process tree"), on tests/exec/tree.c: a forked worker that keeps 1 MiB a session is a leak
+ * named by its pid and command while CMD's own channels pass; its clean twin passes with two
+ * processes judged; a worker that exits mid-run is accounted for with its last reading; a static
+ * child and one whose LD_PRELOAD was removed are named as seen by their RSS only. Each check is
+ * on the exit status and on what the results file holds, which judged again from its sessions
+ * alone gives the same process verdict. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lg_test.h"
+#include "results.h"
+#include "verdict.h"
+
+TestSuite(exec_tree, .init = lg_test_setup, .fini = lg_test_teardown, .timeout = 300);
+
+#define SESSIONS 12
+#define WARMUP   2
+#define STEP     (1 << 20) /* tests/exec/tree.c's bytes a session */
+
+/* Runs `leakgate exec --warmup WARMUP -- exec_tree MODE SESSIONS EXTRA`, expecting `workers`
+ * children ("tree: worker pid P" into pid[]) and the exit status; its output (free it). */
+static char *run_tree(const char *mode, const char *extra, int workers, int status, int *pid)
+{
+    struct lg_out o = lg_runf(
+        LEAKGATE_BIN, "exec --quiet --no-reports --out '%s/out' --warmup %d -- '%s' %s %d %s",
+        lg_test_tmpdir(), WARMUP, EXEC_TREE, mode, SESSIONS, extra);
+    int n = 0;
+    for (const char *p = o.text; n < workers + 1 && (p = strstr(p, "tree: worker pid ")); p++)
+        pid[n++] = atoi(p + strlen("tree: worker pid "));
+    cr_assert_eq(n, workers, "%d child(ren) expected:\n%s", workers, o.text);
+    cr_expect_eq(o.status, status, "exit %d, expected %d:\n%s", o.status, status, o.text);
+    return o.text;
+}
+
+static struct rpt_results *results(void)
+{
+    struct rpt_results *r = NULL;
+    char path[600];
+    snprintf(path, sizeof path, "%s/out/results.jsonl", lg_test_tmpdir());
+    cr_assert_eq(rpt_results_load(&r, path), LG_OK, "%s", lg_errmsg());
+    cr_assert(r->has_verdict, "the results have a verdict line");
+    return r;
+}
+
+/* The reading of pid in session s (RPT_NONE when not listed). */
+static int64_t rss_in(const struct rpt_session *s, int pid)
+{
+    cr_assert(s->procs_walked, "session %d carries CMD's process tree", s->index);
+    for (int i = 0; i < s->n_procs; i++)
+        if (s->procs[i].pid == pid) return s->procs[i].rss;
+    return RPT_NONE;
+}
+
+static const struct rpt_channel_verdict *channel(const struct rpt_verdict *v, enum rpt_channel c)
+{
+    for (int i = 0; i < v->n_channels; i++)
+        if (v->channels[i].channel == c) return &v->channels[i];
+    cr_assert_fail("no verdict for %s", rpt_channel_name(c));
+    return NULL;
+}
+
+/* The file's sessions judged again without its verdict line give the same process verdict;
+ * r is freed. */
+static void expect_judged_again(struct rpt_results *r)
+{
+    struct rpt_procs_verdict was = r->verdict.procs;
+    cr_assert_eq(rpt_judge_results(r, true), LG_OK, "%s", lg_errmsg());
+    cr_expect_eq(r->verdict.procs.status, was.status, "judged again: %s", r->verdict.procs.why);
+    cr_expect_eq(r->verdict.procs.judged, was.judged);
+    cr_expect_eq(r->verdict.procs.exited, was.exited);
+    cr_expect_eq(r->verdict.procs.unseen, was.unseen);
+    cr_expect_str_eq(r->verdict.procs.leaking, was.leaking);
+    rpt_results_free(r);
+}
+
+Test(exec_tree, a_growing_worker_is_a_leak_named_by_its_pid_and_command)
+{
+    int pid[2];
+    char *text = run_tree("grow", "", 1, 1, pid);
+    char want[128];
+    snprintf(want, sizeof want, "LEAK: child pid %d (exec_tree grow %d)", pid[0], SESSIONS);
+    cr_expect(strstr(text, want), "the verdict names the worker ('%s'):\n%s", want, text);
+    cr_expect(strstr(text, "judged 2 process(es)"), "two processes judged:\n%s", text);
+    free(text);
+    lg_expect_jsonl("results.schema.json", lg_test_tmpfile("out/results.jsonl"), 0,
+                    "1.8's processes validate");
+
+    struct rpt_results *r = results();
+    const struct rpt_procs_verdict *pv = &r->verdict.procs;
+    cr_expect(pv->counted && pv->status == RPT_LEAK, "processes: %s", pv->why);
+    cr_expect_eq(pv->judged, 2);
+    cr_expect_eq(pv->children, 1);
+    snprintf(want, sizeof want, "child pid %d (", pid[0]);
+    cr_expect(strstr(pv->leaking, want), "leaking names pid %d: %s", pid[0], pv->leaking);
+    /* CMD itself holds nothing: the leak is the worker's alone */
+    cr_expect_eq(channel(&r->verdict, RPT_CH_RSS)->status, RPT_PASS);
+    cr_expect_eq(channel(&r->verdict, RPT_CH_JE_ALLOCATED)->status, RPT_PASS);
+    /* the worker's readings rose by its STEP every measured session */
+    int64_t base = rss_in(&r->sessions[WARMUP - 1], pid[0]);
+    int64_t last = rss_in(&r->sessions[r->n_sessions - 1], pid[0]);
+    cr_assert(base != RPT_NONE && last != RPT_NONE, "the worker was read");
+    int64_t want_rise = (int64_t)(SESSIONS - WARMUP) * STEP;
+    cr_expect(last - base >= want_rise - want_rise / 10 && last - base <= want_rise + 4 * STEP,
+              "rose %lld bytes over %d measured sessions, expected about %lld",
+              (long long)(last - base), SESSIONS - WARMUP, (long long)want_rise);
+    expect_judged_again(r);
+}
+
+Test(exec_tree, a_clean_worker_passes_with_two_processes_judged)
+{
+    int pid[2];
+    char *text = run_tree("clean", "", 1, 0, pid);
+    cr_expect(strstr(text, "PASS"), "PASS:\n%s", text);
+    cr_expect(strstr(text, "judged 2 process(es)"), "two processes judged:\n%s", text);
+    free(text);
+    struct rpt_results *r = results();
+    const struct rpt_procs_verdict *pv = &r->verdict.procs;
+    cr_expect(pv->counted && pv->status == RPT_PASS, "processes: %s", pv->why);
+    cr_expect_eq(pv->judged, 2);
+    cr_expect_eq(pv->exited, 0);
+    for (int i = 0; i < r->n_sessions; i++)
+        cr_expect(rss_in(&r->sessions[i], pid[0]) > 0, "session %d read the worker", i);
+    expect_judged_again(r);
+}
+
+Test(exec_tree, a_worker_that_exits_mid_run_is_accounted_for)
+{
+    int pid[3];
+    char *text = run_tree("exits", "", 2, 0, pid);
+    /* tree.c stops the second worker inside session SESSIONS / 2: the one before saw it last */
+    char want[160];
+    snprintf(want, sizeof want,
+             "exited during the run: pid %d (exec_tree exits %d), last seen at session #%d with ",
+             pid[1], SESSIONS, SESSIONS / 2 - 1);
+    cr_expect(strstr(text, want), "'%s' in:\n%s", want, text);
+    free(text);
+    struct rpt_results *r = results();
+    const struct rpt_procs_verdict *pv = &r->verdict.procs;
+    cr_expect(pv->status == RPT_PASS, "processes: %s", pv->why);
+    cr_expect_eq(pv->judged, 3);
+    cr_expect_eq(pv->exited, 1);
+    cr_expect_eq(rss_in(&r->sessions[SESSIONS / 2 - 1], pid[1]) > 0, true);
+    cr_expect_eq(rss_in(&r->sessions[SESSIONS / 2], pid[1]), RPT_NONE, "gone at session %d",
+                 SESSIONS / 2);
+    expect_judged_again(r);
+}
+
+Test(exec_tree, children_without_the_agent_are_named_as_seen_by_rss_only)
+{
+    char extra[600];
+    snprintf(extra, sizeof extra, "'%s'", EXEC_TREE_STATIC);
+    int pid[4];
+    char *text = run_tree("unseen", extra, 3, 0, pid);
+    char want[160];
+    snprintf(want, sizeof want, "pid %d (exec_tree_static) has no leakgate agent", pid[1]);
+    cr_expect(strstr(text, want), "the static child is named ('%s'):\n%s", want, text);
+    snprintf(want, sizeof want, "pid %d (exec_tree idle) has no leakgate agent", pid[2]);
+    cr_expect(strstr(text, want), "the stripped child is named ('%s'):\n%s", want, text);
+    cr_expect(strstr(text, "2 without the agent"), "the summary counts them:\n%s", text);
+    free(text);
+    struct rpt_results *r = results();
+    cr_expect_eq(r->verdict.procs.unseen, 2, "%s", r->verdict.procs.why);
+    cr_expect_eq(r->verdict.procs.judged, 4);
+    const struct rpt_session *s = &r->sessions[r->n_sessions - 1];
+    for (int i = 0; i < s->n_procs; i++)
+        cr_expect_eq(s->procs[i].agent, s->procs[i].pid == pid[0], "pid %d agent %d",
+                     s->procs[i].pid, s->procs[i].agent);
+    expect_judged_again(r);
+}
