@@ -8,8 +8,8 @@
 # Exit 77 (ctest: Skipped) when the toolchain is absent (no venv module, no pytest) and when a
 # test skipped: a skip is never a pass.
 #
-#   run_python.sh PYTHON BUILD_DIR SOURCE_DIR          # every test but test_torch.py
-#   run_python.sh PYTHON BUILD_DIR SOURCE_DIR torch    # test_torch.py alone (ctest
+#   run_python.sh PYTHON BUILD_DIR SOURCE_DIR          # every test but test_torch*.py
+#   run_python.sh PYTHON BUILD_DIR SOURCE_DIR torch    # test_torch*.py alone (ctest
 #                                                     # test_bindings_torch: SKIP without torch)
 set -euo pipefail
 py=$1 build=$2 src=$3 which=${4:-}
@@ -28,9 +28,10 @@ export LEAKGATE_TEST_LIB=$build/agent/libleakgate.so
 export LEAKGATE_SOURCE_DIR=$src
 cd "$build/bindings-py"
 if [ "$which" = torch ]; then
-    tests=("$src/tests/bindings/python/test_torch.py")
+    tests=("$src"/tests/bindings/python/test_torch*.py)
 else
-    tests=("$src/tests/bindings/python" --ignore "$src/tests/bindings/python/test_torch.py")
+    tests=("$src/tests/bindings/python")
+    for t in "$src"/tests/bindings/python/test_torch*.py; do tests+=(--ignore "$t"); done
 fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
