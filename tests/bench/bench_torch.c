@@ -72,6 +72,7 @@ int bt_configs(struct bt_config *out, int max, const char *venv)
         {1, "jemalloc", "", true, 2, false, false},
         {1, "jemalloc", "", true, 1, false, false},
         {1, "torch.compile + jemalloc", "", true, 2, true, false},
+        {1, "torch.compile + jemalloc", "", true, 1, true, false}, /* no team to spin under load */
         {1, "jemalloc + MKL AVX-512", "", true, 2, false, true},
         {1, "torch.compile + jemalloc + MKL AVX-512", "", true, 2, true, true},
     };
