@@ -65,6 +65,13 @@ static bool owned_free(void *p)
     return mine;
 }
 
+/* Whether a free must look in the retention table (it holds blocks; not the agent's own). */
+static inline bool keep_maybe(void)
+{
+    return __builtin_expect(atomic_load_explicit(&lga_keep_live, memory_order_relaxed) > 0, 0) &&
+           !lga_tl.in_agent;
+}
+
 /* Whether a free of p must look in the big blocks' table (one is live, and p is big). */
 static inline bool big_maybe(void *p)
 {
@@ -78,8 +85,11 @@ static inline void *plain(size_t n, int flags)
     void *p = mallocx(nonzero(n), flags | census);
     if (!p)
         errno = ENOMEM;
-    else if (__builtin_expect(n >= LGA_BIG_MIN && census, 0))
-        lga_big_note(p, n); /* a counted session's big block: its stack, for the census */
+    else if (__builtin_expect(census != 0, 1)) {
+        if (__builtin_expect(n >= LGA_BIG_MIN, 0))
+            lga_big_note(p, n); /* a counted session's big block: its stack, for the census */
+        if (lga_keep_recording()) lga_keep_note(p, n); /* the session traced to its roots */
+    }
     return p;
 }
 
@@ -97,6 +107,7 @@ EXPORT TRK_WRAPPER void free(void *p)
     if (!p) return;
     if (maybe_tagged() && owned_free(p)) return;
     if (big_maybe(p)) lga_big_forget(p);
+    if (keep_maybe()) lga_keep_forget(p);
     dallocx(p, 0);
 }
 
@@ -146,6 +157,8 @@ EXPORT TRK_WRAPPER void *realloc(void *p, size_t n)
         if (was_big) lga_big_forget(p);
         if (n >= LGA_BIG_MIN && census) lga_big_note(q, n);
     }
+    if (q != p && keep_maybe()) lga_keep_forget(p);
+    if (q != p && census && lga_keep_recording()) lga_keep_note(q, n);
     return q;
 }
 

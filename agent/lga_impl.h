@@ -130,6 +130,16 @@ void lga_big_forget(void *p);
 void lga_big_resized(void *p, size_t n);
 void lga_big_put(struct lga_enc *e, int born);
 
+/* lga_keep.c: who keeps the census's kept blocks (retention paths, issue 41). */
+extern _Atomic int lga_keep_live;
+void lga_keep_start(int session); /* record every block of this session (PROF_EXACT's) */
+void lga_keep_stop(void);         /* at its end */
+bool lga_keep_recording(void);
+void lga_keep_note(void *p, size_t n);
+void lga_keep_forget(void *p);
+/* The retention paths into the SESSION message of session `ending` (once, after the recorded). */
+void lga_keep_put(struct lga_enc *e, int ending);
+
 /* lga_cuda.c: device allocations made through the interposed runtime and driver calls. */
 struct lga_device_view {
     int64_t live;        /* bytes live through the interposed calls; -1 before any */

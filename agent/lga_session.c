@@ -160,6 +160,7 @@ static bool dump_to(const char *path)
 /* Applies the parent's REPLY: heap profiling armed or not from the next session on. */
 static void apply_reply(uint32_t flags)
 {
+    if (flags & LGA_CFG_PROF_EXACT) lga_keep_start(lga.sessions + 1); /* the next session's */
     if ((flags & LGA_CFG_PROF_EXACT) && lga.prof_available && !lga.prof_census) {
         /* every allocation of the next session sampled: the samples so far are dropped, and
          * an empty profile dumped now is the base the parent diffs the later ones against */
@@ -247,6 +248,7 @@ static int report_locked(const struct trk_snapshot *snap, const struct trk_total
     put_notes(&e);
     lga_put_u32(&e, at_exit ? LGA_SESSION_AT_EXIT : 0u);
     lga_census_put(&e);
+    lga_keep_put(&e, lga.sessions);
     struct lga_dec d;
     int rc = lga_call(lga.fd, &e, LGA_REPLY, &d);
     if (rc != LG_OK) return rc;
@@ -274,6 +276,7 @@ static int end_session(const char *marker, bool at_exit)
     /* measure before the agent allocates anything for the report */
     struct trk_snapshot snap;
     lga_census_end(); /* what the agent allocates from here on is no session's */
+    lga_keep_stop();
     measure(&snap);
 
     struct trk_leaks *lk = NULL;

@@ -291,6 +291,11 @@ static int on_session(struct exec_run *r, const unsigned char *p, size_t n)
             fprintf(stderr, "leakgate exec: heap profile: %s\n", lg_errmsg());
         hx_census_names_apply(&r->census_names, r->ch.pid, r->o->warmup, &s);
         census_name(r, &s); /* before the deltas: it may take the profile's 16 KiB back out */
+        if (m.keep.n &&
+            hx_keep_notes(&m.keep, r->ch.pid, s.index - (m.agent_index - m.keep.born), &s) !=
+                LG_OK &&
+            !r->o->quiet)
+            fprintf(stderr, "leakgate exec: %s\n", lg_errmsg());
         deltas(r, &s, &m);
         census_after(r, &s, m.census_capped, m.agent_index);
         r->ser.device = (r->used & (LGA_USED_DEVICE | LGA_USED_DEVICE_TAGS)) != 0;
@@ -312,6 +317,7 @@ static int on_session(struct exec_run *r, const unsigned char *p, size_t n)
                         r->n);
         }
     }
+    hx_keep_fini(&m.keep);
     rpt_session_fini(&s);
     if (rc != LG_OK) return rc;
     struct lga_enc e;

@@ -60,15 +60,47 @@ void hx_exec_malloc_conf(const struct hx_exec_options *eo, const char *user, cha
 
 /* ---- messages (exec_msg.c) ---------------------------------------------------------------- */
 
+/* The agent's retention paths (agent/lga_keep.c): for the stacks that kept the most bytes of
+ * the recorded session, one block's chain from its root (exec_keep.c names them). */
+#define HX_KEEP_PATHS 3
+#define HX_KEEP_LINKS 8
+enum { HX_KEEP_NONE, HX_KEEP_DATA, HX_KEEP_STACK }; /* where a chain starts */
+struct hx_keep_path {
+    int64_t blocks, bytes; /* the kept blocks of this stack */
+    char *stack;           /* their allocation stack, raw */
+    uint32_t kind;         /* HX_KEEP_* */
+    char module[512];      /* the root's module (HX_KEEP_DATA) */
+    uint64_t addr, base;   /* the root word's address, the module's load address */
+    int n_links;
+    struct {
+        int64_t size;
+        char *stack;        /* raw */
+    } links[HX_KEEP_LINKS]; /* from the root's block to a kept one */
+};
+struct hx_keep {
+    int born;      /* the agent's index of the recorded session */
+    int64_t words; /* words the scan read */
+    int n;
+    struct hx_keep_path p[HX_KEEP_PATHS];
+};
+struct lga_dec;
+/* Reads the paths (none when the agent sent none); LG_EFORMAT on a malformed section. */
+int hx_keep_get(struct lga_dec *d, struct hx_keep *k);
+void hx_keep_fini(struct hx_keep *k);
+/* The paths as lines of s's notes, named through CMD's map and symbol tables; born_run is the
+ * recorded session's index in the run. */
+int hx_keep_notes(const struct hx_keep *k, pid_t pid, int born_run, struct rpt_session *s);
+
 /* What a SESSION message carries besides the channels. */
 struct hx_exec_msg {
-    int agent_index;    /* the agent's count of sessions in its process image */
-    uint32_t used;      /* LGA_USED_* */
-    char dump[600];     /* the heap profile it wrote ("" none) */
-    char marker[512];   /* the output line that ended it ("" for the API) */
-    bool has_begin;     /* begin[] holds the channels at the session's begin */
-    bool at_exit;       /* ended by the program's exit (LGA_SESSION_AT_EXIT) */
-    bool census_capped; /* the agent's arena pool is full: later sessions are not counted */
+    int agent_index;     /* the agent's count of sessions in its process image */
+    uint32_t used;       /* LGA_USED_* */
+    char dump[600];      /* the heap profile it wrote ("" none) */
+    char marker[512];    /* the output line that ended it ("" for the API) */
+    bool has_begin;      /* begin[] holds the channels at the session's begin */
+    bool at_exit;        /* ended by the program's exit (LGA_SESSION_AT_EXIT) */
+    bool census_capped;  /* the agent's arena pool is full: later sessions are not counted */
+    struct hx_keep keep; /* retention paths (hx_keep_fini) */
     int64_t begin[RPT_NCHANNELS];
 };
 /* Decodes a SESSION payload into s (index, warm-up and the deltas are the caller's), reading

@@ -317,6 +317,7 @@ int hx_exec_decode_session(const unsigned char *p, size_t n, const char *maps_te
                 return rc;
             }
         }
+        if (rc == LG_OK && !d.bad && d.at < d.n) rc = hx_keep_get(&d, &m->keep); /* likewise */
         if (d.bad) rc = LG_EFORMAT;
     }
     if (have_maps) hx_maps_fini(&maps);

@@ -7,6 +7,7 @@
 
 #include "rpt_gate.h"
 #include "rpt_impl.h"
+#include "rpt_stacks.h"
 
 #define TOP_TAGS 10
 
@@ -85,6 +86,7 @@ int rpt_write_markdown(const struct rpt_results *r, FILE *f)
     if (rc == LG_OK) rc = rpt_refs_table(r, &rpt_markdown, f, "### Unreleased references\n\n");
     if (rc != LG_OK) return rc;
     rpt_census_table(r, &rpt_markdown, f, "### Census: blocks still alive, by session born\n\n");
+    rpt_md_keep(r, f);
     rpt_md_gate(r, f);
     bool any = false;
     for (int fig = 0; fig < RPT_NFIGURES; fig++) {

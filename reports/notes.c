@@ -55,8 +55,39 @@ const struct rpt_session *rpt_notes_latest(const struct rpt_results *r)
     return NULL;
 }
 
+#define KEEP_PREFIX "native: " /* exec's retention paths (harness/exec_keep.c) */
+
+/* Every retention path of the run (exec attaches them to one session's notes), one a line,
+ * after a heading; nothing when there is none. */
+static void keep_paths(const struct rpt_results *r, FILE *f, bool html)
+{
+    bool any = false;
+    for (int i = 0; i < r->n_sessions; i++)
+        for (int k = 0; k < r->sessions[i].n_notes; k++) {
+            const char *n = r->sessions[i].notes[k];
+            if (!n || strncmp(n, KEEP_PREFIX, strlen(KEEP_PREFIX))) continue;
+            if (!any)
+                fputs(html ? "<section id=\"keep\">\n<h2>Who keeps it</h2>\n<p>Kept blocks traced "
+                             "to their root (a conservative scan: docs/exec.md, \"Who keeps "
+                             "it\").</p>\n<ul>\n"
+                           : "### Who keeps it\n\n",
+                      f);
+            any = true;
+            fputs(html ? "<li>" : "- ", f);
+            if (html)
+                rpt_put_xml(f, n + strlen(KEEP_PREFIX));
+            else
+                rpt_put_md(f, n + strlen(KEEP_PREFIX));
+            fputs(html ? "</li>\n" : "\n", f);
+        }
+    if (any) fputs(html ? "</ul>\n</section>\n" : "\n", f);
+}
+
+void rpt_md_keep(const struct rpt_results *r, FILE *f) { keep_paths(r, f, false); }
+
 void rpt_html_notes(const struct rpt_results *r, FILE *f)
 {
+    keep_paths(r, f, true);
     const struct rpt_session *s = rpt_notes_latest(r);
     if (!s) return;
     fprintf(f,

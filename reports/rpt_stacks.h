@@ -44,5 +44,7 @@ int rpt_notes_from_json(const struct rpt_dec *d, json_t *o, struct rpt_session *
 void rpt_notes_free(struct rpt_session *s);
 const struct rpt_session *rpt_notes_latest(const struct rpt_results *r);
 void rpt_html_notes(const struct rpt_results *r, FILE *f);
+/* summary.md's "Who keeps it": exec's retention paths ("native: " notes), if any. */
+void rpt_md_keep(const struct rpt_results *r, FILE *f);
 
 #endif

@@ -36,6 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fprintf(stderr, "fuzz_agent_msg: status %d (%s)\n", rc, lg_errmsg());
         abort();
     }
+    hx_keep_fini(&m.keep);
     rpt_session_fini(&back);
     rpt_session_fini(&s);
     return 0;

@@ -27,7 +27,7 @@ def snapshot(je, rss):
 
 
 def session(used=0, groups=(), refs=(), begin=False, notes=(), marker="", index=0,
-            census=None):
+            census=None, keep=None):
     p = u32(index) + f64(0.25) + u32(used) + snapshot(1 << 20, 8 << 20)
     p += i64(4096) + i64(0) + i64(sum(g[1] for g in groups)) + i64(0)
     p += u32(len(groups))
@@ -48,6 +48,12 @@ def session(used=0, groups=(), refs=(), begin=False, notes=(), marker="", index=
         p += u32(0) + u32(state) + u32(len(entries))
         p += b"".join(u32(e[0]) + i64(e[1]) + i64(e[2]) + i64(e[3] if len(e) > 3 else 0) +
                       s(e[4] if len(e) > 4 else "") for e in entries)
+    if keep is not None:  # the retention paths (agent/lga_keep.c): born, words, paths
+        born, words, paths = keep
+        p += u32(len(paths)) + u32(born) + i64(words)
+        for blocks, nbytes, stack, kind, module, addr, base, links in paths:
+            p += i64(blocks) + i64(nbytes) + s(stack) + u32(kind) + s(module) + i64(addr)
+            p += i64(base) + u32(len(links)) + b"".join(i64(z) + s(st) for z, st in links)
     return p
 
 
@@ -61,6 +67,9 @@ seeds = {
     # whose births come before the run's first session (refused: born at a negative index)
     "census.bin": session(census=(1, [(0, 64, 1)])),
     # a 1 MiB block kept, its stack taken at birth (agent/lga_big.c)
+    # a kept block traced to a global of the program (harness/exec_keep.c names it)
+    "keep.bin": session(index=2, census=(1, [(1, 64, 1)]), keep=(1, 4096, [
+        (1, 64, "0x401000\n", 1, "/bin/true", 0x404040, 0x400000, [(64, "0x401000\n")])])),
     "census-big.bin": session(index=2, census=(1, [(1, 1 << 20, 1, 1 << 20, "0x401000\n0x402000\n")])),
     "census-capped.bin": session(index=3, census=(2, [(1, 3072, 3), (2, 64, 1)])),
 }
