@@ -38,10 +38,11 @@ void hx_sample(struct hx_env *env, const char *phase, int step)
     p->step = step;
     lg_strlcpy(p->phase, phase, sizeof p->phase);
     p->t = s.t - env->t0;
-    p->tagged_host = s.tagged_host;
-    p->tagged_device = s.tagged_device;
-    p->je_allocated = s.je_allocated < 0 ? RPT_NONE : s.je_allocated;
-    p->rss = s.rss < 0 ? RPT_NONE : s.rss;
+    for (int c = 0; c < RPT_NCHANNELS; c++) p->v[c] = RPT_NONE;
+    p->v[RPT_CH_TAGGED_HOST] = s.tagged_host; /* the sampled channels (RPT_CHF_SAMPLED) */
+    p->v[RPT_CH_TAGGED_DEVICE] = s.tagged_device;
+    p->v[RPT_CH_JE_ALLOCATED] = s.je_allocated < 0 ? RPT_NONE : s.je_allocated;
+    p->v[RPT_CH_RSS] = s.rss < 0 ? RPT_NONE : s.rss;
 }
 
 static void on_progress(void *user, const char *phase, int step, double loss)

@@ -21,37 +21,39 @@
 #ifndef LG_RPT_CHANNELS_H
 #define LG_RPT_CHANNELS_H
 
-#define RPT_CHF_DEVICE 1u  /* device memory: needs --device cuda in `run` */
-#define RPT_CHF_HOST   2u  /* required by default on the host (`run`, and "host" in --require) */
-#define RPT_CHF_CUDA   4u  /* required by default with --device cuda as well */
-#define RPT_CHF_EXACT  8u  /* in --require's "exact" set */
-#define RPT_CHF_ALLOC  16u /* jemalloc's statistics: not in a sanitizer build */
-#define RPT_CHF_PROCESS                                                                            \
-    32u /* every process under exec has it: exec requires it by default, and                       \
-           its rise arms heap profiling */
+// clang-format off
+#define RPT_CHF_DEVICE  1u  /* device memory: needs --device cuda in `run` */
+#define RPT_CHF_HOST    2u  /* required by default on the host (`run`, and "host" in --require) */
+#define RPT_CHF_CUDA    4u  /* required by default with --device cuda as well */
+#define RPT_CHF_EXACT   8u  /* in --require's "exact" set */
+#define RPT_CHF_ALLOC   16u /* jemalloc's statistics: not in a sanitizer build */
+#define RPT_CHF_PROCESS 32u /* every process has it: exec requires it, its rise arms profiling */
+#define RPT_CHF_SAMPLED 64u /* read at every training step too: `run`'s timeline in sessions */
 
 #define RPT_KiB 1024.0
 #define RPT_MiB (1024.0 * 1024.0)
 
 #define RPT_CHANNELS(X)                                                                            \
-    X(TAGGED_HOST, "tagged_host", "tagged host bytes", true, 1, "#1f77b4", 1, 0, 0, 0, 0,          \
-      RPT_CHF_HOST | RPT_CHF_EXACT)                                                                \
-    X(TAGGED_DEVICE, "tagged_device", "tagged device bytes", true, 1, "#9467bd", 5, 0, 0, 0, 0,    \
-      RPT_CHF_DEVICE | RPT_CHF_CUDA | RPT_CHF_EXACT)                                               \
-    X(REFS, "refs", "unbalanced references", true, 1, "#7f7f7f", 0, 0, 0, 0, 0,                    \
-      RPT_CHF_HOST | RPT_CHF_EXACT)                                                                \
+    X(TAGGED_HOST, "tagged_host", "tagged host bytes", true, 1, "#1f77b4", 1, 0,                   \
+      0, 0, 0, RPT_CHF_HOST | RPT_CHF_EXACT | RPT_CHF_SAMPLED)                                     \
+    X(TAGGED_DEVICE, "tagged_device", "tagged device bytes", true, 1, "#9467bd", 5, 0,             \
+      0, 0, 0, RPT_CHF_DEVICE | RPT_CHF_CUDA | RPT_CHF_EXACT | RPT_CHF_SAMPLED)                    \
+    X(REFS, "refs", "unbalanced references", true, 1, "#7f7f7f", 0, 0,                             \
+      0, 0, 0, RPT_CHF_HOST | RPT_CHF_EXACT)                                                       \
     X(JE_ALLOCATED, "je_allocated", "jemalloc allocated", false, 1, "#ff7f0e", 2, 3,               \
-      512 * RPT_KiB, 8 * RPT_KiB, 32 * RPT_KiB, RPT_CHF_HOST | RPT_CHF_ALLOC | RPT_CHF_PROCESS)    \
-    X(JE_ACTIVE, "je_active", "jemalloc active", false, 4096, "#bcbd22", 0, 4, 1 * RPT_MiB,        \
-      32 * RPT_KiB, 128 * RPT_KiB, RPT_CHF_HOST | RPT_CHF_ALLOC | RPT_CHF_PROCESS)                 \
-    X(JE_RESIDENT, "je_resident", "jemalloc resident", false, 4096, "#8c564b", 3, 2, 4 * RPT_MiB,  \
-      64 * RPT_KiB, 256 * RPT_KiB, RPT_CHF_HOST | RPT_CHF_ALLOC | RPT_CHF_PROCESS)                 \
-    X(RSS, "rss", "process RSS", false, 4096, "#d62728", 4, 1, 4 * RPT_MiB, 64 * RPT_KiB,          \
-      256 * RPT_KiB, RPT_CHF_HOST | RPT_CHF_PROCESS)                                               \
+      512 * RPT_KiB, 8 * RPT_KiB, 32 * RPT_KiB,                                                    \
+      RPT_CHF_HOST | RPT_CHF_ALLOC | RPT_CHF_PROCESS | RPT_CHF_SAMPLED)                            \
+    X(JE_ACTIVE, "je_active", "jemalloc active", false, 4096, "#bcbd22", 0, 4,                     \
+      1 * RPT_MiB, 32 * RPT_KiB, 128 * RPT_KiB, RPT_CHF_HOST | RPT_CHF_ALLOC | RPT_CHF_PROCESS)   \
+    X(JE_RESIDENT, "je_resident", "jemalloc resident", false, 4096, "#8c564b", 3, 2,               \
+      4 * RPT_MiB, 64 * RPT_KiB, 256 * RPT_KiB, RPT_CHF_HOST | RPT_CHF_ALLOC | RPT_CHF_PROCESS)   \
+    X(RSS, "rss", "process RSS", false, 4096, "#d62728", 4, 1,                                     \
+      4 * RPT_MiB, 64 * RPT_KiB, 256 * RPT_KiB, RPT_CHF_HOST | RPT_CHF_PROCESS | RPT_CHF_SAMPLED) \
     X(DEV_DRIVER, "dev_driver", "whole GPU used, every process (driver view)", false, 2 << 20,     \
       "#17becf", 6, 5, 64 * RPT_MiB, 2 * RPT_MiB, 8 * RPT_MiB, RPT_CHF_DEVICE)                     \
     X(DEV_PROCESS, "dev_process", "device used by this process", false, 2 << 20, "#e377c2", 0, 6,  \
       64 * RPT_MiB, 2 * RPT_MiB, 8 * RPT_MiB, RPT_CHF_DEVICE | RPT_CHF_CUDA)
+// clang-format on
 
 /* The measurement channels, most exact first (docs/design.md): RPT_CH_TAGGED_HOST, ... */
 enum rpt_channel {

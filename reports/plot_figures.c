@@ -326,31 +326,36 @@ static bool timeline_keeps(const struct rpt_session *s, int j, int budget, int m
 
 int rpt_fig_timeline(const struct rpt_results *r, const char *tmp, FILE *gp)
 {
-    static const char *const names[] = {"tagged host", "jemalloc allocated", "process RSS",
-                                        "tagged device"};
-    static const enum rpt_channel chans[] = {RPT_CH_TAGGED_HOST, RPT_CH_JE_ALLOCATED, RPT_CH_RSS,
-                                             RPT_CH_TAGGED_DEVICE};
-    bool has[4] = {false};
+    /* the sampled channels (channels.h), in the delta figure's order */
+    static const int rank[RPT_NCHANNELS] = {
+#define ROW(id, name, label, exact, gran, colour, delta, ...) [RPT_CH_##id] = delta,
+        RPT_CHANNELS(ROW)
+#undef ROW
+    };
+    enum rpt_channel chans[RPT_NCHANNELS];
+    int nc = 0, n_order = ranked(rank, chans);
+    for (int i = 0; i < n_order; i++)
+        if (rpt_channel_mask(RPT_CHF_SAMPLED) & RPT_BIT(chans[i])) chans[nc++] = chans[i];
+    bool has[RPT_NCHANNELS] = {false};
     double top = 0;
     char path[4200];
     FILE *df = NULL;
     for (int i = 0; i < r->n_sessions; i++)
         for (int j = 0; j < r->sessions[i].n_samples; j++) {
             const struct rpt_sample *p = &r->sessions[i].samples[j];
-            int64_t v[4] = {p->tagged_host, p->je_allocated, p->rss, p->tagged_device};
-            for (int k = 0; k < 4; k++)
-                if (v[k] != RPT_NONE) {
+            for (int k = 0; k < nc; k++)
+                if (p->v[chans[k]] != RPT_NONE) {
                     has[k] = true;
-                    top = fmax(top, fabs((double)v[k]));
+                    top = fmax(top, fabs((double)p->v[chans[k]]));
                 }
         }
     int budget = LG_MAX(8, TIMELINE_POINTS / LG_MAX(r->n_sessions, 1));
     struct rpt_unit u = rpt_unit_for(top);
     int rc = rpt_gp_data(&df, tmp, "timeline.dat", path, sizeof path);
     if (rc != LG_OK) return rc;
-    fputs("# x = session + time within it / its duration; tagged host, jemalloc allocated, RSS, "
-          "tagged device\n",
-          df);
+    fputs("# x = session + time within it / its duration; then each sampled channel:", df);
+    for (int k = 0; k < nc; k++) fprintf(df, " %s", rpt_channel_name(chans[k]));
+    fputc('\n', df);
     for (int i = 0; i < r->n_sessions; i++) {
         const struct rpt_session *s = &r->sessions[i];
         double dur = s->duration_s;
@@ -364,10 +369,7 @@ int rpt_fig_timeline(const struct rpt_results *r, const char *tmp, FILE *gp)
             if (!timeline_keeps(s, j, budget, marks)) continue;
             double frac = isfinite(p->t) && dur > 0 ? p->t / dur : (double)j / s->n_samples;
             fprintf(df, "%.6f", s->index - 0.45 + 0.9 * fmin(fmax(frac, 0), 1));
-            rpt_gp_val(df, p->tagged_host, u.div);
-            rpt_gp_val(df, p->je_allocated, u.div);
-            rpt_gp_val(df, p->rss, u.div);
-            rpt_gp_val(df, p->tagged_device, u.div);
+            for (int k = 0; k < nc; k++) rpt_gp_val(df, p->v[chans[k]], u.div);
             fputc('\n', df);
         }
     }
@@ -388,14 +390,14 @@ int rpt_fig_timeline(const struct rpt_results *r, const char *tmp, FILE *gp)
                 i + 1, r->sessions[i].index - 0.5, r->sessions[i].index - 0.5);
     fputs("plot ", gp);
     bool first = true;
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < nc; k++) {
         if (!has[k]) continue;
         if (!first) fputs(", \\\n     ", gp);
         first = false;
         rpt_put_gp(gp, path);
         fprintf(gp, " using 1:%d with lines lc rgb '%s' lw 1.6 title ", 2 + k,
                 channel_color(chans[k]));
-        rpt_put_gp(gp, names[k]);
+        rpt_put_gp(gp, rpt_channel_label(chans[k]));
     }
     fputc('\n', gp);
     return LG_OK;

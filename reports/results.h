@@ -109,11 +109,12 @@ struct rpt_run {
 /* What a session left behind — leak groups, unbalanced references, classes — is described by
  * lg_leaks.h's structs, the tracker's own: one data model from the ledger to every report. */
 
-struct rpt_sample { /* a timeline point inside a session */
-    int step;       /* training step, or -1 for phase marks */
-    char phase[16]; /* "build", "train", "validate", "save", "int8", "qat", "free" */
-    double t;       /* seconds since the session began */
-    int64_t tagged_host, tagged_device, je_allocated, rss;
+struct rpt_sample {           /* a timeline point inside a session */
+    int step;                 /* training step, or -1 for phase marks */
+    char phase[16];           /* "build", "train", "validate", "save", "int8", "qat", "free" */
+    double t;                 /* seconds since the session began */
+    int64_t v[RPT_NCHANNELS]; /* the sampled channels' readings (RPT_CHF_SAMPLED); RPT_NONE: the
+                                 others, or not measured */
 };
 
 /* Untagged growth by the stack that allocated it: a diff of two jemalloc heap profiles. The

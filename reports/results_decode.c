@@ -342,31 +342,34 @@ int rpt_dec_budgets(const struct rpt_dec *d, const char *w, json_t *o, const cha
 
 static int decode_sample(const struct rpt_dec *d, const char *w, json_t *row, struct rpt_sample *p)
 {
-    if (!json_is_array(row) || json_array_size(row) != 7)
-        return bad(d, w, NULL,
-                   "expected [step, phase, t, tagged_host, tagged_device, je_allocated, rss]");
-    json_t *c[7];
-    for (int k = 0; k < 7; k++) c[k] = json_array_get(row, k);
-    if (!json_is_integer(c[0]) || json_integer_value(c[0]) < -1 ||
-        json_integer_value(c[0]) > INT32_MAX)
+    const unsigned sampled = rpt_channel_mask(RPT_CHF_SAMPLED); /* channels.h */
+    size_t n = 3;
+    char names[200], shape[256];
+    for (int c = 0; c < RPT_NCHANNELS; c++) n += (sampled & RPT_BIT(c)) != 0;
+    snprintf(shape, sizeof shape, "expected [step, phase, t, %s]",
+             rpt_channel_list(names, sizeof names, sampled, ", "));
+    if (!json_is_array(row) || json_array_size(row) != n) return bad(d, w, NULL, shape);
+    json_t *c0 = json_array_get(row, 0), *c1 = json_array_get(row, 1), *c2 = json_array_get(row, 2);
+    if (!json_is_integer(c0) || json_integer_value(c0) < -1 || json_integer_value(c0) > INT32_MAX)
         return bad(d, w, "step", "expected an integer >= -1");
-    if (!json_is_string(c[1]) || json_string_length(c[1]) >= sizeof p->phase)
+    if (!json_is_string(c1) || json_string_length(c1) >= sizeof p->phase)
         return bad(d, w, "phase", "expected a string of at most 15 bytes");
-    if (!json_is_number(c[2]) && !json_is_null(c[2]))
+    if (!json_is_number(c2) && !json_is_null(c2))
         return bad(d, w, "t", "expected a number or null");
-    p->step = (int)json_integer_value(c[0]);
-    memcpy(p->phase, json_string_value(c[1]), json_string_length(c[1]) + 1);
-    p->t = json_is_null(c[2]) ? NAN : json_number_value(c[2]);
-    int64_t *dst[] = {&p->tagged_host, &p->tagged_device, &p->je_allocated, &p->rss};
-    static const char *const names[] = {"tagged_host", "tagged_device", "je_allocated", "rss"};
-    for (int k = 0; k < 4; k++) {
-        json_t *v = c[3 + k];
+    p->step = (int)json_integer_value(c0);
+    memcpy(p->phase, json_string_value(c1), json_string_length(c1) + 1);
+    p->t = json_is_null(c2) ? NAN : json_number_value(c2);
+    size_t k = 3;
+    for (int c = 0; c < RPT_NCHANNELS; c++) {
+        p->v[c] = RPT_NONE;
+        if (!(sampled & RPT_BIT(c))) continue;
+        json_t *v = json_array_get(row, k++);
         if (json_is_null(v))
-            *dst[k] = RPT_NONE;
+            p->v[c] = RPT_NONE;
         else if (json_is_integer(v) && json_integer_value(v) != RPT_NONE)
-            *dst[k] = json_integer_value(v);
+            p->v[c] = json_integer_value(v);
         else
-            return bad(d, w, names[k], "expected an integer or null");
+            return bad(d, w, rpt_channel_name(c), "expected an integer or null");
     }
     return LG_OK;
 }

@@ -239,10 +239,12 @@ void rpt_enc_samples(json_t *o, const char *key, const void *base, int *bad)
             nb++;
             break;
         }
-        json_t *cells[] = {json_integer(p->step), jstr(p->phase),         jnum(p->t),
-                           jint(p->tagged_host),  jint(p->tagged_device), jint(p->je_allocated),
-                           jint(p->rss)};
-        for (size_t k = 0; k < LG_ARRAY_LEN(cells); k++)
+        /* [step, phase, t, then each sampled channel in the table's order] */
+        json_t *cells[3 + RPT_NCHANNELS] = {json_integer(p->step), jstr(p->phase), jnum(p->t)};
+        size_t n = 3;
+        for (int c = 0; c < RPT_NCHANNELS; c++)
+            if (rpt_channel_mask(RPT_CHF_SAMPLED) & RPT_BIT(c)) cells[n++] = jint(p->v[c]);
+        for (size_t k = 0; k < n; k++)
             if (!cells[k] || json_array_append_new(row, cells[k]) != 0) nb++;
         if (json_array_append_new(a, row) != 0) nb++;
     }

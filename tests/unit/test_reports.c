@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "lg_test.h"
+#include "lg_test_rpt.h"
 #include "plot_impl.h"
 
 TestSuite(reports, .init = lg_test_setup, .fini = lg_test_teardown, .timeout = 120);
@@ -302,7 +303,7 @@ Test(reports, a_long_timeline_is_thinned_not_dropped)
     s->n_samples = N;
     for (int j = 0; j < N; j++)
         s->samples[j] =
-            (struct rpt_sample){j, "train", j * 1e-3, 20 << 20, RPT_NONE, 30 << 20, 90 << 20};
+            lg_test_sample(j, "train", j * 1e-3, 20 << 20, RPT_NONE, 30 << 20, 90 << 20);
     s->duration_s = N * 1e-3;
     const char *dir = out_dir("long");
     cr_assert_eq(rpt_plot(r, RPT_FIG_TIMELINE, dir), LG_OK, "%s", lg_errmsg());

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "lg_test.h"
+#include "lg_test_rpt.h"
 #include "rpt_impl.h"
 
 TestSuite(results_io, .init = lg_test_setup, .fini = lg_test_teardown);
@@ -103,9 +104,9 @@ static void fill_session(struct rpt_session *s, int index, bool warmup)
     s->classes[1].bytes = 4194304;
     s->n_samples = 3;
     s->samples = calloc(3, sizeof *s->samples);
-    s->samples[0] = (struct rpt_sample){-1, "build", 0.0, 100, RPT_NONE, 200, 300};
-    s->samples[1] = (struct rpt_sample){1, "train", 0.0215, 1000, 2000, 3000, 4000};
-    s->samples[2] = (struct rpt_sample){-1, "free", NAN, RPT_NONE, RPT_NONE, RPT_NONE, RPT_NONE};
+    s->samples[0] = lg_test_sample(-1, "build", 0.0, 100, RPT_NONE, 200, 300);
+    s->samples[1] = lg_test_sample(1, "train", 0.0215, 1000, 2000, 3000, 4000);
+    s->samples[2] = lg_test_sample(-1, "free", NAN, RPT_NONE, RPT_NONE, RPT_NONE, RPT_NONE);
     if (index == 2) strcpy(s->error, "checkpoint write failed: \"disk full\"\nat save");
 }
 
@@ -250,8 +251,13 @@ static const struct field class_fields[] = {
 };
 #define M(m, k) FIELD(struct rpt_sample, m, k)
 static const struct field sample_fields[] = {
-    M(step, K_INT),          M(phase, K_STR),        M(t, K_NUM),   M(tagged_host, K_I64),
-    M(tagged_device, K_I64), M(je_allocated, K_I64), M(rss, K_I64),
+    M(step, K_INT),
+    M(phase, K_STR),
+    M(t, K_NUM),
+    M(v[RPT_CH_TAGGED_HOST], K_I64),
+    M(v[RPT_CH_TAGGED_DEVICE], K_I64),
+    M(v[RPT_CH_JE_ALLOCATED], K_I64),
+    M(v[RPT_CH_RSS], K_I64),
 };
 #undef M
 static const struct field verdict_fields[] = {
