@@ -98,6 +98,8 @@ static size_t slot_of(uintptr_t p) { return (size_t)((p * 0x9e3779b97f4a7c15ull)
 void lga_keep_start(int session)
 {
     if (kp.keys || atomic_load(&kp.recording)) return; /* once a run */
+    const char *env = getenv("LEAKGATE_KEEP");         /* "0": off, for the A/B of its cost */
+    if (env && !strcmp(env, "0")) return;
     kp.keys = map(KEEP_CAP * sizeof *kp.keys);
     kp.sizes = map(KEEP_CAP * sizeof *kp.sizes);
     kp.sid = map(KEEP_CAP * sizeof *kp.sid);

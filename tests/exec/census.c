@@ -15,6 +15,8 @@
  *   heavy-big   the same with big blocks (≥ 256 KiB, whose stacks the agent takes at birth):
  *               a 1 MiB block kept from the warm-up, so every free looks for a big block, and
  *               a 512 KiB buffer made and freed every round; clean after the warm-up
+ *   heavy-leak  malloc-heavy work that keeps one 64-byte block a session (what naming the root
+ *               costs: tests/bench/keep_cost.sh)
  */
 #include <leakgate.h>
 #include <stdio.h>
@@ -100,6 +102,9 @@ static void shape(const char *name, int s)
         free(grown);
     } else if (!strcmp(name, "heavy")) {
         (void)work(s, 2000);
+    } else if (!strcmp(name, "heavy-leak")) {
+        (void)work(s, 2000);
+        keep_block(64);
     } else if (!strcmp(name, "heavy-big")) {
         if (s == 0) keep_block(1 << 20);
         for (int r = 0; r < 200; r++) {
