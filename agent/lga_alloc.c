@@ -157,7 +157,12 @@ EXPORT TRK_WRAPPER void *realloc(void *p, size_t n)
         if (was_big) lga_big_forget(p);
         if (n >= LGA_BIG_MIN && census) lga_big_note(q, n);
     }
-    if (q != p && keep_maybe()) lga_keep_forget(p);
+    if (keep_maybe()) {
+        if (q != p)
+            lga_keep_forget(p);
+        else
+            lga_keep_resized(p, n);
+    }
     if (q != p && census && lga_keep_recording()) lga_keep_note(q, n);
     return q;
 }

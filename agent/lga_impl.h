@@ -137,6 +137,7 @@ void lga_keep_stop(void);         /* at its end */
 bool lga_keep_recording(void);
 void lga_keep_note(void *p, size_t n);
 void lga_keep_forget(void *p);
+void lga_keep_resized(void *p, size_t n); /* grown or shrunk in place */
 /* The retention paths into the SESSION message of session `ending` (once, after the recorded). */
 void lga_keep_put(struct lga_enc *e, int ending);
 

@@ -39,8 +39,9 @@
 #include "lga_impl.h"
 #include "lga_wire.h"
 
-#define KEEP_CAP    ((size_t)1 << 20) /* table slots, at most half filled */
-#define KEEP_STACKS 4096              /* distinct allocation stacks */
+#define KEEP_BITS   18 /* 256 Ki slots, at most half filled: 4 MiB at most */
+#define KEEP_CAP    ((size_t)1 << KEEP_BITS)
+#define KEEP_STACKS 4096 /* distinct allocation stacks */
 #define KEEP_FRAMES 16
 #define KEEP_PATHS  3                 /* stacks whose blocks get a path */
 #define KEEP_LINKS  8                 /* blocks in a chain at most */
@@ -74,7 +75,7 @@ _Atomic int lga_keep_live; /* recorded blocks not yet freed: free() looks only w
 static struct {
     pthread_mutex_t mu;
     _Atomic(uintptr_t) *keys; /* KEEP_CAP; 0 empty, TOMB freed */
-    size_t *sizes;
+    uint32_t *sizes;          /* saturated at 4 GiB: a larger block is still found by its start */
     uint32_t *sid;
     struct keep_stack *stacks;
     size_t used; /* slots ever filled (tombstones included) */
@@ -93,7 +94,10 @@ static void *map(size_t bytes)
     return p == MAP_FAILED ? NULL : p;
 }
 
-static size_t slot_of(uintptr_t p) { return (size_t)((p * 0x9e3779b97f4a7c15ull) >> 44); }
+static size_t slot_of(uintptr_t p)
+{
+    return (size_t)((p * 0x9e3779b97f4a7c15ull) >> (64 - KEEP_BITS));
+}
 
 void lga_keep_start(int session)
 {
@@ -156,7 +160,7 @@ TRK_WRAPPER void lga_keep_note(void *p, size_t n)
             i = (i + 1) & (KEEP_CAP - 1);
         }
         kp.used += atomic_load(&kp.keys[i]) == 0;
-        kp.sizes[i] = n;
+        kp.sizes[i] = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
         kp.sid[i] = id;
         atomic_store(&kp.keys[i], (uintptr_t)p);
         atomic_fetch_add(&lga_keep_live, 1);
@@ -166,17 +170,29 @@ TRK_WRAPPER void lga_keep_note(void *p, size_t n)
     pthread_mutex_unlock(&kp.mu);
 }
 
-void lga_keep_forget(void *p)
+/* The slot holding p, or KEEP_CAP; lock-free (slots only turn from empty to a key, and from a
+ * key to a tombstone). */
+static size_t keep_find(const void *p)
 {
     for (size_t i = slot_of((uintptr_t)p);; i = (i + 1) & (KEEP_CAP - 1)) {
         uintptr_t k = atomic_load_explicit(&kp.keys[i], memory_order_acquire);
-        if (k == 0) return;
-        if (k == (uintptr_t)p) {
-            if (atomic_compare_exchange_strong(&kp.keys[i], &k, TOMB))
-                atomic_fetch_sub(&lga_keep_live, 1);
-            return;
-        }
+        if (k == 0) return KEEP_CAP;
+        if (k == (uintptr_t)p) return i;
     }
+}
+
+void lga_keep_resized(void *p, size_t n)
+{
+    size_t i = keep_find(p);
+    if (i < KEEP_CAP) kp.sizes[i] = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
+void lga_keep_forget(void *p)
+{
+    size_t i = keep_find(p);
+    uintptr_t k = (uintptr_t)p;
+    if (i < KEEP_CAP && atomic_compare_exchange_strong(&kp.keys[i], &k, TOMB))
+        atomic_fetch_sub(&lga_keep_live, 1);
 }
 
 /* ---- the scan ------------------------------------------------------------------------------ */
