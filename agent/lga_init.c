@@ -7,6 +7,11 @@
  * inert: plain jemalloc, the API a no-op, nothing on the parent's channel. A process image
  * that replaces itself with exec keeps its pid and its socket: the new image says HELLO again
  * and carries on (a wrapper script that ends in `exec python train.py` works).
+ *
+ * Every process of the tree also says where it began: with LEAKGATE_AGENT_TREE set (a file exec
+ * made), a forked child (pthread_atfork) and an image that starts (this constructor) append
+ * "PID PPID\n" to it, so that exec counts the children that begin and end within one session,
+ * which no reading of /proc at a session's end sees (harness/exec_tree.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -50,8 +55,37 @@ void lga_go_inert(void)
     if (lga.fd >= 0) shutdown(lga.fd, SHUT_RDWR);
 }
 
+static char tree_path[512]; /* LEAKGATE_AGENT_TREE ("" none) */
+
+/* The decimal digits of v (>= 0) at p; their count. Async-signal-safe (a fork's child). */
+static size_t put_uint(char *p, unsigned v)
+{
+    char d[12];
+    size_t n = 0, k = 0;
+    do d[n++] = (char)('0' + v % 10);
+    while ((v /= 10) && n < sizeof d);
+    while (n) p[k++] = d[--n];
+    return k;
+}
+
+/* Appends "PID PPID\n" to LEAKGATE_AGENT_TREE (nothing without it): open, one write, close. */
+static void tree_note(void)
+{
+    if (!tree_path[0]) return;
+    int fd = open(tree_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) return;
+    char line[32];
+    size_t k = put_uint(line, (unsigned)getpid());
+    line[k++] = ' ';
+    k += put_uint(line + k, (unsigned)getppid());
+    line[k++] = '\n';
+    syscall(SYS_write, fd, line, k); /* not write(): the marker must not see this */
+    close(fd);
+}
+
 static void on_fork_child(void)
 {
+    tree_note();
     /* the child owns a copy of the socket but is not the process leakgate measures */
     if (atomic_load(&lga.state) == LGA_OFF) return;
     atomic_store(&lga.state, LGA_INERT);
@@ -119,9 +153,13 @@ __attribute__((constructor)) static void lga_init(void)
 {
     const char *fd_s = getenv("LEAKGATE_AGENT_FD"), *pid_s = getenv("LEAKGATE_AGENT_PID");
     if (!fd_s || !pid_s) return; /* not under leakgate exec: plain jemalloc */
+    const char *tree = getenv("LEAKGATE_AGENT_TREE");
+    if (tree && strlen(tree) < sizeof tree_path) strcpy(tree_path, tree);
     pid_t pid = getpid();
     if (strtol(pid_s, NULL, 10) != (long)pid) {
         atomic_store(&lga.state, LGA_INERT); /* a child or grandchild of CMD */
+        tree_note(); /* an image a child exec'd (posix_spawn and vfork run no fork handler) */
+        pthread_atfork(NULL, NULL, tree_note); /* and its own children */
         return;
     }
     lga.fd = (int)strtol(fd_s, NULL, 10);

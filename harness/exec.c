@@ -56,8 +56,9 @@ struct exec_run {
     int census_capped;        /* sessions counted while the agent's arena pool was full */
     struct rpt_census_verdict census; /* the census's judgment of the sessions so far */
     struct hx_census_names census_names;
-    struct rpt_procs procs; /* CMD's descendants over the run, with their RSS series */
-    bool tree_failed;       /* reading the tree failed once (said once) */
+    struct rpt_procs procs;  /* CMD's descendants over the run, with their RSS series */
+    struct hx_births births; /* the children that said they began, until the tree is read */
+    bool tree_failed;        /* reading the tree failed once (said once) */
 };
 
 /* ---- messages ----------------------------------------------------------------------------------
@@ -267,7 +268,11 @@ static void census_after(struct exec_run *r, const struct rpt_session *s, bool c
  * once and leaves the session without them. */
 static void read_tree(struct exec_run *r, struct rpt_session *s)
 {
-    if (hx_tree_read(r->ch.pid, r->eo->agent, s) == LG_OK || r->tree_failed) return;
+    if (hx_tree_read(r->ch.pid, r->eo->agent, s) == LG_OK) {
+        hx_births_session(&r->births, s);
+        return;
+    }
+    if (r->tree_failed) return;
     r->tree_failed = true;
     fprintf(stderr, "leakgate exec: CMD's child processes not measured: %s\n", lg_errmsg());
 }
@@ -472,6 +477,10 @@ static void say_processes(struct rpt_verdict *v)
     size_t l = strlen(v->summary);
     snprintf(v->summary + l, sizeof v->summary - l, "; judged %d process(es)", pv->judged);
     l = strlen(v->summary);
+    if (pv->within)
+        snprintf(v->summary + l, sizeof v->summary - l,
+                 ", %d more began and ended within a session", pv->within);
+    l = strlen(v->summary);
     if (pv->exited)
         snprintf(v->summary + l, sizeof v->summary - l, ", %d exited during the run", pv->exited);
     l = strlen(v->summary);
@@ -601,6 +610,16 @@ static int heap_dir(const char *out, char *dir, size_t size)
     return LG_OK;
 }
 
+/* The file where CMD's children say they began: in the output directory (heap's parent). */
+static int start_births(struct exec_run *r, const char *heap)
+{
+    char out[700];
+    lg_strlcpy(out, heap, sizeof out);
+    char *slash = strrchr(out, '/');
+    if (slash) *slash = '\0';
+    return hx_births_init(&r->births, out);
+}
+
 int hx_exec_run(struct hx_exec_options *eo, struct rpt_verdict *v, bool *cmd_failed)
 {
     struct exec_run r = {.eo = eo, .o = &eo->o, .ended_at_exit = -1};
@@ -619,6 +638,9 @@ int hx_exec_run(struct hx_exec_options *eo, struct rpt_verdict *v, bool *cmd_fai
     if (rc == LG_OK) rc = heap_dir(r.o->out_dir, dir, sizeof dir);
     if (rc == LG_OK)
         rc = hx_prof_init(&r.prof, eo->prof, (int64_t)1 << eo->lg_sample, r.o->stacks, dir);
+    if (rc == LG_OK && start_births(&r, dir) != LG_OK) /* counts nothing then */
+        fprintf(stderr, "leakgate exec: children that live within a session not counted: %s\n",
+                lg_errmsg());
     if (rc == LG_OK) rc = rpt_series_init(&r.ser, r.o->sessions + r.o->warmup + series_start());
     if (rc != LG_OK) goto out;
     fill_run_line(&r, &run);
@@ -679,6 +701,7 @@ int hx_exec_run(struct hx_exec_options *eo, struct rpt_verdict *v, bool *cmd_fai
     print_notes(&r, stdout);
 out:
     rpt_procs_fini(&r.procs);
+    hx_births_fini(&r.births);
     free(r.notes);
     hx_census_names_fini(&r.census_names);
     rc = hx_close_results(r.o, r.w, path, rc, v);

@@ -178,6 +178,23 @@ void hx_census_names_fini(struct hx_census_names *cn);
  * rpt_session_fini either way. */
 int hx_tree_read(pid_t root, const char *agent, struct rpt_session *s);
 
+/* The processes of CMD's tree that said they began (agent/lga_init.c appends "PID PPID" to
+ * LEAKGATE_AGENT_TREE at each fork and each image's start), read as sessions end: a child is
+ * pending until a reading of the tree finds it (it is then the tree's) or /proc has it no more
+ * (it began and ended within the session: counted in s->procs_within). */
+struct hx_births {
+    char path[720]; /* the file ("" : not counting) */
+    long at;        /* bytes of it read so far */
+    int *pending;   /* owned */
+    int n, cap;
+};
+/* Creates DIR/tree.log and puts it in this process's environment for CMD to inherit;
+ * LG_EIO with a message when it cannot (b then counts nothing). Finished with hx_births_fini. */
+int hx_births_init(struct hx_births *b, const char *dir);
+/* Reads what began since the last call and settles the pending against s->procs. */
+void hx_births_session(struct hx_births *b, struct rpt_session *s);
+void hx_births_fini(struct hx_births *b); /* removes the file */
+
 /* ---- heap profiles (exec_prof.c) ----------------------------------------------------------- */
 
 /* Attribution state of a run: which dump is the base of the diffs. Holds no heap memory

@@ -166,17 +166,25 @@ cleanup:
     return fresh;
 }
 
-/* exec's exact census (results 1.6): a HEAD whose census leaks where BASE's did not (or was not
- * counted) regressed, however small the blocks; printed when either run counted. */
-static bool compare_census(const struct rpt_verdict *vb, const struct rpt_verdict *vh, FILE *out)
+/* One of exec's own judgments in a run: the census (results 1.6), the process tree (1.8). */
+struct judged {
+    bool counted;
+    enum rpt_status status;
+    const char *why;
+};
+
+/* A HEAD whose judgment leaks where BASE's did not (or was not made) regressed, however small
+ * the leak; printed when either run made it ("none" when one did not). */
+static bool compare_judged(const char *title, const char *none, struct judged b, struct judged h,
+                           FILE *out)
 {
-    if (!vb->census.counted && !vh->census.counted) return false;
-    bool base_leaks = vb->census.counted && vb->census.status == RPT_LEAK;
-    bool head_leaks = vh->census.counted && vh->census.status == RPT_LEAK;
-    fprintf(out, "\nCensus (exact, exec): BASE %s, HEAD %s%s%s\n",
-            vb->census.counted ? rpt_status_word(vb->census.status) : "not counted",
-            vh->census.counted ? rpt_status_word(vh->census.status) : "not counted",
-            head_leaks ? ": " : "", head_leaks ? vh->census.why : "");
+    if (!b.counted && !h.counted) return false;
+    bool base_leaks = b.counted && b.status == RPT_LEAK;
+    bool head_leaks = h.counted && h.status == RPT_LEAK;
+    fprintf(out, "\n%s: BASE %s, HEAD %s%s%s\n", title,
+            b.counted ? rpt_status_word(b.status) : none,
+            h.counted ? rpt_status_word(h.status) : none, head_leaks ? ": " : "",
+            head_leaks ? h.why : "");
     return head_leaks && !base_leaks;
 }
 
@@ -217,11 +225,19 @@ int rpt_compare(const struct rpt_results *base, const struct rpt_results *head,
         fputs("\n(out of memory comparing leaked tags: tags not compared)\n", out);
         fresh = 0;
     }
-    bool census = compare_census(&vb, &vh, out);
-    if (regressed || fresh || census) {
-        fprintf(out, "\nHEAD REGRESSED: %d channel%s beyond budget, %d new leaking tag%s%s.\n",
+    bool census =
+        compare_judged("Census (exact, exec)", "not counted",
+                       (struct judged){vb.census.counted, vb.census.status, vb.census.why},
+                       (struct judged){vh.census.counted, vh.census.status, vh.census.why}, out);
+    bool procs =
+        compare_judged("Processes (exec)", "not read",
+                       (struct judged){vb.procs.counted, vb.procs.status, vb.procs.leaking},
+                       (struct judged){vh.procs.counted, vh.procs.status, vh.procs.leaking}, out);
+    if (regressed || fresh || census || procs) {
+        fprintf(out, "\nHEAD REGRESSED: %d channel%s beyond budget, %d new leaking tag%s%s%s.\n",
                 regressed, regressed == 1 ? "" : "s", fresh, fresh == 1 ? "" : "s",
-                census ? ", and the exact census leaks" : "");
+                census ? ", and the exact census leaks" : "",
+                procs ? ", and a child process leaks" : "");
         return RPT_COMPARE_REGRESSED;
     }
     const char *undecided = rpt_measured_count(base) == 0   ? "BASE has no measured session"

@@ -6,9 +6,10 @@
  * first reading; each later measured session's reading less the baseline is one point of its
  * series, judged by rpt_judge_statistical with the rss channel's rules and budget — the rules
  * CMD's own rss channel is judged by. A child whose series leaks is a leak of the run. One seen
- * at a single session's end (a worker that lives within a session) is counted, not judged; one
- * gone before the last session's end is named with its last reading; one without the agent
- * mapped (a static program, LD_PRELOAD removed) is named as seen by its RSS only. A child's
+ * at a single session's end, or never (it began and ended within a session: the agent said it
+ * began, harness/exec_births.c), is counted, not judged; one gone before the last session's end
+ * is named with its last reading; one without the agent mapped (a static program, LD_PRELOAD
+ * removed) is named as seen by its RSS only. A child's
  * inconclusive series does not make the run inconclusive: its why says so (docs/design.md,
  * "The process tree").
  */
@@ -99,6 +100,7 @@ int rpt_procs_add(struct rpt_procs *p, const struct rpt_session *s)
     int rc = LG_OK;
     p->walked = true;
     p->last = s->index;
+    p->within += s->procs_within;
     for (int i = 0; i < s->n_procs; i++) {
         const struct rpt_proc *q = &s->procs[i];
         struct rpt_proc_series *ps = find(p, q);
@@ -125,15 +127,26 @@ int rpt_procs_add(struct rpt_procs *p, const struct rpt_session *s)
     return rc;
 }
 
-/* "pid 12 (python3 worker.py)" into buf: the program's base name and its arguments. */
+/* "pid 12 (python3 worker.py --rank 1)" into buf: each word that is a path by its base name
+ * (the results keep the whole command), cut at NAME_CMD bytes. */
 static const char *named(char *buf, size_t size, const struct rpt_proc_series *ps)
 {
-    const char *cmd = ps->cmd, *slash = NULL;
-    for (const char *c = cmd; *c && *c != ' '; c++)
-        if (*c == '/') slash = c;
-    if (slash) cmd = slash + 1;
-    snprintf(buf, size, "pid %d (%.*s%s)", ps->pid, NAME_CMD, cmd,
-             strlen(cmd) > NAME_CMD ? "..." : "");
+    char cmd[RPT_PROC_CMD];
+    size_t k = 0;
+    for (const char *w = ps->cmd; *w && k + 1 < sizeof cmd;) {
+        size_t len = strcspn(w, " ");
+        const char *base = w;
+        for (size_t i = 0; i + 1 < len; i++) /* a trailing '/' keeps its word */
+            if (w[i] == '/') base = w + i + 1;
+        size_t n = (size_t)(w + len - base);
+        if (n > sizeof cmd - 1 - k) n = sizeof cmd - 1 - k;
+        memcpy(cmd + k, base, n);
+        k += n;
+        w += len;
+        if (*w == ' ' && k + 1 < sizeof cmd) cmd[k++] = *w++;
+    }
+    cmd[k] = '\0';
+    snprintf(buf, size, "pid %d (%.*s%s)", ps->pid, NAME_CMD, cmd, k > NAME_CMD ? "..." : "");
     return buf;
 }
 
@@ -215,7 +228,11 @@ void rpt_procs_judge(const struct rpt_procs *p, const struct rpt_budget *rss,
     if (pv->brief)
         say(pv->why, sizeof pv->why,
             "; %d child(ren) seen at one session's end only: counted, not judged", pv->brief);
-    if (!pv->children)
+    pv->within = p->within;
+    if (pv->within)
+        say(pv->why, sizeof pv->why,
+            "; %d child(ren) began and ended within a session: counted, not judged", pv->within);
+    if (!pv->children && !pv->within)
         say(pv->why, sizeof pv->why, "; no child process was alive at a session's end");
     if (p->dropped)
         say(pv->why, sizeof pv->why, "; %d reading(s) of children not followed: out of memory",

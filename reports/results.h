@@ -222,6 +222,7 @@ struct rpt_session {
     bool procs_walked;         /* CMD's process tree was read at the session's end (exec) */
     int n_procs;
     struct rpt_proc *procs; /* CMD's descendants then, parents before children */
+    int procs_within;       /* children that began and ended within the session (counted) */
 };
 
 /* The one per-session value of a channel, which the verdict, compare, JUnit, the CSV and the
@@ -276,6 +277,7 @@ struct rpt_procs_verdict {
     int judged;        /* processes judged: CMD (by its channels) and each child with a series */
     int children;      /* distinct descendants seen (pid and command) */
     int brief;         /* seen at one session's end only: counted, not judged */
+    int within;        /* began and ended within a session, never seen: counted, not judged */
     int exited;        /* gone before the last session's end */
     int unseen;        /* without the agent (static, LD_PRELOAD removed): RSS only */
     char leaking[160]; /* the leaking children for the summary: "child pid 12 (worker)" */
@@ -322,6 +324,7 @@ struct rpt_procs {
     bool walked;               /* a session carried the tree */
     int last;                  /* the last session that did */
     int dropped;               /* readings not kept: out of memory (the verdict says so) */
+    int within;                /* children that began and ended within a session */
 };
 /* Adds s's process list (nothing without one); LG_ENOMEM when a reading could not be kept,
  * which p->dropped counts and the verdict names. */

@@ -191,6 +191,13 @@ const struct rpt_field rpt_session_fields[] = {
      .flags = RPT_PRESENT,
      .arr = &census_array,
      .present_off = offsetof(struct rpt_session, census_counted)},
+    {.key = "processes_within", /* since 1.8, with "processes" (which decides procs_walked) */
+     .kind = RPT_F_INT,
+     .flags = RPT_PRESENT,
+     RPT_MEMBER(struct rpt_session, procs_within),
+     .lo = 0,
+     .hi = INT32_MAX,
+     .present_off = offsetof(struct rpt_session, procs_walked)},
     {.key = "processes", /* since 1.8: written when CMD's tree was read, none alive included */
      .kind = RPT_F_ARRAY,
      .flags = RPT_PRESENT,
@@ -236,6 +243,7 @@ static const struct rpt_field procs_verdict_fields[] = {
     RPT_INT(struct rpt_procs_verdict, "judged", judged, 1, INT32_MAX),
     RPT_INT(struct rpt_procs_verdict, "children", children, 0, INT32_MAX),
     RPT_INT(struct rpt_procs_verdict, "brief", brief, 0, INT32_MAX),
+    RPT_INT(struct rpt_procs_verdict, "within", within, 0, INT32_MAX),
     RPT_INT(struct rpt_procs_verdict, "exited", exited, 0, INT32_MAX),
     RPT_INT(struct rpt_procs_verdict, "unseen", unseen, 0, INT32_MAX),
     RPT_STR(struct rpt_procs_verdict, "leaking", leaking),

@@ -6,6 +6,9 @@
  *   exec_tree grow N     the worker keeps each step's 1 MiB: its RSS rises every session
  *   exec_tree clean N    the worker frees it again: its RSS stays flat
  *   exec_tree exits N    two clean workers; the second exits after session N/2
+ *   exec_tree within N   a clean worker, and in each session a child that does one step and
+ *                        exits before the session ends (a DataLoader without persistent
+ *                        workers)
  *   exec_tree unseen N STATIC
  *                        a clean worker, STATIC (a statically linked program, fork+exec) and
  *                        this program again with LD_PRELOAD removed, both idle until the end
@@ -131,6 +134,10 @@ int main(int argc, char **argv)
     for (int s = 0; s < sessions; s++) {
         leakgate_session_begin();
         if (step(&w[0])) return 30;
+        if (!strcmp(mode, "within")) { /* begins and ends inside the session */
+            struct worker t;
+            if (start_worker(&t, 0) || step(&t) || stop_worker(&t)) return 30;
+        }
         if (!strcmp(mode, "exits") && w[1].pid) {
             if (step(&w[1])) return 30;
             if (s == sessions / 2 && stop_worker(&w[1])) return 30;

@@ -2,7 +2,8 @@
  * process tree"), on tests/exec/tree.c: a forked worker that keeps 1 MiB a session is a leak
  * named by its pid and command while CMD's own channels pass; its clean twin passes with two
  * processes judged; a worker that exits mid-run is accounted for with its last reading; a static
- * child and one whose LD_PRELOAD was removed are named as seen by their RSS only. Each check is
+ * child and one whose LD_PRELOAD was removed are named as seen by their RSS only; a child each
+ * session starts and joins is counted (the agent says where it began). Each check is
  * on the exit status and on what the results file holds, which judged again from its sessions
  * alone gives the same process verdict. */
 #define _GNU_SOURCE
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "lg_test.h"
+#include "reports.h"
 #include "results.h"
 #include "verdict.h"
 
@@ -72,6 +74,7 @@ static void expect_judged_again(struct rpt_results *r)
     cr_expect_eq(r->verdict.procs.judged, was.judged);
     cr_expect_eq(r->verdict.procs.exited, was.exited);
     cr_expect_eq(r->verdict.procs.unseen, was.unseen);
+    cr_expect_eq(r->verdict.procs.within, was.within);
     cr_expect_str_eq(r->verdict.procs.leaking, was.leaking);
     rpt_results_free(r);
 }
@@ -169,4 +172,44 @@ Test(exec_tree, children_without_the_agent_are_named_as_seen_by_rss_only)
         cr_expect_eq(s->procs[i].agent, s->procs[i].pid == pid[0], "pid %d agent %d",
                      s->procs[i].pid, s->procs[i].agent);
     expect_judged_again(r);
+}
+
+Test(exec_tree, children_that_begin_and_end_within_a_session_are_counted)
+{
+    int pid[SESSIONS + 2];
+    char *text = run_tree("within", "", 1 + SESSIONS, 0, pid); /* the worker, one a session */
+    char want[160];
+    snprintf(want, sizeof want, "%d child(ren) began and ended within a session", SESSIONS);
+    cr_expect(strstr(text, want), "'%s' in:\n%s", want, text);
+    cr_expect(strstr(text, "judged 2 process(es)"), "the worker judged:\n%s", text);
+    free(text);
+    struct rpt_results *r = results();
+    cr_expect_eq(r->verdict.procs.within, SESSIONS, "%s", r->verdict.procs.why);
+    cr_expect_eq(r->verdict.procs.brief, 0, "none was alive at a session's end");
+    for (int i = 0; i < r->n_sessions; i++)
+        cr_expect_eq(r->sessions[i].procs_within, 1, "session %d", i);
+    expect_judged_again(r);
+}
+
+Test(exec_tree, compare_says_head_regressed_when_only_its_child_leaks)
+{
+    int pid[2];
+    free(run_tree("clean", "", 1, 0, pid));
+    struct rpt_results *base = results();
+    free(run_tree("grow", "", 1, 1, pid));
+    struct rpt_results *head = results();
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert(f);
+    int rc = rpt_compare(base, head, NULL, f);
+    fclose(f);
+    cr_expect_eq(rc, RPT_COMPARE_REGRESSED, "compare: %d\n%s", rc, text);
+    char want[96];
+    snprintf(want, sizeof want, "Processes (exec): BASE PASS, HEAD LEAK: child pid %d (", pid[0]);
+    cr_expect(strstr(text, want) && strstr(text, "and a child process leaks"), "'%s' in:\n%s", want,
+              text);
+    free(text);
+    rpt_results_free(base);
+    rpt_results_free(head);
 }

@@ -1,9 +1,12 @@
 """exec's process tree with PyTorch (docs/design.md, "The process tree"): a DataLoader with
 num_workers=2 and persistent workers, whose dataset keeps what each item made inside the worker,
 is a leak named by the workers' pids while the main process passes; its twin, which keeps
-nothing, passes with three processes judged. Marker mode: the program knows nothing of leakgate.
+nothing, passes with three processes judged; without persistent workers, the two an epoch starts
+and joins are counted, not judged. Marker mode: the program knows nothing of leakgate.
 Needs torch (Debian: python3-torch)."""
+import os
 import re
+import sys
 import textwrap
 
 import pytest
@@ -18,6 +21,7 @@ LOADER = textwrap.dedent("""\
     from torch.utils.data import DataLoader, Dataset
 
     KEEP = sys.argv[1] == "grow"
+    PERSIST = sys.argv[1] != "brief"  # brief: new workers every epoch, joined as it ends
     kept = []  # in each worker: what its items keep
 
 
@@ -40,7 +44,7 @@ LOADER = textwrap.dedent("""\
         print("worker pid %%d" %% os.getpid(), flush=True)
 
 
-    loader = DataLoader(Items(), batch_size=4, num_workers=2, persistent_workers=True,
+    loader = DataLoader(Items(), batch_size=4, num_workers=2, persistent_workers=PERSIST,
                         worker_init_fn=hello, collate_fn=total)
     for e in range(%(epochs)d):
         print("epoch %%d done %%d" %% (e, sum(loader)), flush=True)
@@ -53,7 +57,7 @@ def run_loader(leakgate_bin, tmp_path, mode):
     prog.write_text(LOADER)
     rc, out, lines = exec_py(leakgate_bin, tmp_path / mode, [str(prog), mode], opts=OPTS)
     pids = [int(p) for p in re.findall(r"worker pid (\d+)", out)]
-    assert len(pids) == 2, out
+    assert len(pids) == (2 * EPOCHS if mode == "brief" else 2), out
     verdict = next(x for x in lines if x.get("type") == "verdict")
     return rc, out, lines, pids, verdict
 
@@ -64,7 +68,9 @@ def test_a_growing_dataloader_worker_is_a_leak_named_by_pid(leakgate_bin, tmp_pa
     procs = verdict["processes"]
     assert procs["status"] == "leak" and procs["judged"] == 3, procs
     for pid in pids:  # each worker keeps its share of the items, every epoch
-        assert "child pid %d (python3 " % pid in procs["leaking"], procs
+        # named by its program and script, paths by their base names
+        assert "child pid %d (%s loader.py grow)" % (pid, os.path.basename(sys.executable)) \
+            in procs["leaking"], procs
         assert "LEAK: child pid %d (" % pid in out, out
     assert channel(lines, "rss")["status"] == "pass", out  # the main process keeps nothing
     # each worker's readings rose by its half of the epoch's items every measured session
@@ -85,3 +91,11 @@ def test_a_dataloader_that_keeps_nothing_passes_with_its_workers_judged(leakgate
     procs = verdict["processes"]
     assert procs["status"] == "pass" and procs["judged"] == 3 and procs["children"] == 2, procs
     assert "judged 3 process(es)" in verdict["summary"], verdict["summary"]
+
+
+def test_workers_that_live_within_an_epoch_are_counted(leakgate_bin, tmp_path):
+    rc, out, lines, pids, verdict = run_loader(leakgate_bin, tmp_path, "brief")
+    assert rc == 0, out
+    procs = verdict["processes"]
+    assert procs["within"] == 2 * EPOCHS and procs["judged"] == 1, procs
+    assert "%d child(ren) began and ended within a session" % (2 * EPOCHS) in procs["why"], procs

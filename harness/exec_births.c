@@ -1,0 +1,117 @@
+/* exec_births.c — the children of CMD that begin and end within one session. A reading of
+ * /proc at a session's end (exec_tree.c) sees the processes alive then; a worker that a session
+ * starts and joins (a DataLoader without persistent workers, a subprocess) is gone by then. So
+ * each process of CMD's tree says where it began: the agent, inert in it, appends "PID PPID" to
+ * the file LEAKGATE_AGENT_TREE names, at each fork and at each image's start (agent/lga_init.c).
+ * As a session ends, exec reads what began since the last one; a pid is pending until a reading
+ * of the tree finds it, or /proc no longer has it: then it began and ended within the session
+ * and is counted (s->procs_within), never judged. A static child's fork is noted by the parent
+ * that forked it; a process that left the tree (re-parented, a daemon) stays pending.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec_impl.h"
+
+int hx_births_init(struct hx_births *b, const char *dir)
+{
+    memset(b, 0, sizeof *b);
+    char path[sizeof b->path];
+    if (lg_snprintf(path, sizeof path, "%s/tree.log", dir))
+        return lg_fail(LG_EINVAL, "%s: path too long", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return lg_fail(LG_EIO, "%s: %s", path, strerror(errno));
+    close(fd);
+    if (setenv("LEAKGATE_AGENT_TREE", path, 1) != 0)
+        return lg_fail(LG_EIO, "LEAKGATE_AGENT_TREE: %s", strerror(errno));
+    memcpy(b->path, path, sizeof b->path);
+    return LG_OK;
+}
+
+void hx_births_fini(struct hx_births *b)
+{
+    if (b->path[0]) unlink(b->path);
+    free(b->pending);
+    memset(b, 0, sizeof *b);
+}
+
+static bool pending(const struct hx_births *b, int pid)
+{
+    for (int i = 0; i < b->n; i++)
+        if (b->pending[i] == pid) return true;
+    return false;
+}
+
+/* Adds pid to the pending (once); a pid memory refuses is not counted. */
+static void add_pending(struct hx_births *b, int pid)
+{
+    if (pid <= 0 || pending(b, pid)) return;
+    if (b->n == b->cap) {
+        int cap = b->cap ? b->cap * 2 : 64;
+        int *v = realloc(b->pending, (size_t)cap * sizeof *v);
+        if (!v) return;
+        b->pending = v;
+        b->cap = cap;
+    }
+    b->pending[b->n++] = pid;
+}
+
+/* The lines appended since the last read, whole lines only, into the pending. */
+static void read_new(struct hx_births *b)
+{
+    int fd = open(b->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    char buf[4096];
+    for (;;) {
+        ssize_t n = pread(fd, buf, sizeof buf - 1, (off_t)b->at);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        buf[n] = '\0';
+        char *end = strrchr(buf, '\n'); /* a line being written is read next time */
+        if (!end) break;
+        end[1] = '\0';
+        for (char *p = buf; *p;) {
+            add_pending(b, atoi(p));
+            p = strchr(p, '\n') + 1;
+        }
+        b->at += (long)(end + 1 - buf);
+    }
+    close(fd);
+}
+
+/* Whether pid still runs: in /proc and no zombie. */
+static bool alive(int pid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return false;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+void hx_births_session(struct hx_births *b, struct rpt_session *s)
+{
+    if (!b->path[0] || !s->procs_walked) return;
+    read_new(b);
+    int k = 0;
+    for (int i = 0; i < b->n; i++) {
+        int pid = b->pending[i];
+        bool seen = false;
+        for (int j = 0; j < s->n_procs && !seen; j++) seen = s->procs[j].pid == pid;
+        if (!seen && !alive(pid))
+            s->procs_within++;
+        else if (!seen)
+            b->pending[k++] = pid; /* alive outside the tree, or begun after the reading */
+    }
+    b->n = k;
+}
