@@ -97,3 +97,15 @@ int leakgate_set_session_hook(leakgate_session_hook fn, void *arg)
     const struct lga_ops *o = ops();
     return o && LGA_OPS_HAS(o, set_session_hook) ? o->set_session_hook(fn, arg) : LEAKGATE_OK;
 }
+
+int leakgate_profiling_armed(void)
+{
+    const struct lga_ops *o = ops();
+    return o && LGA_OPS_HAS(o, profiling_armed) ? o->profiling_armed() : 0;
+}
+
+int leakgate_session_overhead(long long bytes)
+{
+    const struct lga_ops *o = ops();
+    return o && LGA_OPS_HAS(o, session_overhead) ? o->session_overhead(bytes) : LEAKGATE_OK;
+}

@@ -57,6 +57,11 @@ struct lga_agent {
     /* leakgate_set_session_hook */
     void (*_Atomic hook)(void *arg, int index);
     void *_Atomic hook_arg;
+    /* leakgate_profiling_armed: a REPLY armed heap profiling once (sticky) */
+    _Atomic bool prof_ever;
+    /* leakgate_session_overhead: bytes the hook said are the measurement's own (a binding's
+     * profiler tables), taken out of the snapshot of the session it ends */
+    _Atomic int64_t hook_overhead;
 };
 extern struct lga_agent lga;
 

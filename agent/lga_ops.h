@@ -30,6 +30,8 @@ struct lga_ops {
     /* added after the first release: check `size` before calling */
     int (*session_note)(const char *text);
     int (*set_session_hook)(void (*fn)(void *arg, int index), void *arg);
+    int (*profiling_armed)(void);
+    int (*session_overhead)(long long bytes);
 };
 /* Whether table o has member m (a newer library may meet an older agent). */
 #define LGA_OPS_HAS(o, m) ((o)->size >= offsetof(struct lga_ops, m) + sizeof((o)->m))

@@ -178,6 +178,7 @@ static void apply_reply(uint32_t flags)
                                             (int)lga.pid, lga.sessions))
             dump_to(base);
     }
+    if (flags & (LGA_CFG_PROF_ARMED | LGA_CFG_PROF_EXACT)) atomic_store(&lga.prof_ever, true);
     bool want = (flags & LGA_CFG_PROF_ARMED) && lga.prof_available;
     if (want == lga.prof_armed) return;
     if (mallctl("prof.active", NULL, NULL, &want, sizeof want) == 0) lga.prof_armed = want;
@@ -208,6 +209,19 @@ static void run_hook(void)
     lga_tl.in_hook--;
     lga_tl.depth = depth;
     lga_tl.in_agent = in_agent;
+}
+
+/* Takes what the hook said is the measurement's own memory (leakgate_session_overhead: a
+ * binding's profiler tables, in the heap since before the snapshot) out of the snapshot: out of
+ * je_allocated and je_active through tracker_overhead, as the tracker's own tables, and out of
+ * je_resident and rss, where those tables are resident too. */
+static void take_out_overhead(struct trk_snapshot *snap)
+{
+    int64_t ov = atomic_exchange(&lga.hook_overhead, 0);
+    if (ov <= 0) return;
+    snap->tracker_overhead += ov;
+    if (snap->je_resident >= ov) snap->je_resident -= ov;
+    if (snap->rss >= ov) snap->rss -= ov;
 }
 
 /* The output line that ended the session, cut to LGA_MARKER_MAX bytes at a UTF-8 character's
@@ -284,6 +298,7 @@ static int end_session(const char *marker, bool at_exit)
     char dump[600];
     dump_profile(dump, sizeof dump);
     run_hook(); /* after the measurement and the dump: its memory is in neither */
+    take_out_overhead(&snap);
     int wrc = report_locked(&snap, &host, &dev, lk, dump, marker, duration, at_exit);
     trk_leaks_free(lk);
     lga.session_open = false;
@@ -415,6 +430,21 @@ static int api_set_session_hook(void (*fn)(void *arg, int index), void *arg)
     return LEAKGATE_OK;
 }
 
+/* 1 once the parent armed heap profiling in this process (--stacks, a channel's leak, the
+ * census's kept blocks), from the session it armed it for on: a binding arms its own too. */
+static int api_profiling_armed(void)
+{
+    return lga_on() && (atomic_load(&lga.prof_ever) || (lga.cfg_flags & LGA_CFG_PROF_ARMED));
+}
+
+static int api_session_overhead(long long bytes)
+{
+    if (!lga_on()) return LEAKGATE_OK;
+    if (bytes < 0) return LEAKGATE_EINVAL;
+    atomic_store(&lga.hook_overhead, (int64_t)bytes);
+    return LEAKGATE_OK;
+}
+
 __attribute__((visibility("default"))) const struct lga_ops lga_agent_ops = {
     .version = LEAKGATE_API_VERSION,
     .size = sizeof(struct lga_ops),
@@ -429,4 +459,6 @@ __attribute__((visibility("default"))) const struct lga_ops lga_agent_ops = {
     .untrack = api_untrack,
     .session_note = api_session_note,
     .set_session_hook = api_set_session_hook,
+    .profiling_armed = api_profiling_armed,
+    .session_overhead = api_session_overhead,
 };

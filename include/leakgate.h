@@ -113,6 +113,18 @@ int leakgate_session_note(const char *text);
 typedef void (*leakgate_session_hook)(void *arg, int index);
 int leakgate_set_session_hook(leakgate_session_hook fn, void *arg);
 
+/* 1 once leakgate exec has armed heap profiling in this process — --stacks, a channel proven to
+ * leak, or the census's kept blocks — and from then on; 0 before, and outside exec. A binding
+ * arms its own attribution with it (the Python binding starts tracemalloc). */
+int leakgate_profiling_armed(void);
+
+/* From the session hook: `bytes` of the process's memory at the measurement are the
+ * measurement's own (a binding's profiler tables, as tracemalloc's), not the program's. They
+ * are taken out of the session being ended: out of je_allocated and je_active, as the agent's
+ * own tables are, and out of je_resident and rss. Say it in a note too. LEAKGATE_EINVAL when
+ * negative. */
+int leakgate_session_overhead(long long bytes);
+
 #define LEAKGATE_TRACK(obj, kind, name, holder)                                                    \
     leakgate_track((obj), (kind), (name), (holder), __FILE__, __LINE__, __func__)
 #define LEAKGATE_RETAIN(obj, holder) leakgate_retain((obj), (holder), __FILE__, __LINE__, __func__)
