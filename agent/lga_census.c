@@ -25,11 +25,28 @@
 
 _Atomic int lga_census_flags;
 
-enum { ST_SMALL_ALLOC, ST_LARGE_ALLOC, ST_SMALL_NM, ST_SMALL_ND, ST_LARGE_NM, ST_LARGE_ND, ST_N };
+enum {
+    ST_SMALL_ALLOC,
+    ST_LARGE_ALLOC,
+    ST_SMALL_NM,
+    ST_SMALL_ND,
+    ST_LARGE_NM,
+    ST_LARGE_ND,
+    ST_PACTIVE, /* pages */
+    ST_RESIDENT,
+    ST_BASE,
+    ST_N
+};
 static const char *const stat_names[ST_N] = {
-    "stats.arenas.0.small.allocated", "stats.arenas.0.large.allocated",
-    "stats.arenas.0.small.nmalloc",   "stats.arenas.0.small.ndalloc",
-    "stats.arenas.0.large.nmalloc",   "stats.arenas.0.large.ndalloc",
+    "stats.arenas.0.small.allocated",
+    "stats.arenas.0.large.allocated",
+    "stats.arenas.0.small.nmalloc",
+    "stats.arenas.0.small.ndalloc",
+    "stats.arenas.0.large.nmalloc",
+    "stats.arenas.0.large.ndalloc",
+    "stats.arenas.0.pactive",
+    "stats.arenas.0.resident",
+    "stats.arenas.0.base",
 };
 
 struct census_slot {
@@ -44,6 +61,8 @@ static struct {
     int current; /* the open session's slot, -1 none */
     struct census_slot slot[LGA_CENSUS_SLOTS];
     size_t mib[ST_N][5];
+    size_t miblen[ST_N]; /* 5 (stats.arenas.<i>.small.allocated) or 4 (....pactive) */
+    int64_t extra;       /* metadata the pool's arenas cost outside their own (mallctl's stats) */
 } cs = {.current = -1};
 
 void lga_census_init(void)
@@ -58,10 +77,24 @@ void lga_census_init(void)
     if (tcache || !stats) return; /* LGA_CENSUS_OFF */
     for (int i = 0; i < ST_N; i++) {
         size_t n = 5;
-        if (mallctlnametomib(stat_names[i], cs.mib[i], &n) != 0 || n != 5) return;
+        if (mallctlnametomib(stat_names[i], cs.mib[i], &n) != 0 || (n != 5 && n != 4)) return;
+        cs.miblen[i] = n;
     }
     cs.state = LGA_CENSUS_ON;
     lga_big_init();
+}
+
+static uint64_t stat(int which, unsigned arena);
+
+/* jemalloc's metadata bytes, after an epoch (which also makes mallctl's stats of a new arena). */
+static size_t metadata(void)
+{
+    uint64_t epoch = 1;
+    size_t len = sizeof epoch, v = 0;
+    mallctl("epoch", &epoch, &len, &epoch, sizeof epoch);
+    len = sizeof v;
+    mallctl("stats.metadata", &v, &len, NULL, 0);
+    return v;
 }
 
 void lga_census_begin(int session)
@@ -71,11 +104,15 @@ void lga_census_begin(int session)
     for (int i = 0; i < cs.n && k < 0; i++)
         if (cs.slot[i].born < 0) k = i;
     if (k < 0 && cs.n < LGA_CENSUS_SLOTS) {
+        /* what a new arena costs in metadata outside its own (the stats mallctl keeps for it):
+         * the global metadata's growth across its creation, less the arena's own base */
+        size_t before = metadata(), a_len = sizeof(unsigned);
         unsigned a;
-        size_t len = sizeof a;
-        if (mallctl("arenas.create", &a, &len, NULL, 0) == 0) {
+        if (mallctl("arenas.create", &a, &a_len, NULL, 0) == 0) {
             k = cs.n++;
             cs.slot[k].arena = a;
+            size_t after = metadata(), own = (size_t)stat(ST_BASE, a);
+            if (after > before + own) cs.extra += (int64_t)(after - before - own);
         }
     }
     if (k < 0) {
@@ -102,14 +139,32 @@ static uint64_t stat(int which, unsigned arena)
     mib[2] = arena;
     uint64_t v = 0;
     size_t len = sizeof v;
-    if (which == ST_SMALL_ALLOC || which == ST_LARGE_ALLOC) {
+    if (which == ST_SMALL_ALLOC || which == ST_LARGE_ALLOC || which == ST_PACTIVE ||
+        which == ST_RESIDENT || which == ST_BASE) {
         size_t z = 0;
         len = sizeof z;
-        if (mallctlbymib(mib, 5, &z, &len, NULL, 0) == 0) v = z;
+        if (mallctlbymib(mib, cs.miblen[which], &z, &len, NULL, 0) == 0) v = z;
         return v;
     }
-    mallctlbymib(mib, 5, &v, &len, NULL, 0);
+    mallctlbymib(mib, cs.miblen[which], &v, &len, NULL, 0);
     return v;
+}
+
+void lga_census_overhead(int64_t *active, int64_t *resident)
+{
+    *active = *resident = 0;
+    if (cs.state == LGA_CENSUS_OFF) return;
+    size_t page = 4096, len = sizeof page;
+    mallctl("arenas.page", &page, &len, NULL, 0);
+    for (int i = 0; i < cs.n; i++) { /* every arena of the pool: the clean program's are constant */
+        unsigned a = cs.slot[i].arena;
+        int64_t blocks = (int64_t)(stat(ST_SMALL_ALLOC, a) + stat(ST_LARGE_ALLOC, a));
+        int64_t act = (int64_t)stat(ST_PACTIVE, a) * (int64_t)page,
+                res = (int64_t)stat(ST_RESIDENT, a);
+        *active += act > blocks ? act - blocks : 0;
+        *resident += res > blocks ? res - blocks : 0;
+    }
+    *resident += cs.extra;
 }
 
 /* Writes {state, n, n × {born, bytes, blocks}} for every arena holding live blocks, the open

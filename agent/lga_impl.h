@@ -122,6 +122,9 @@ void lga_census_init(void);
 void lga_census_begin(int session);
 void lga_census_end(void);
 struct lga_enc;
+/* The pages the census's arenas hold beyond their blocks (active, resident), read after the
+ * snapshot's epoch: taken out of the page channels as the tracker's own tables are. */
+void lga_census_overhead(int64_t *active, int64_t *resident);
 /* The census into a SESSION message (lga_wire.h); lga.mu held, after the snapshot. */
 void lga_census_put(struct lga_enc *e);
 

@@ -31,6 +31,7 @@ static void measure(struct trk_snapshot *snap)
     trk_quiesce(lga.trk);
     lga_cuda_quiesce();
     trk_snapshot(lga.trk, snap);
+    lga_census_overhead(&snap->census_active, &snap->census_resident);
     struct lga_device_view dv;
     lga_cuda_view(&dv);
     snap->dev_used = dv.used;

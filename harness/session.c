@@ -20,9 +20,13 @@ void hx_channels_from_snapshot(const struct trk_snapshot *s, int64_t *abs)
      * that grows when session 40 meets its 1025th tag name is not a leak (docs/design.md) */
     abs[RPT_CH_JE_ALLOCATED] =
         s->je_allocated < 0 ? RPT_NONE : s->je_allocated - s->tracker_overhead;
-    abs[RPT_CH_JE_ACTIVE] = s->je_active < 0 ? RPT_NONE : s->je_active - s->tracker_overhead;
-    abs[RPT_CH_JE_RESIDENT] = V(s->je_resident);
-    abs[RPT_CH_RSS] = trk_build_has_rss() ? V(s->rss) : RPT_NONE; /* not under AddressSanitizer */
+    /* likewise exec's census (agent/lga_census.c): an arena per session keeps a small block in a
+     * slab and metadata of its own, ~130 KiB a kept session the program alone would not hold */
+    abs[RPT_CH_JE_ACTIVE] =
+        s->je_active < 0 ? RPT_NONE : s->je_active - s->tracker_overhead - s->census_active;
+    abs[RPT_CH_JE_RESIDENT] = s->je_resident < 0 ? RPT_NONE : s->je_resident - s->census_resident;
+    abs[RPT_CH_RSS] = !trk_build_has_rss() || s->rss < 0 ? RPT_NONE /* not under AddressSanitizer */
+                                                         : s->rss - s->census_resident;
     abs[RPT_CH_DEV_DRIVER] = V(s->dev_used);
     abs[RPT_CH_DEV_PROCESS] = V(s->dev_process);
 #undef V
