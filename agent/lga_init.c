@@ -11,7 +11,10 @@
  * Every process of the tree also says where it began: with LEAKGATE_AGENT_TREE set (a file exec
  * made), a forked child (pthread_atfork) and an image that starts (this constructor) append
  * "PID PPID\n" to it, so that exec counts the children that begin and end within one session,
- * which no reading of /proc at a session's end sees (harness/exec_tree.c).
+ * which no reading of /proc at a session's end sees (harness/exec_tree.c). Under
+ * `leakgate exec --stacks`, LEAKGATE_AGENT_CHILD_PROF names a prefix: a child then samples its
+ * allocations and jemalloc dumps its heap profile whenever its mapped memory reaches a new high
+ * (prof.gdump) to PREFIX.PID.SEQ.uN.heap, from which exec names where a leaking child grew.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -55,7 +58,8 @@ void lga_go_inert(void)
     if (lga.fd >= 0) shutdown(lga.fd, SHUT_RDWR);
 }
 
-static char tree_path[512]; /* LEAKGATE_AGENT_TREE ("" none) */
+static char tree_path[512];  /* LEAKGATE_AGENT_TREE ("" none) */
+static char child_prof[512]; /* LEAKGATE_AGENT_CHILD_PROF ("" none) */
 
 /* The decimal digits of v (>= 0) at p; their count. Async-signal-safe (a fork's child). */
 static size_t put_uint(char *p, unsigned v)
@@ -83,9 +87,28 @@ static void tree_note(void)
     close(fd);
 }
 
-static void on_fork_child(void)
+/* In a child under --stacks: sampling on, a dump at each new high of its mapped memory. */
+static void child_profile(void)
+{
+    if (!child_prof[0]) return;
+    const char *prefix = child_prof;
+    bool on = true;
+    if (mallctl("prof.prefix", NULL, NULL, &prefix, sizeof prefix) == 0 &&
+        mallctl("prof.active", NULL, NULL, &on, sizeof on) == 0)
+        mallctl("prof.gdump", NULL, NULL, &on, sizeof on);
+}
+
+/* A child of a process of the tree: where it began, and its profile (jemalloc's own fork
+ * handlers ran first: they were registered when it started). */
+static void child_began(void)
 {
     tree_note();
+    child_profile();
+}
+
+static void on_fork_child(void)
+{
+    child_began();
     /* the child owns a copy of the socket but is not the process leakgate measures */
     if (atomic_load(&lga.state) == LGA_OFF) return;
     atomic_store(&lga.state, LGA_INERT);
@@ -155,11 +178,13 @@ __attribute__((constructor)) static void lga_init(void)
     if (!fd_s || !pid_s) return; /* not under leakgate exec: plain jemalloc */
     const char *tree = getenv("LEAKGATE_AGENT_TREE");
     if (tree && strlen(tree) < sizeof tree_path) strcpy(tree_path, tree);
+    const char *prof = getenv("LEAKGATE_AGENT_CHILD_PROF");
+    if (prof && strlen(prof) < sizeof child_prof) strcpy(child_prof, prof);
     pid_t pid = getpid();
     if (strtol(pid_s, NULL, 10) != (long)pid) {
         atomic_store(&lga.state, LGA_INERT); /* a child or grandchild of CMD */
-        tree_note(); /* an image a child exec'd (posix_spawn and vfork run no fork handler) */
-        pthread_atfork(NULL, NULL, tree_note); /* and its own children */
+        child_began(); /* an image a child exec'd (posix_spawn and vfork run no fork handler) */
+        pthread_atfork(NULL, NULL, child_began); /* and its own children */
         return;
     }
     lga.fd = (int)strtol(fd_s, NULL, 10);

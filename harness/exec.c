@@ -268,6 +268,7 @@ static void census_after(struct exec_run *r, const struct rpt_session *s, bool c
  * once and leaves the session without them. */
 static void read_tree(struct exec_run *r, struct rpt_session *s)
 {
+    if (r->o->stacks && r->eo->prof) hx_tree_prune(r->prof.dir); /* first and last kept */
     if (hx_tree_read(r->ch.pid, r->eo->agent, s) == LG_OK) {
         hx_births_session(&r->births, s);
         return;
@@ -510,6 +511,7 @@ static void judge(struct exec_run *r, struct rpt_verdict *v, int status, bool cm
     v->census = r->census;
     rpt_procs_judge(&r->procs, &o->budgets[RPT_CH_RSS], &v->procs);
     rpt_judge_series(&r->ser, o->budgets, v);
+    if (o->stacks && r->eo->prof) hx_tree_name(r->prof.dir, r->prof.sample, &v->procs);
     mark_unused(v, r->used, r->ch.cuda_static);
     rpt_conclude(v, o->budgets);
     if (v->census.counted) {
@@ -610,9 +612,16 @@ static int heap_dir(const char *out, char *dir, size_t size)
     return LG_OK;
 }
 
-/* The file where CMD's children say they began: in the output directory (heap's parent). */
+/* The file where CMD's children say they began: in the output directory (heap's parent); and
+ * under --stacks the prefix of their heap profiles (hx_tree_name). */
 static int start_births(struct exec_run *r, const char *heap)
 {
+    char prefix[720];
+    if (r->o->stacks && r->eo->prof &&
+        (lg_snprintf(prefix, sizeof prefix, "%s/" HX_CHILD_PROF, heap) ||
+         setenv("LEAKGATE_AGENT_CHILD_PROF", prefix, 1) != 0))
+        return lg_fail(LG_EINVAL, "LEAKGATE_AGENT_CHILD_PROF: %s/%s cannot be set", heap,
+                       HX_CHILD_PROF);
     char out[700];
     lg_strlcpy(out, heap, sizeof out);
     char *slash = strrchr(out, '/');

@@ -178,6 +178,16 @@ void hx_census_names_fini(struct hx_census_names *cn);
  * rpt_session_fini either way. */
 int hx_tree_read(pid_t root, const char *agent, struct rpt_session *s);
 
+/* Under --stacks each child dumps its heap profile at each new high of its mapped memory to
+ * PREFIX.PID.SEQ.uN.heap (agent/lga_init.c); this names where each leaking child of pv grew:
+ * its last dump diffed against its first (prof_sample: the mean bytes between samples), the top
+ * stack appended to pv->why. Nothing for a child without dumps. */
+#define HX_CHILD_PROF "child" /* PREFIX's file name, in the heap profiles' directory */
+void hx_tree_name(const char *dir, int64_t prof_sample, struct rpt_procs_verdict *pv);
+/* Removes each child's dumps in dir but its first and its last (a Python worker dumps hundreds
+ * of half-megabyte profiles as it grows): called as each session ends. */
+void hx_tree_prune(const char *dir);
+
 /* The processes of CMD's tree that said they began (agent/lga_init.c appends "PID PPID" to
  * LEAKGATE_AGENT_TREE at each fork and each image's start), read as sessions end: a child is
  * pending until a reading of the tree finds it (it is then the tree's) or /proc has it no more

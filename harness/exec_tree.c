@@ -91,7 +91,8 @@ static int list_processes(struct tree_entry **out, int *n_out)
 }
 
 /* Its command line, arguments joined by spaces, printable ASCII only (a results string), cut to
- * the field; "[comm]" when it has none. */
+ * the field — each path by its base name first when it does not fit, so that the arguments after
+ * a long venv or temporary path stay; "[comm]" when it has none. */
 static void command_of(int pid, char *cmd, size_t size)
 {
     char path[64], buf[4096];
@@ -107,7 +108,13 @@ static void command_of(int pid, char *cmd, size_t size)
         n += 2;
     }
     size_t k = 0;
+    bool whole = (size_t)n < size;
     for (ssize_t i = 0; i < n && k + 1 < size; i++) {
+        if (!whole && (i == 0 || buf[i - 1] == '\0')) { /* an argument begins: its base name */
+            size_t len = strnlen(buf + i, (size_t)(n - i));
+            const char *slash = memrchr(buf + i, '/', len);
+            if (slash && slash + 1 < buf + i + len) i = slash + 1 - buf;
+        }
         unsigned char c = (unsigned char)buf[i];
         cmd[k++] = c == '\0' ? ' ' : c >= 0x20 && c < 0x7f ? (char)c : '?';
     }
@@ -188,4 +195,122 @@ int hx_tree_read(pid_t root, const char *agent, struct rpt_session *s)
     free(order);
     free(v);
     return rc;
+}
+
+/* ---- naming a leaking child (--stacks) ------------------------------------------------------ */
+
+struct dump {
+    int pid, seq;
+};
+
+/* Whether name is HX_CHILD_PROF.PID.SEQ.uN.heap; *d its pid and SEQ. */
+static bool child_dump(const char *name, struct dump *d)
+{
+    size_t len = strlen(name), k = strlen(HX_CHILD_PROF);
+    char dot;
+    return len > 5 && !strcmp(name + len - 5, ".heap") &&
+           !strncmp(name, HX_CHILD_PROF ".", k + 1) &&
+           sscanf(name + k + 1, "%d.%d%c", &d->pid, &d->seq, &dot) == 3 && dot == '.';
+}
+
+/* Whether d is neither the first nor the last dump of its pid among v[0..n). */
+static bool between(const struct dump *v, int n, const struct dump *d)
+{
+    bool earlier = false, later = false;
+    for (int i = 0; i < n; i++)
+        if (v[i].pid == d->pid) earlier |= v[i].seq<d->seq, later |= v[i].seq> d->seq;
+    return earlier && later;
+}
+
+void hx_tree_prune(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dump *v = NULL, one;
+    int n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!child_dump(e->d_name, &one)) continue;
+        if (n == cap) {
+            struct dump *w = realloc(v, (size_t)(cap = cap ? cap * 2 : 64) * sizeof *w);
+            if (!w) break; /* kept: the next session prunes them */
+            v = w;
+        }
+        v[n++] = one;
+    }
+    rewinddir(d);
+    char path[1024];
+    while ((e = readdir(d)))
+        if (child_dump(e->d_name, &one) && between(v, n, &one) &&
+            !lg_snprintf(path, sizeof path, "%s/%s", dir, e->d_name))
+            unlink(path);
+    closedir(d);
+    free(v);
+}
+
+/* The first and last (by SEQ) of dir's HX_CHILD_PROF.PID.SEQ.uN.heap into first and last;
+ * false when it has fewer than two. */
+static bool child_dumps(const char *dir, int pid, char *first, char *last, size_t size)
+{
+    DIR *d = opendir(dir);
+    if (!d) return false;
+    int lo = -1, hi = -1;
+    struct dump one;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!child_dump(e->d_name, &one) || one.pid != pid) continue;
+        if (lo < 0 || one.seq < lo) lo = one.seq, snprintf(first, size, "%s/%s", dir, e->d_name);
+        if (hi < 0 || one.seq > hi) hi = one.seq, snprintf(last, size, "%s/%s", dir, e->d_name);
+    }
+    closedir(d);
+    return lo >= 0 && hi > lo;
+}
+
+/* "+9.00 MiB at f (a.c:3) <- g (a.c:9)": the top growth of last over first into buf; false when
+ * none (the profiles could not be read, or nothing grew). */
+static bool top_growth(const char *first, const char *last, int64_t sample, char *buf, size_t size)
+{
+    struct hx_prof p;
+    memset(&p, 0, sizeof p);
+    p.available = true;
+    p.sample = sample;
+    p.base_index = -1;
+    struct rpt_session s0, s1;
+    memset(&s0, 0, sizeof s0);
+    memset(&s1, 0, sizeof s1);
+    s1.index = 1;
+    bool named = hx_prof_session(&p, first, &s0) == LG_OK &&
+                 hx_prof_session(&p, last, &s1) == LG_OK && s1.n_alloc_stacks > 0 &&
+                 s1.alloc_stacks[0].bytes > 0 && s1.alloc_stacks[0].frames;
+    if (named) {
+        const struct rpt_alloc_stack *a = &s1.alloc_stacks[0];
+        char b[32], frames[400];
+        const char *f = a->frames;
+        size_t k = 0;
+        frames[0] = '\0';
+        for (int j = 0; j < 2 && *f && k < sizeof frames; j++) { /* the two innermost frames */
+            size_t n = strcspn(f, "\n");
+            k += (size_t)snprintf(frames + k, sizeof frames - k, "%s%.*s", j ? " <- " : "", (int)n,
+                                  f);
+            f += n + (f[n] == '\n');
+        }
+        snprintf(buf, size, "+%s at %s", lg_fmt_bytes(b, sizeof b, (double)a->bytes), frames);
+    }
+    rpt_session_fini(&s0);
+    rpt_session_fini(&s1);
+    return named;
+}
+
+void hx_tree_name(const char *dir, int64_t prof_sample, struct rpt_procs_verdict *pv)
+{
+    char first[1024], last[1024], top[600];
+    for (int i = 0; i < pv->n_leak_pids; i++) {
+        if (!child_dumps(dir, pv->leak_pids[i], first, last, sizeof first) ||
+            !top_growth(first, last, prof_sample, top, sizeof top))
+            continue;
+        size_t l = strlen(pv->why);
+        snprintf(pv->why + l, sizeof pv->why - l,
+                 "; pid %d grew by allocation stack (its heap profiles, one sample per %lld B): %s",
+                 pv->leak_pids[i], (long long)prof_sample, top);
+    }
 }

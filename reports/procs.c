@@ -188,6 +188,10 @@ static void judge_children(const struct rpt_procs *p, const struct rpt_budget *r
                 pv->status = RPT_LEAK;
                 say(pv->leaking, sizeof pv->leaking, "%schild %s", pv->leaking[0] ? ", " : "",
                     name);
+                if (pv->n_leak_pids < (int)LG_ARRAY_LEN(pv->leak_pids))
+                    pv->leak_pids[pv->n_leak_pids++] = ps->pid;
+                char *more = strstr(cv.why, "; it came in steps"); /* the rule is the reason */
+                if (more) *more = '\0';
                 say(leaks, lsize,
                     "; LEAK: child %s: its rss over the %d session(s) after session #%d: %s", name,
                     ps->n, ps->first, cv.why);

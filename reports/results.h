@@ -170,7 +170,7 @@ struct rpt_census {
 
 /* A process of CMD's tree at a session's end under exec (results 1.8): a descendant of CMD,
  * read from /proc while CMD waits for leakgate's reply (harness/exec_tree.c). */
-#define RPT_PROC_CMD 128
+#define RPT_PROC_CMD 256
 struct rpt_proc {
     int pid;
     int ppid;
@@ -281,7 +281,9 @@ struct rpt_procs_verdict {
     int exited;        /* gone before the last session's end */
     int unseen;        /* without the agent (static, LD_PRELOAD removed): RSS only */
     char leaking[160]; /* the leaking children for the summary: "child pid 12 (worker)" */
-    char why[768]; /* "judged 2 process(es): CMD by its channels and 1 child(ren) by RSS; ..." */
+    int n_leak_pids;   /* this run's leaking children (not in the results: for naming them) */
+    int leak_pids[8];
+    char why[1024]; /* "judged 2 process(es): CMD by its channels and 1 child(ren) by RSS; ..." */
 };
 
 struct rpt_verdict {

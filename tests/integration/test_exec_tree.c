@@ -24,17 +24,23 @@ TestSuite(exec_tree, .init = lg_test_setup, .fini = lg_test_teardown, .timeout =
 
 /* Runs `leakgate exec --warmup WARMUP -- exec_tree MODE SESSIONS EXTRA`, expecting `workers`
  * children ("tree: worker pid P" into pid[]) and the exit status; its output (free it). */
-static char *run_tree(const char *mode, const char *extra, int workers, int status, int *pid)
+static char *run_tree_opts(const char *opts, const char *mode, const char *extra, int workers,
+                           int status, int *pid)
 {
     struct lg_out o = lg_runf(
-        LEAKGATE_BIN, "exec --quiet --no-reports --out '%s/out' --warmup %d -- '%s' %s %d %s",
-        lg_test_tmpdir(), WARMUP, EXEC_TREE, mode, SESSIONS, extra);
+        LEAKGATE_BIN, "exec --quiet --no-reports --out '%s/out' --warmup %d %s -- '%s' %s %d %s",
+        lg_test_tmpdir(), WARMUP, opts, EXEC_TREE, mode, SESSIONS, extra);
     int n = 0;
     for (const char *p = o.text; n < workers + 1 && (p = strstr(p, "tree: worker pid ")); p++)
         pid[n++] = atoi(p + strlen("tree: worker pid "));
     cr_assert_eq(n, workers, "%d child(ren) expected:\n%s", workers, o.text);
     cr_expect_eq(o.status, status, "exit %d, expected %d:\n%s", o.status, status, o.text);
     return o.text;
+}
+
+static char *run_tree(const char *mode, const char *extra, int workers, int status, int *pid)
+{
+    return run_tree_opts("", mode, extra, workers, status, pid);
 }
 
 static struct rpt_results *results(void)
@@ -212,4 +218,32 @@ Test(exec_tree, compare_says_head_regressed_when_only_its_child_leaks)
     free(text);
     rpt_results_free(base);
     rpt_results_free(head);
+}
+
+/* The line of tree.c that allocates what a growing worker keeps. */
+static int malloc_line(void)
+{
+    char *src = lg_slurp(EXEC_TREE_SRC, NULL);
+    cr_assert(src, "%s", EXEC_TREE_SRC);
+    const char *at = strstr(src, "char *p = malloc(STEP);");
+    cr_assert(at, "tree.c allocates its step with malloc(STEP)");
+    int line = 1;
+    for (const char *c = src; c < at; c++) line += *c == '\n';
+    free(src);
+    return line;
+}
+
+Test(exec_tree, with_stacks_a_leaking_child_is_named_by_where_it_allocated)
+{
+    int pid[2];
+    char *text = run_tree_opts("--stacks", "grow", "", 1, 1, pid);
+    char want[160];
+    snprintf(want, sizeof want, "pid %d grew by allocation stack", pid[0]);
+    const char *named = strstr(text, want);
+    snprintf(want, sizeof want, " at work (tree.c:%d) <- start_worker (tree.c:", malloc_line());
+    cr_expect(named && strstr(named, want), "'%s' after the worker's pid in:\n%s", want, text);
+    free(text);
+    struct rpt_results *r = results();
+    cr_expect(strstr(r->verdict.procs.why, want), "the results keep it: %s", r->verdict.procs.why);
+    rpt_results_free(r);
 }
