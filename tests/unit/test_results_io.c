@@ -250,15 +250,12 @@ static const struct field class_fields[] = {
     FIELD(struct lg_class_bytes, bytes, K_I64),
 };
 #define M(m, k) FIELD(struct rpt_sample, m, k)
+// clang-format off
 static const struct field sample_fields[] = {
-    M(step, K_INT),
-    M(phase, K_STR),
-    M(t, K_NUM),
-    M(v[RPT_CH_TAGGED_HOST], K_I64),
-    M(v[RPT_CH_TAGGED_DEVICE], K_I64),
-    M(v[RPT_CH_JE_ALLOCATED], K_I64),
-    M(v[RPT_CH_RSS], K_I64),
+    M(step, K_INT), M(phase, K_STR), M(t, K_NUM), M(v[RPT_CH_TAGGED_HOST], K_I64),
+    M(v[RPT_CH_TAGGED_DEVICE], K_I64), M(v[RPT_CH_JE_ALLOCATED], K_I64), M(v[RPT_CH_RSS], K_I64),
 };
+// clang-format on
 #undef M
 static const struct field verdict_fields[] = {
     FIELD(struct rpt_verdict, status, K_INT),
