@@ -262,34 +262,44 @@ static bool skip_module(const char *path)
     return strstr(path, "libleakgate-agent") || strstr(path, "libjemalloc");
 }
 
-/* The roots: the data and bss of every loaded object, and this thread's stack from here up. */
+/* The roots: the data and bss of every loaded object, and this thread's stack from here up.
+ * A loaded object is a file with an executable mapping (so never a device a driver maps, such
+ * as /dev/nvidia*, whose pages must not be read); its data is its private writable mapping, its
+ * bss the anonymous one right after it. */
 static void scan_roots(struct scan *sc, char *maps)
 {
     char prev_path[256] = "", base_path[256] = "";
+    bool base_exec = false, prev_data = false;
     uintptr_t prev_end = 0, base = 0, sp = (uintptr_t)__builtin_frame_address(0);
     for (char *line = maps, *nl; line && *line; line = nl ? nl + 1 : NULL) {
         nl = strchr(line, '\n');
         if (nl) *nl = '\0';
         unsigned long lo, hi, off;
         char perms[8], path[256] = "";
-        if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %255[^\n]", &lo, &hi, perms, &off, path) < 4)
+        if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %255[^\n]", &lo, &hi, perms, &off, path) < 4 ||
+            strlen(perms) < 4)
             continue;
         const char *p = path;
         while (*p == ' ') p++;
         if (*p == '/' && off == 0 && strcmp(p, base_path)) { /* a module's first mapping */
             snprintf(base_path, sizeof base_path, "%s", p);
             base = lo;
+            base_exec = false;
         }
-        bool rw = perms[0] == 'r' && perms[1] == 'w';
+        bool ours = *p == '/' && !strcmp(p, base_path);
+        if (ours && perms[2] == 'x') base_exec = true;
+        bool rw = perms[0] == 'r' && perms[1] == 'w' && perms[3] == 'p';
+        bool data = false;
         if (lo <= sp && sp < hi) {
             scan_range(sc, sp, hi, -1, "", 0); /* the stack of the thread ending the session */
-        } else if (rw && *p == '/' && !skip_module(p) && !strcmp(p, base_path)) {
+        } else if (rw && ours && base_exec && !skip_module(p)) {
             scan_range(sc, lo, hi, -1, p, base); /* a module's data */
-        } else if (rw && !*p && lo == prev_end && prev_path[0] && !skip_module(prev_path) &&
-                   !strcmp(prev_path, base_path)) {
+            data = true;
+        } else if (rw && !*p && lo == prev_end && prev_data) {
             scan_range(sc, lo, hi, -1, prev_path, base); /* its bss, right after it */
         }
         snprintf(prev_path, sizeof prev_path, "%s", *p == '/' ? p : "");
+        prev_data = data;
         prev_end = hi;
     }
 }
