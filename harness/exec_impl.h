@@ -91,6 +91,12 @@ void hx_keep_fini(struct hx_keep *k);
  * recorded session's index in the run. */
 int hx_keep_notes(const struct hx_keep *k, pid_t pid, int born_run, struct rpt_session *s);
 
+/* The symbol of an ELF image (img, len bytes: a module's file) whose object holds the runtime
+ * address addr, the module loaded at base (its offset-0 mapping): its name into name and the
+ * offset into it. 1 when found, 0 otherwise; any bytes are safe (tests/fuzz/fuzz_elf.c). */
+int hx_elf_symbol(const unsigned char *img, size_t len, uint64_t addr, uint64_t base, char *name,
+                  size_t size, uint64_t *off);
+
 /* What a SESSION message carries besides the channels. */
 struct hx_exec_msg {
     int agent_index;     /* the agent's count of sessions in its process image */

@@ -60,9 +60,51 @@ int hx_keep_get(struct lga_dec *d, struct hx_keep *k)
 
 /* ---- the root's name: the module's symbol table ------------------------------------------- */
 
-/* The symbol of the ELF file `path` whose object holds the runtime address addr (the module
- * loaded at base, its offset-0 mapping): name and offset into it. False when the file cannot
- * be read or no sized symbol holds it. */
+int hx_elf_symbol(const unsigned char *img, size_t len, uint64_t addr, uint64_t base, char *name,
+                  size_t size, uint64_t *off)
+{
+    const Elf64_Ehdr *eh = (const void *)img;
+    if (len < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
+        eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shentsize != sizeof(Elf64_Shdr) ||
+        eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_shoff > len || eh->e_phoff > len ||
+        eh->e_shoff % 8 || eh->e_phoff % 8 || /* the tables are read in place: aligned */
+        (len - eh->e_shoff) / sizeof(Elf64_Shdr) < eh->e_shnum ||
+        (len - eh->e_phoff) / sizeof(Elf64_Phdr) < eh->e_phnum)
+        return 0;
+    /* the link-time address: the first PT_LOAD's page is what `base` maps */
+    uint64_t first = UINT64_MAX;
+    const Elf64_Phdr *ph = (const void *)(img + eh->e_phoff);
+    for (int i = 0; i < eh->e_phnum; i++)
+        if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < first) first = ph[i].p_vaddr;
+    if (first == UINT64_MAX) return 0;
+    uint64_t vaddr = addr - base + (first & ~(uint64_t)0xfff);
+    const Elf64_Shdr *sh = (const void *)(img + eh->e_shoff);
+    for (int want = SHT_SYMTAB; want; want = want == SHT_SYMTAB ? SHT_DYNSYM : 0)
+        for (int i = 0; i < eh->e_shnum; i++) {
+            if (sh[i].sh_type != (Elf64_Word)want || sh[i].sh_link >= eh->e_shnum) continue;
+            const Elf64_Shdr *str = &sh[sh[i].sh_link];
+            if (sh[i].sh_offset % 8 || sh[i].sh_offset > len ||
+                len - sh[i].sh_offset < sh[i].sh_size || str->sh_offset > len ||
+                len - str->sh_offset < str->sh_size)
+                continue;
+            const Elf64_Sym *sym = (const void *)(img + sh[i].sh_offset);
+            size_t nsym = sh[i].sh_size / sizeof *sym;
+            for (size_t k = 0; k < nsym; k++) {
+                if (sym[k].st_size == 0 || vaddr < sym[k].st_value ||
+                    vaddr - sym[k].st_value >= sym[k].st_size || sym[k].st_name >= str->sh_size)
+                    continue;
+                const char *s = (const char *)img + str->sh_offset + sym[k].st_name;
+                size_t n = strnlen(s, str->sh_size - sym[k].st_name);
+                if (n == 0) continue;
+                snprintf(name, size, "%.*s", (int)n, s);
+                *off = vaddr - sym[k].st_value;
+                return 1;
+            }
+        }
+    return 0;
+}
+
+/* hx_elf_symbol over the file `path` (mapped read-only), false when it cannot be read. */
 static bool symbol_at(const char *path, uint64_t addr, uint64_t base, char *name, size_t size,
                       uint64_t *off)
 {
@@ -70,48 +112,13 @@ static bool symbol_at(const char *path, uint64_t addr, uint64_t base, char *name
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     struct stat st;
     if (fd < 0) return false;
-    bool found = false;
-    void *m = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= (off_t)sizeof(Elf64_Ehdr)
+    void *m = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0
                   ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)
                   : MAP_FAILED;
     close(fd);
     if (m == MAP_FAILED) return false;
-    const unsigned char *img = m;
-    size_t len = (size_t)st.st_size;
-    const Elf64_Ehdr *eh = m;
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > len ||
-        eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > len)
-        goto out;
-    /* the link-time address: the first PT_LOAD's page is what `base` maps */
-    uint64_t first = UINT64_MAX;
-    const Elf64_Phdr *ph = (const void *)(img + eh->e_phoff);
-    for (int i = 0; i < eh->e_phnum; i++)
-        if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < first) first = ph[i].p_vaddr;
-    if (first == UINT64_MAX) goto out;
-    uint64_t vaddr = addr - base + (first & ~(uint64_t)0xfff);
-    const Elf64_Shdr *sh = (const void *)(img + eh->e_shoff);
-    for (int want = SHT_SYMTAB; want && !found; want = want == SHT_SYMTAB ? SHT_DYNSYM : 0)
-        for (int i = 0; i < eh->e_shnum && !found; i++) {
-            if (sh[i].sh_type != (Elf64_Word)want || sh[i].sh_link >= eh->e_shnum) continue;
-            const Elf64_Shdr *str = &sh[sh[i].sh_link];
-            if (sh[i].sh_offset + sh[i].sh_size > len || str->sh_offset + str->sh_size > len)
-                continue;
-            const Elf64_Sym *sym = (const void *)(img + sh[i].sh_offset);
-            size_t nsym = sh[i].sh_size / sizeof *sym;
-            for (size_t k = 0; k < nsym; k++) {
-                if (sym[k].st_size == 0 || vaddr < sym[k].st_value ||
-                    vaddr >= sym[k].st_value + sym[k].st_size || sym[k].st_name >= str->sh_size)
-                    continue;
-                const char *s = (const char *)img + str->sh_offset + sym[k].st_name;
-                snprintf(name, size, "%.*s", (int)strnlen(s, str->sh_size - sym[k].st_name), s);
-                *off = vaddr - sym[k].st_value;
-                found = name[0] != '\0';
-                break;
-            }
-        }
-out:
-    munmap(m, len);
+    bool found = hx_elf_symbol(m, (size_t)st.st_size, addr, base, name, size, off) == 1;
+    munmap(m, (size_t)st.st_size);
     return found;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec_impl.h"
 #include "lg_test.h"
 
 TestSuite(keep, .init = lg_test_setup, .fini = lg_test_teardown, .timeout = 600);
@@ -110,4 +111,44 @@ Test(keep, a_rust_static_holding_an_arc_twice_is_named)
     expect_path(keep_run("rust", marker, EXEC_KEEP_RUST " " SESSIONS), "rust", says, 2);
     expect_no_path(keep_run("rust-clean", marker, EXEC_KEEP_RUST " " SESSIONS " clean"),
                    "rust clean");
+}
+
+/* The root's name comes from the module's symbol table: checked against nm, an independent
+ * reader, on a small executable with a global array (the fuzz target's seed). */
+Test(keep, the_symbol_of_an_address_inside_a_global_is_found_as_nm_says)
+{
+    char path[4200], cmd[4400];
+    snprintf(path, sizeof path, "%s/tests/fuzz/elf/tiny", LG_SOURCE_DIR);
+    snprintf(cmd, sizeof cmd, "nm '%s' | awk '$3 == \"keep_registry\" {print $1}'", path);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    unsigned long long at = 0;
+    int got = fscanf(p, "%llx", &at);
+    pclose(p);
+    if (got != 1) {
+        printf("SKIP: no nm to read the reference from\n");
+        cr_skip_test("no nm");
+    }
+    size_t len = 0;
+    unsigned char *img = (unsigned char *)lg_slurp(path, &len);
+    cr_assert_not_null(img);
+    char name[64];
+    uint64_t off = 99;
+    /* loaded at 0x555555554000: its first PT_LOAD (vaddr 0) is mapped there */
+    const uint64_t base = 0x555555554000ull;
+    cr_expect_eq(hx_elf_symbol(img, len, base + at + 12, base, name, sizeof name, &off), 1);
+    cr_expect_str_eq(name, "keep_registry");
+    cr_expect_eq(off, 12);
+    /* stripped of .symtab, the executable's own globals are not in .dynsym: not found */
+    snprintf(path, sizeof path, "%s/tests/fuzz/elf/tiny-stripped", LG_SOURCE_DIR);
+    free(img);
+    img = (unsigned char *)lg_slurp(path, &len);
+    cr_assert_not_null(img);
+    cr_expect_eq(hx_elf_symbol(img, len, base + at + 12, base, name, sizeof name, &off), 0);
+    /* not an ELF image at all */
+    cr_expect_eq(hx_elf_symbol((const unsigned char *)"\x7f"
+                                                      "ELF",
+                               4, 0, 0, name, sizeof name, &off),
+                 0);
+    free(img);
 }
