@@ -208,6 +208,8 @@ static int leaks(const struct rpt_results *r, FILE *f)
     if (rc == LG_OK)
         rpt_census_table(r, &d, f,
                          "<h2 id=\"census\">Census: blocks still alive, by session born</h2>\n");
+    if (rc == LG_OK)
+        rpt_procs_table(r, &d, f, "<h2 id=\"processes\">Processes: CMD and its children</h2>\n");
     fputs("</section>\n", f);
     return rc;
 }

@@ -86,6 +86,7 @@ int rpt_write_markdown(const struct rpt_results *r, FILE *f)
     if (rc == LG_OK) rc = rpt_refs_table(r, &rpt_markdown, f, "### Unreleased references\n\n");
     if (rc != LG_OK) return rc;
     rpt_census_table(r, &rpt_markdown, f, "### Census: blocks still alive, by session born\n\n");
+    rpt_procs_table(r, &rpt_markdown, f, "### Processes: CMD and its children\n\n");
     rpt_md_keep(r, f);
     rpt_md_gate(r, f);
     bool any = false;

@@ -163,6 +163,10 @@ void rpt_run_meta(const struct rpt_dialect *d, FILE *f, const struct rpt_run *ru
 int rpt_refs_table(const struct rpt_results *r, const struct rpt_dialect *d, FILE *f,
                    const char *heading);
 
+/* exec's process tree (procs_table.c): the verdict's process line and CMD's descendants at the
+ * last session that read them, after `heading`; nothing when no session did. */
+void rpt_procs_table(const struct rpt_results *r, const struct rpt_dialect *d, FILE *f,
+                     const char *heading);
 /* exec's census (census.c): the blocks still alive at the last counted session, by the measured
  * session they were born in, with their stacks, after `heading`; nothing when none was counted. */
 void rpt_census_table(const struct rpt_results *r, const struct rpt_dialect *d, FILE *f,

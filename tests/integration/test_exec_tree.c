@@ -177,6 +177,21 @@ Test(exec_tree, children_without_the_agent_are_named_as_seen_by_rss_only)
     for (int i = 0; i < s->n_procs; i++)
         cr_expect_eq(s->procs[i].agent, s->procs[i].pid == pid[0], "pid %d agent %d",
                      s->procs[i].pid, s->procs[i].agent);
+    /* summary.md lists them, the static one as seen by its RSS only */
+    char *md = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&md, &len);
+    cr_assert(f);
+    cr_expect_eq(rpt_write_markdown(r, f), LG_OK);
+    fclose(f);
+    int cmd_pid = 0; /* the children's parent: CMD */
+    for (int i = 0; i < s->n_procs; i++)
+        if (s->procs[i].pid == pid[0]) cmd_pid = s->procs[i].ppid;
+    snprintf(want, sizeof want, "| %d | %d | `%s` |", pid[1], cmd_pid, EXEC_TREE_STATIC);
+    const char *table = strstr(md, "### Processes: CMD and its children");
+    const char *row = table ? strstr(table, want) : NULL;
+    cr_expect(row && strstr(row, "no: RSS only"), "'%s' ... no: RSS only in:\n%s", want, md);
+    free(md);
     expect_judged_again(r);
 }
 
