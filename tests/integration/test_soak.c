@@ -521,15 +521,22 @@ Test(soak, merge_refuses_what_is_not_one_plan)
 {
     char dir[600];
     snprintf(dir, sizeof dir, "%s/p", lg_test_tmpdir());
-    /* a 3-shard plan of 12 sessions with shard 1 missing, one of another plan, and a run */
+    /* a 3-shard plan of 12 sessions with shard 1 missing, one of another plan, and a run; their
+     * verdicts do not matter here (a loaded machine can make a short shard inconclusive), only
+     * that each wrote its results */
     struct lg_out o =
         lg_runf(LEAKGATE_BIN,
-                "soak --sessions 12 --shard 0/3 --quiet --no-reports --out '%s' && "
-                "'%s' soak --sessions 12 --shard 2/3 --quiet --no-reports --out '%s' && "
-                "'%s' soak --sessions 15 --shard 1/3 --quiet --no-reports --out '%s/other' && "
+                "soak --sessions 12 --shard 0/3 --quiet --no-reports --out '%s'; "
+                "'%s' soak --sessions 12 --shard 2/3 --quiet --no-reports --out '%s'; "
+                "'%s' soak --sessions 15 --shard 1/3 --quiet --no-reports --out '%s/other'; "
                 "'%s' run --sessions 4 --quiet --no-reports --out '%s/run'",
                 dir, LEAKGATE_BIN, dir, LEAKGATE_BIN, dir, LEAKGATE_BIN, dir);
-    cr_assert_eq(o.status, 0, "%s", o.text);
+    const char *made[] = {"shard-0-of-3", "shard-2-of-3", "other/shard-1-of-3", "run"};
+    for (size_t i = 0; i < LG_ARRAY_LEN(made); i++) {
+        char path[800];
+        snprintf(path, sizeof path, "%s/%s/results.jsonl", dir, made[i]);
+        cr_assert(lg_exists(path), "%s was not written:\n%s", path, o.text);
+    }
     free(o.text);
     /* args: a format, each %s the plan's directory */
     static const struct lg_usage_case cases[] = {
