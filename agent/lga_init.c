@@ -11,7 +11,7 @@
  * Every process of the tree also says where it began: with LEAKGATE_AGENT_TREE set (a file exec
  * made), a forked child (pthread_atfork) and an image that starts (this constructor) append
  * "PID PPID\n" to it, so that exec counts the children that begin and end within one session,
- * which no reading of /proc at a session's end sees (harness/exec_tree.c). Under
+ * which no reading of /proc at a session's end sees (harness/exec/exec_tree.c). Under
  * `leakgate exec --stacks`, LEAKGATE_AGENT_CHILD_PROF names a prefix: a child then samples its
  * allocations and jemalloc dumps its heap profile whenever its mapped memory reaches a new high
  * (prof.gdump) to PREFIX.PID.SEQ.uN.heap, from which exec names where a leaking child grew.

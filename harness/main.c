@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "exec_impl.h"
+#include "exec.h"
 #include "harness.h"
 #include "history.h"
 #include "reports.h"

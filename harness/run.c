@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "exec_impl.h"
+#include "exec.h"
 #include "hx_impl.h"
 #include "kn_blas.h"
 #include "tn_device.h"

@@ -3,7 +3,7 @@
  * use, the default budgets, the plot colours and panel orders, the default requirements, the
  * channels whose rise arms heap profiling, and the names in help texts and error messages
  * (rpt_channel_list). Adding a channel is a row here plus the code that measures it (the
- * snapshot figure it reads: harness/session.c for `run`, harness/exec_msg.c for `exec`).
+ * snapshot figure it reads: harness/session.c for `run`, harness/exec/exec_msg.c for `exec`).
  *
  *   X(ID, name, label, exact, granularity, colour, delta, trend, band, slope, floor, flags)
  *

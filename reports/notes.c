@@ -55,7 +55,7 @@ const struct rpt_session *rpt_notes_latest(const struct rpt_results *r)
     return NULL;
 }
 
-#define KEEP_PREFIX "native: " /* exec's retention paths (harness/exec_keep.c) */
+#define KEEP_PREFIX "native: " /* exec's retention paths (harness/exec/exec_keep.c) */
 
 /* Every retention path of the run (exec attaches them to one session's notes), one a line,
  * after a heading; nothing when there is none. */

@@ -7,8 +7,8 @@
  * series, judged by rpt_judge_statistical with the rss channel's rules and budget — the rules
  * CMD's own rss channel is judged by. A child whose series leaks is a leak of the run. One seen
  * at a single session's end, or never (it began and ended within a session: the agent said it
- * began, harness/exec_births.c), is counted, not judged; one gone before the last session's end
- * is named with its last reading; one without the agent mapped (a static program, LD_PRELOAD
+ * began, harness/exec/exec_births.c), is counted, not judged; one gone before the last session's
+ * end is named with its last reading; one without the agent mapped (a static program, LD_PRELOAD
  * removed) is named as seen by its RSS only. A child's
  * inconclusive series does not make the run inconclusive: its why says so (docs/design.md,
  * "The process tree").

@@ -169,7 +169,7 @@ struct rpt_census {
 };
 
 /* A process of CMD's tree at a session's end under exec (results 1.8): a descendant of CMD,
- * read from /proc while CMD waits for leakgate's reply (harness/exec_tree.c). */
+ * read from /proc while CMD waits for leakgate's reply (harness/exec/exec_tree.c). */
 #define RPT_PROC_CMD 256
 struct rpt_proc {
     int pid;

@@ -238,7 +238,7 @@ void trk_errors_free(struct trk_error *e, size_t n);
 /* ---- snapshots of every memory view ------------------------------------------------ */
 
 /* The snapshot's figures, in the order the agent's SESSION message carries them (agent/
- * lga_session.c encodes and harness/exec_msg.c decodes and range-checks them from this list):
+ * lga_session.c encodes and harness/exec/exec_msg.c decodes and range-checks them from this list):
  * X(field, kind), kind TRK_LEDGER (a count the tracker keeps, never negative) or TRK_READING (a
  * reading of the allocator, the kernel or the driver; -1: not available in this build or on
  * this machine). A new figure is one row here plus the code that measures it (snapshot.c). */

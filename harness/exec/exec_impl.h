@@ -1,5 +1,5 @@
 /* exec_impl.h — `leakgate exec` (the parent side) and the heap-profile attribution it shares
- * with `leakgate run`; private to harness/.
+ * with `leakgate run`; private to harness/exec/ (the rest of harness/ sees exec.h).
  *
  *   exec_cli.c    options and usage
  *   exec_spawn.c  finding CMD and checking it can carry the agent (ELF, static, setuid), the
@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "exec.h"
 #include "hx_impl.h"
 #include "lga_wire.h"
 
@@ -211,30 +212,8 @@ int hx_births_init(struct hx_births *b, const char *dir);
 void hx_births_session(struct hx_births *b, struct rpt_session *s);
 void hx_births_fini(struct hx_births *b); /* removes the file */
 
-/* ---- heap profiles (exec_prof.c) ----------------------------------------------------------- */
+/* ---- heap profiles (exec_prof.c; the part `run` uses is in exec.h) ------------------------- */
 
-/* Attribution state of a run: which dump is the base of the diffs. Holds no heap memory
- * between sessions (in `run` the process measuring is the process measured). */
-struct hx_prof {
-    bool available;   /* jemalloc has heap profiling (opt.prof) */
-    bool armed;       /* prof.active: samples are taken */
-    bool always;      /* --stacks: armed from the start */
-    int64_t sample;   /* mean bytes between samples */
-    char dir[600];    /* where dumps go */
-    char base[700];   /* the base dump ("" none yet) */
-    int base_index;   /* its session */
-    char top[5][400]; /* the last attribution's first lines, for the verdict's print */
-    int n_top;
-};
-/* Whether jemalloc in this process has heap profiling, and its sample interval. */
-bool hx_prof_local_available(int64_t *sample);
-/* Turns sampling on or off in this process; LG_OK or LG_EUNAVAIL. */
-int hx_prof_local_activate(bool on);
-/* Dumps this process's heap profile to path. */
-int hx_prof_local_dump(const char *path);
-
-/* Sets p up for a run whose dumps go to dir (created). */
-int hx_prof_init(struct hx_prof *p, bool available, int64_t sample, bool always, const char *dir);
 /* Whether the sessions so far show growth worth attributing: a statistical host channel whose
  * verdict on them is leak, with its latest delta above its floor. Judged after each of the
  * first 64 measured sessions, then 16 times per doubling (false in between). */
@@ -243,26 +222,9 @@ bool hx_prof_flagged(const struct rpt_series *ser, const struct rpt_budget *b);
  * later ones are diffed against it into s->alloc_stacks (top growth first, symbolised with
  * the dump's own MAPPED_LIBRARIES). Warm-up dumps replace the base. */
 int hx_prof_session(struct hx_prof *p, const char *dump, struct rpt_session *s);
-/* Prints the attribution of the latest profiled session (nothing when none). */
-void hx_prof_print(const struct hx_prof *p, FILE *f);
-
-/* `leakgate run` wires these around its sessions (in-process, jemalloc linked, started with
- * "prof:true,prof_active:false,lg_prof_sample:17" in harness/main.c's malloc_conf):
- *   hx_prof_start(&prof, o);                          // before the first session; --stacks arms
- *   run.prof_sample = prof.available ? prof.sample : 0; // after hx_fill_run_line
- *   ... after rpt_series_add(&ser, &s), before rpt_writer_session(w, &s):
- *   hx_prof_after_session(&prof, &ser, o->budgets, &s); // dump, attribute into s, arm on a leak
- *   ... after the verdict: hx_prof_print(&prof, stdout); and on every exit: hx_prof_stop(&prof);
- * Dumps go to OUT/heap/session-N.heap. */
-int hx_prof_start(struct hx_prof *p, const struct hx_options *o);
-int hx_prof_after_session(struct hx_prof *p, const struct rpt_series *ser,
-                          const struct rpt_budget *b, struct rpt_session *s);
-void hx_prof_stop(struct hx_prof *p);
 
 /* ---- the command (exec.c, exec_cli.c) ------------------------------------------------------- */
 
-/* `leakgate exec [options] -- CMD [ARGS...]`: the process exit code. */
-int hx_cmd_exec(int argc, char **argv);
 /* Runs CMD under the agent and judges its sessions; LG_OK when it ran (the verdict says
  * pass/leak/inconclusive, *cmd_failed whether CMD failed: exit 4), else a status. */
 int hx_exec_run(struct hx_exec_options *eo, struct rpt_verdict *v, bool *cmd_failed);

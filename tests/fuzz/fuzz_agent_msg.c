@@ -1,5 +1,5 @@
 /* fuzz_agent_msg.c — libFuzzer target for the SESSION message `leakgate exec` reads from the
- * agent in its program (harness/exec_msg.c). The program is not trusted: it can write its own
+ * agent in its program (harness/exec/exec_msg.c). The program is not trusted: it can write its own
  * messages to the agent's socket. The input is a payload; it must either decode — and then
  * the session `exec` would write must read back through the results loader, as `report`
  * reads it — or fail with LG_EFORMAT (LG_ENOMEM is allowed). ASan and LSan watch every path.

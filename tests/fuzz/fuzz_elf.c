@@ -1,5 +1,5 @@
 /* fuzz_elf.c — libFuzzer target for the ELF symbol lookup that names a retention path's root
- * (hx_elf_symbol, harness/exec_keep.c). The module's path comes from the program's memory map,
+ * (hx_elf_symbol, harness/exec/exec_keep.c). The module's path comes from the program's memory map,
  * so its bytes are not trusted: any input must return found or not found, never read outside
  * the buffer (ASan watches). The first 16 bytes choose the address and the load base.
  *

@@ -67,7 +67,7 @@ seeds = {
     # whose births come before the run's first session (refused: born at a negative index)
     "census.bin": session(census=(1, [(0, 64, 1)])),
     # a 1 MiB block kept, its stack taken at birth (agent/lga_big.c)
-    # a kept block traced to a global of the program (harness/exec_keep.c names it)
+    # a kept block traced to a global of the program (harness/exec/exec_keep.c names it)
     "keep.bin": session(index=2, census=(1, [(1, 64, 1)]), keep=(1, 4096, [
         (1, 64, "0x401000\n", 1, "/bin/true", 0x404040, 0x400000, [(64, "0x401000\n")])])),
     "census-big.bin": session(index=2, census=(1, [(1, 1 << 20, 1, 1 << 20, "0x401000\n0x402000\n")])),
