@@ -18,6 +18,7 @@ Which libleakgate.so is used, and how it is found: ``leakgate._lib`` (``library_
 """
 
 import contextlib
+import gc
 import os
 import sys
 import threading
@@ -97,7 +98,10 @@ def _ptr(obj):
 
 @contextlib.contextmanager
 def session():
-    """One session: begun on entry, ended (measured, reported, judged) on exit."""
+    """One session: begun on entry, ended (measured, reported, judged) on exit. Under exec,
+    Python's cyclic garbage is collected before the end: unreachable cycles (a Lightning
+    Trainer and its module point at each other) wait for a generation-2 collection that a
+    process with torch loaded may not run for dozens of sessions, and are not a leak."""
     from . import _attrib  # noqa: F401  (installs the attribution hook on first use)
 
     hooked = _attrib.ensure()
@@ -105,6 +109,8 @@ def session():
     try:
         yield
     finally:
+        if _c.leakgate_active():
+            gc.collect()
         rc = _c.leakgate_session_end()
         if not hooked:
             _ended[0] += 1
