@@ -111,6 +111,14 @@ void lga_big_resized(void *p, size_t n)
     pthread_mutex_unlock(&big_mu);
 }
 
+void lga_big_each(void (*fn)(void *ctx, void *p, size_t n, void *const *frames, int depth),
+                  void *ctx)
+{
+    pthread_mutex_lock(&big_mu);
+    for (int i = 0; i < big_n; i++) fn(ctx, big_ptr[i], big[i].n, big[i].frames, big[i].depth);
+    pthread_mutex_unlock(&big_mu);
+}
+
 /* Writes the largest live big block born in `born` as {bytes, raw stack} ({0, ""} when none);
  * the stack is one return address a line, as the tracker's raw stacks are. */
 void lga_big_put(struct lga_enc *e, int born)

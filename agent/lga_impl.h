@@ -137,6 +137,10 @@ void lga_big_note(void *p, size_t n);
 void lga_big_forget(void *p);
 void lga_big_resized(void *p, size_t n);
 void lga_big_put(struct lga_enc *e, int born);
+/* Calls fn on every live big block, with its stack; the table's lock is held (fn must not
+ * allocate a big block). */
+void lga_big_each(void (*fn)(void *ctx, void *p, size_t n, void *const *frames, int depth),
+                  void *ctx);
 
 /* lga_keep.c: who keeps the census's kept blocks (retention paths, issue 41). */
 extern _Atomic int lga_keep_live;

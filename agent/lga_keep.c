@@ -17,7 +17,9 @@
  * A breadth-first walk from the roots gives each reachable block its shortest chain. For the
  * KEEP_PATHS allocation stacks that kept the most bytes, one block's chain goes to the parent
  * (raw addresses: exec names the global through the module's symbol table and the blocks by
- * their stacks). The scan is conservative: a stale word that happens to hold a block's address
+ * their stacks). Big blocks born in other sessions (lga_big.c knows them by address) are links
+ * too, so a registry's buffer allocated before the recorded session still leads to what it
+ * holds. The scan is conservative: a stale word that happens to hold a block's address
  * makes a path that is not the real one (docs/exec.md says when to doubt it); a block reached
  * from nothing is said to be held from where the scan does not look (another thread's stack, a
  * register, a block born in another session).
@@ -39,15 +41,16 @@
 #include "lga_impl.h"
 #include "lga_wire.h"
 
-#define KEEP_BITS   18 /* 256 Ki slots, at most half filled: 4 MiB at most */
-#define KEEP_CAP    ((size_t)1 << KEEP_BITS)
-#define KEEP_STACKS 4096 /* distinct allocation stacks */
-#define KEEP_FRAMES 16
-#define KEEP_PATHS  3                 /* stacks whose blocks get a path */
-#define KEEP_LINKS  8                 /* blocks in a chain at most */
-#define KEEP_WORDS  ((size_t)1 << 28) /* words scanned at most (2 GiB) */
-#define KEEP_MAPS   ((size_t)4 << 20) /* /proc/self/maps read at most */
-#define TOMB        ((uintptr_t)1)
+#define KEEP_BITS     18 /* 256 Ki slots, at most half filled: 4 MiB at most */
+#define KEEP_CAP      ((size_t)1 << KEEP_BITS)
+#define KEEP_STACKS   4096 /* distinct allocation stacks */
+#define KEEP_FRAMES   16
+#define KEEP_PATHS    3                 /* stacks whose blocks get a path */
+#define KEEP_LINKS    8                 /* blocks in a chain at most */
+#define KEEP_WORDS    ((size_t)1 << 28) /* words scanned at most (2 GiB) */
+#define KEEP_MAPS     ((size_t)4 << 20) /* /proc/self/maps read at most */
+#define TOMB          ((uintptr_t)1)
+#define LGA_BIG_LINKS 512 /* big blocks of other sessions taken as links (lga_big.c's most) */
 
 struct keep_stack {
     uint64_t hash;
@@ -63,6 +66,7 @@ struct target {
     int parent;   /* the block whose word points here, -1: none (or a root) */
     int root;     /* index into roots when a root points here, -1 */
     bool reached; /* from a root, directly or through parents */
+    bool bridge;  /* a big block born in another session: a link in chains, never reported */
 };
 
 struct root {
@@ -199,7 +203,7 @@ void lga_keep_forget(void *p)
 
 struct scan {
     struct target *t;
-    int n;
+    int n, cap;
     struct root *roots;
     int n_roots, cap_roots;
     int *queue;
@@ -338,7 +342,7 @@ static void put_path(struct lga_enc *e, const struct scan *sc, uint32_t sid, int
     put_stack(e, sid);
     int best = -1; /* the first block of this stack the walk reached: a shortest chain */
     for (int q = 0; q < sc->tail && best < 0; q++)
-        if (sc->t[sc->queue[q]].sid == sid) best = sc->queue[q];
+        if (sc->t[sc->queue[q]].sid == sid && !sc->t[sc->queue[q]].bridge) best = sc->queue[q];
     int chain[KEEP_LINKS], n = 0;
     for (int j = best; j >= 0 && n < KEEP_LINKS; j = sc->t[j].parent) chain[n++] = j;
     bool whole = n && sc->t[chain[n - 1]].root >= 0; /* the chain reaches its root */
@@ -354,6 +358,17 @@ static void put_path(struct lga_enc *e, const struct scan *sc, uint32_t sid, int
     }
 }
 
+/* Adds a big block born outside the recorded session as a link (lga_big_each's callback). */
+static void add_bridge(void *ctx, void *p, size_t n, void *const *frames, int depth)
+{
+    struct scan *sc = ctx;
+    if (sc->n >= sc->cap || keep_find(p) < KEEP_CAP) return; /* recorded: a target already */
+    pthread_mutex_lock(&kp.mu);
+    uint32_t id = stack_id((void **)frames, depth);
+    pthread_mutex_unlock(&kp.mu);
+    sc->t[sc->n++] = (struct target){(uintptr_t)p, n, id, -1, -1, false, true};
+}
+
 void lga_keep_put(struct lga_enc *e, int ending)
 {
     /* once, at the first session end after the recorded one, while its blocks are kept */
@@ -363,7 +378,7 @@ void lga_keep_put(struct lga_enc *e, int ending)
     }
     kp.scanned = true;
     struct scan sc = {.cap_roots = 4096};
-    int n = atomic_load(&lga_keep_live);
+    int n = atomic_load(&lga_keep_live) + LGA_BIG_LINKS;
     size_t tbytes = (size_t)n * sizeof *sc.t, qbytes = (size_t)n * sizeof *sc.queue;
     sc.t = map(tbytes);
     sc.queue = map(qbytes);
@@ -377,9 +392,12 @@ void lga_keep_put(struct lga_enc *e, int ending)
         uintptr_t k = atomic_load(&kp.keys[i]);
         if (k > TOMB)
             sc.t[sc.n++] =
-                (struct target){k, kp.sizes[i] ? kp.sizes[i] : 1, kp.sid[i], -1, -1, false};
+                (struct target){k, kp.sizes[i] ? kp.sizes[i] : 1, kp.sid[i], -1, -1, false, false};
     }
-    if (sc.n == 0) {
+    int recorded = sc.n;
+    sc.cap = n;
+    lga_big_each(add_bridge, &sc);
+    if (recorded == 0) {
         lga_put_u32(e, 0);
         goto out;
     }
@@ -395,7 +413,8 @@ void lga_keep_put(struct lga_enc *e, int ending)
     for (int s = 1; s <= kp.n_stacks; s++) {
         int64_t bytes = 0, blocks = 0;
         for (int j = 0; j < sc.n; j++)
-            if (sc.t[j].sid == (uint32_t)s) bytes += (int64_t)sc.t[j].size, blocks++;
+            if (sc.t[j].sid == (uint32_t)s && !sc.t[j].bridge)
+                bytes += (int64_t)sc.t[j].size, blocks++;
         for (int k = 0; k < KEEP_PATHS && bytes; k++)
             if (bytes > top_bytes[k]) {
                 for (int m = KEEP_PATHS - 1; m > k; m--) {

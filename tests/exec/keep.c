@@ -7,6 +7,8 @@
  *   chain   a list of two nodes a session, its head kept in a global array (keep_lists):
  *           global → node → node
  *   local   a 128-byte block a session, kept in an array local to main's frame
+ *   bridge  a 64-byte block a session, kept in a 512 KiB table allocated in the first session
+ *           (keep_table → table → block: the chain runs through a block born long before)
  *   clean   allocates and frees: no path is printed
  */
 #include <leakgate.h>
@@ -23,6 +25,14 @@ struct node {
     char payload[48];
 };
 struct node *keep_lists[SLOTS]; /* the holder of `chain` */
+void **keep_table;              /* the holder of `bridge`'s table */
+
+__attribute__((noinline)) static void **make_table(void)
+{
+    void **t = calloc(512 * 1024 / sizeof(void *), sizeof(void *));
+    if (!t) exit(3);
+    return t;
+}
 
 __attribute__((noinline)) static void *keep_block(size_t n)
 {
@@ -68,7 +78,10 @@ int main(int argc, char **argv)
             keep_lists[s] = push_node(push_node(NULL));
         else if (!strcmp(shape, "local"))
             mine[s] = keep_block(128);
-        else if (strcmp(shape, "clean")) {
+        else if (!strcmp(shape, "bridge")) {
+            if (!keep_table) keep_table = make_table();
+            keep_table[s] = keep_block(64);
+        } else if (strcmp(shape, "clean")) {
             fprintf(stderr, "exec_keep: unknown shape %s\n", shape);
             return 2;
         }

@@ -82,6 +82,17 @@ Test(keep, a_local_of_main_is_named_as_the_stack)
     expect_path(keep_run("local", "--no-reports", EXEC_KEEP " local " SESSIONS), "local", says, 1);
 }
 
+Test(keep, a_chain_through_a_big_block_born_before_is_followed)
+{
+    /* the table (512 KiB, born in the first session) is no recorded block, but its stack was
+     * taken at its birth: it is a link of the chain */
+    const char *says[] = {"kept alive by: global keep_table (exec_keep) → 512.00 KiB block at "
+                          "make_table (keep.c:",
+                          "→ 64 B block at keep_block (keep.c:"};
+    expect_path(keep_run("bridge", "--no-reports", EXEC_KEEP " bridge " SESSIONS), "bridge", says,
+                2);
+}
+
 Test(keep, the_c_clean_twin_has_no_path)
 {
     expect_no_path(keep_run("clean", "--no-reports", EXEC_KEEP " clean " SESSIONS), "clean");
