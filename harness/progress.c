@@ -140,6 +140,9 @@ int hx_write_reports(const struct hx_options *o, const char *results_path)
     struct rpt_results *r = NULL;
     int rc = rpt_results_load(&r, results_path);
     if (rc == LG_OK) rc = rpt_write_all(r, o->out_dir, RPT_ALL);
+    /* what went to stdout first (the verdict, exec's notes) is out before this line: redirected
+     * to one file (2>&1, a CI log), stdout is fully buffered and the line landed inside them */
+    fflush(stdout);
     if (rc != LG_OK)
         fprintf(stderr, "leakgate: reports: %s\n", lg_errmsg());
     else if (!o->quiet)
