@@ -112,15 +112,9 @@ void rpt_census_table(const struct rpt_results *r, const struct rpt_dialect *d, 
     }
     if (!last) return;
     fputs(heading, f);
-    fputs(d->table_open ? "<p>" : "", f);
-    if (r->has_verdict && cv->counted) {
-        d->badge(f, cv->status, rpt_status_word(cv->status));
-        fputs(": ", f);
-        d->text(f, cv->why);
-    } else {
-        fprintf(f, "at the end of session %d", last->index);
-    }
-    fputs(d->table_open ? "</p>\n" : "\n\n", f);
+    char otherwise[64];
+    snprintf(otherwise, sizeof otherwise, "at the end of session %d", last->index);
+    rpt_verdict_para(d, f, r->has_verdict && cv->counted, cv->status, cv->why, otherwise);
     int rows = 0;
     for (int i = 0; i < last->n_census; i++) {
         const struct rpt_census *c = &last->census[i];

@@ -16,15 +16,9 @@ void rpt_procs_table(const struct rpt_results *r, const struct rpt_dialect *d, F
     if (!last) return;
     const struct rpt_procs_verdict *pv = &r->verdict.procs;
     fputs(heading, f);
-    fputs(d->table_open ? "<p>" : "", f);
-    if (r->has_verdict && pv->counted) {
-        d->badge(f, pv->status, rpt_status_word(pv->status));
-        fputs(": ", f);
-        d->text(f, pv->why);
-    } else {
-        fprintf(f, "CMD's children at the end of session %d", last->index);
-    }
-    fputs(d->table_open ? "</p>\n" : "\n\n", f);
+    char otherwise[80];
+    snprintf(otherwise, sizeof otherwise, "CMD's children at the end of session %d", last->index);
+    rpt_verdict_para(d, f, r->has_verdict && pv->counted, pv->status, pv->why, otherwise);
     if (!last->n_procs) {
         fputs(d->table_open ? "<p>No child process was alive at the last session's end.</p>\n"
                             : "No child process was alive at the last session's end.\n\n",

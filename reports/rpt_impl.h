@@ -142,6 +142,10 @@ extern const struct rpt_dialect rpt_markdown, rpt_html;
 
 void rpt_table_head(const struct rpt_dialect *d, FILE *f, const char *const *cols, int n);
 void rpt_table_end(const struct rpt_dialect *d, FILE *f);
+/* The paragraph under a section's heading: the judgment (a badge, then why) when `judged`,
+ * else `otherwise`. */
+void rpt_verdict_para(const struct rpt_dialect *d, FILE *f, bool judged, enum rpt_status status,
+                      const char *why, const char *otherwise);
 /* One cell of escaped text (num: right-aligned). */
 void rpt_cell(const struct rpt_dialect *d, FILE *f, bool num, const char *text);
 /* The top max_rows of rpt_tag_totals' nt tags, one row each: tag, space, bytes per session

@@ -85,6 +85,20 @@ static void site_list(const struct rpt_dialect *d, FILE *f, const struct rpt_sit
     if (n == 0) fputs("—", f);
 }
 
+void rpt_verdict_para(const struct rpt_dialect *d, FILE *f, bool judged, enum rpt_status status,
+                      const char *why, const char *otherwise)
+{
+    fputs(d->table_open ? "<p>" : "", f);
+    if (judged) {
+        d->badge(f, status, rpt_status_word(status));
+        fputs(": ", f);
+        d->text(f, why);
+    } else {
+        d->text(f, otherwise);
+    }
+    fputs(d->table_open ? "</p>\n" : "\n\n", f);
+}
+
 void rpt_cell(const struct rpt_dialect *d, FILE *f, bool num, const char *text)
 {
     fputs(num ? d->num_open : d->cell_open, f);

@@ -257,14 +257,12 @@ static const struct field sample_fields[] = {
 };
 // clang-format on
 #undef M
+#define VD(m, k) FIELD(struct rpt_verdict, m, k)
 static const struct field verdict_fields[] = {
-    FIELD(struct rpt_verdict, status, K_INT),
-    FIELD(struct rpt_verdict, exit_code, K_INT),
-    FIELD(struct rpt_verdict, sessions_measured, K_INT),
-    FIELD(struct rpt_verdict, partial, K_BOOL),
-    FIELD(struct rpt_verdict, summary, K_STR),
-    FIELD(struct rpt_verdict, n_channels, K_INT),
+    VD(status, K_INT),   VD(exit_code, K_INT), VD(sessions_measured, K_INT),
+    VD(partial, K_BOOL), VD(summary, K_STR),   VD(n_channels, K_INT),
 };
+#undef VD
 #define V(m, k) FIELD(struct rpt_channel_verdict, m, k)
 static const struct field channel_fields[] = {
     V(channel, K_INT),  V(status, K_INT),   V(figure, K_NUM), V(budget, K_NUM), V(slope, K_NUM),
