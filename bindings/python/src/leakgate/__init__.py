@@ -10,9 +10,11 @@
             train(model)
 
 Run it as ``leakgate exec -- python train.py``. Outside exec every call is a cheap no-op and
-the program runs unchanged. Under exec, each session end also diffs Python's own heap
-(tracemalloc) and attaches the lines that grew, and who holds a tracked object that outlived
-its session, to the session's results (``attribution``; off with LEAKGATE_PY_ATTRIBUTION=0).
+the program runs unchanged. Under exec, once leakgate arms heap profiling (a channel leaks), the
+session ends name the lines of the program where Python's heap grew (tracemalloc, its own memory
+taken out of what is judged), PyTorch's shapes of leak in its terms, and who holds a tracked
+object that outlived its session, in the session's results (``_attrib.py``; off with
+LEAKGATE_PY_ATTRIBUTION=0).
 
 Which libleakgate.so is used, and how it is found: ``leakgate._lib`` (``library_path``).
 """
@@ -122,6 +124,7 @@ def tag(name):
     """Tags this thread's native allocations (malloc, C++ new, PyTorch's CPU tensors) with
     ``name`` until the block ends; a tagged allocation born in a session and alive at its end is
     an exact leak, reported by tag."""
+    _tagged[0] = True  # the attribution then starts no tracemalloc of its own: see _attrib.py
     _check("leakgate_tag_push", _c.leakgate_tag_push(name.encode()))
     try:
         yield
@@ -129,6 +132,7 @@ def tag(name):
         _check("leakgate_tag_pop", _c.leakgate_tag_pop())
 
 
+_tagged = [False]  # a tag scope was opened
 _tracked = {}  # id -> (weakref.finalize, kind, name, session born) of tracked objects
 _ended = [0]  # sessions ended so far: the index of the open one (the hook counts them)
 

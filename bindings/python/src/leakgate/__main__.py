@@ -1,8 +1,8 @@
 """python -m leakgate [-m MODULE | SCRIPT] [ARGS...] — runs a program with the binding's
 attribution installed, for programs that know nothing of leakgate: under
-``leakgate exec --session-marker RE -- python -m leakgate train.py``, every session the marker
-ends carries the lines where Python's heap grew (tracemalloc) into the results and the verdict's
-printout. Outside exec it just runs the program.
+``leakgate exec --session-marker RE -- python -m leakgate train.py``, once leakgate arms heap
+profiling the sessions the marker ends carry the lines where Python's heap grew (tracemalloc)
+into the results and the verdict's printout. Outside exec it just runs the program.
 
 python -m leakgate --where — the leakgate binary, agent and libleakgate this installation uses
 (the package's own first: pip install builds them into leakgate/_native/); exit 1 when the

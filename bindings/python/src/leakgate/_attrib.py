@@ -1,40 +1,57 @@
-"""Python-level attribution at session ends: who holds a tracked object that outlived its
-session, and (with tracemalloc on) where Python's heap grew.
+"""Python-level attribution at session ends: where Python's heap grew, by the line of the user's
+code (tracemalloc, armed when leakgate arms heap profiling), who holds a tracked object that
+outlived its session, and PyTorch's shapes of leak in its own terms (``_torch.py``).
 
 Under ``leakgate exec`` the binding installs a session hook (leakgate_set_session_hook). The
 agent calls it at each session end, in the thread ending it, *after* the session was measured.
-The hook forks: the work runs in a copy of the process, which sees the same objects and heap,
-and sends its lines back through a pipe; the measured process pays only the fork. (Done in the
-process itself, the snapshots and the diff left a saturating 150 KiB of je_allocated and 2 MiB
-of RSS over the first sessions of a clean program: inconclusive where it should pass.) The copy
+Work that reads the heap runs in a forked copy of the process, which sees the same objects and
+heap and sends its lines back through a pipe; the measured process pays only the fork. (Done in
+the process itself, the snapshots and the diff left a saturating 150 KiB of je_allocated and
+2 MiB of RSS over the first sessions of a clean program.) Before anything is armed the hook
+forks only when a tracked object of the session is still alive: a program that leaks nothing
+pays one call into libleakgate per session.
 
-- for each object entered with ``leakgate.track`` in this session and still alive, walks the
-  garbage collector's referrers up to a module global (or a frame), and names the chain and the
-  lines of that module that store into the global: ``python: 'tft.varmap' (varmap) outlived
-  session 5, kept alive by __main__._TRAINERS['run-5'] -> TFTTrainer.varmap; _TRAINERS is
-  stored into at train.py:85 in TFTTrainer.__init__``;
-- when tracemalloc is tracing (``LEAKGATE_PY_TRACEMALLOC=FRAMES`` starts it, as do
-  ``PYTHONTRACEMALLOC`` and ``-X tracemalloc``): at the last warm-up (LEAKGATE_WARMUP, which
-  exec sets) saves a snapshot to a file as the baseline; later, diffs the snapshot against it
-  by traceback and groups the growth by the innermost frame in the program's own code (not the
-  standard library, not site-packages): ``python: +2.4 MiB/session (1,200 blocks) at
-  train.py:88 in Trainer.fit (allocated at torch/optim/adamw.py:110 in AdamW.step)``.
+- **Python lines, by default.** When leakgate exec arms heap profiling (a channel proven to
+  leak, the census's kept blocks, ``--stacks``: leakgate_profiling_armed), the hook starts
+  tracemalloc for the next session with 1 frame (its cost is per captured frame per allocation);
+  if most of that session's growth was allocated outside the program's own code, it traces one
+  more session with 4 frames, then if need be with LEAKGATE_PY_FRAMES (16); then it stops
+  (LEAKGATE_PY_SESSIONS, 1, is the sessions at each depth; 0 traces to the end at 16). At each traced session's end the copy groups
+  what was traced since and is still alive by traceback and names each group by the innermost
+  frame of the program's own code (not the standard library, site-packages or this package),
+  with the allocating frame when that is a library's: ``python: +212.8 KiB/session (6981
+  blocks) at memo.py:21 in features (allocated at json/decoder.py:353 in
+  JSONDecoder.raw_decode)``. Not in a program that opened a tag scope: tracemalloc's entries
+  made inside it would be tagged.
+- **tracemalloc's own memory is taken out of what is judged.** Its tables live in the heap
+  leakgate measures. The hook reads ``tracemalloc.get_tracemalloc_memory()`` first (before its
+  own allocations add traces), the copy adds 16 bytes for each of the program's traces (the
+  ``trace_t`` each holds, which CPython's count leaves out: alone it is 74-80 % of what jemalloc
+  holds), and the hook hands the sum to the agent (leakgate_session_overhead), which takes it out
+  of that session's je_allocated, je_active, je_resident and rss; a note says how much.
+- LEAKGATE_PY_TRACEMALLOC=N traces with N frames from the last warm-up's end to the end instead;
+  a tracemalloc the program started itself (PYTHONTRACEMALLOC, -X tracemalloc) is diffed against
+  a baseline pickled at the last warm-up; LEAKGATE_PY_TRACEMALLOC=0 never starts it.
+- **Who holds a tracked object** (``leakgate.track``) that is alive at its session's end: the
+  garbage collector's referrers up to a module global (or a frame), with the lines of that
+  module that store into the global: ``python: 'tft.varmap' (varmap) outlived session 5, kept
+  alive by __main__._TRAINERS['run-5'] -> TFTTrainer.varmap; _TRAINERS is stored into at
+  train.py:85 in TFTTrainer.__init__``.
+- **PyTorch** (only when torch is already imported, at the arming session and the traced ones):
+  a loss kept with its autograd graph, a forward hook registered every session (``_torch.py``).
 
 The lines are attached to the session (leakgate_session_note): they land in its results line
-(``notes``), report.html and exec's printout, beside the native stacks.
-
-tracemalloc is off by default because its own tables live in the heap leakgate measures: on
-the PyTorch example's fixed trainer it moves je_allocated by 6-9 KiB per session (the budget is
-8 KiB), and inside a tag scope its table growth is tagged (bindings/python/README.md).
-One-time costs (imports, the code paths of the fork) are paid once when the hook is installed,
-before the first session (a rehearsal). LEAKGATE_PY_ATTRIBUTION=0 turns the hook off;
-LEAKGATE_PY_TOP (default 6) is the number of lines per session.
+(``notes``), report.html and exec's printout, beside the native stacks. One-time costs of the
+fork path are paid once when the hook is installed, before the first session (a rehearsal).
+LEAKGATE_PY_ATTRIBUTION=0 turns the hook off; LEAKGATE_PY_TOP (default 6) is the number of
+lines per session.
 """
 
 import ast
 import atexit
 import gc
 import os
+import pickle
 import shutil
 import sys
 import sysconfig
@@ -45,7 +62,21 @@ import types
 import leakgate
 from . import _lib
 
+try:
+    import _tracemalloc
+except ImportError:  # not CPython
+    _tracemalloc = None
+
 _state = None
+
+# sizeof(trace_t) in CPython's _tracemalloc.c, 3.8 to 3.13 ({size_t size; traceback_t *}): one a
+# live trace, allocated beside the table entry that get_tracemalloc_memory() counts
+TRACE_T = 16
+OVERHEAD = "\0overhead "  # the copy's first line: the bytes tracemalloc holds, then its parts
+ESCALATE = "\0escalate"  # the copy's: the growth was allocated outside the program's code
+# the next look's frames: each frame costs every traced allocation a line-number lookup, so 4
+# (a library call or two below the program's line) before all of LEAKGATE_PY_FRAMES
+DEPTHS = {1: 4}
 
 
 def ensure():
@@ -68,45 +99,93 @@ def _fmt(n):
     return "%d B" % n
 
 
+def _span(first, last):
+    if last is None:
+        return "from session %d on" % first
+    return "session %d" % first if first == last else "sessions %d-%d" % (first, last)
+
+
+def _int_env(name, default):
+    try:
+        return int(os.environ.get(name, "") or default)
+    except ValueError:
+        return default
+
+
 class _Attribution:
     def __init__(self):
-        frames = int(os.environ.get("LEAKGATE_PY_TRACEMALLOC", "0") or 0)
-        if frames > 0 and not tracemalloc.is_tracing():
-            tracemalloc.start(frames)
-        self.tracing = tracemalloc.is_tracing()
-        self.top = int(os.environ.get("LEAKGATE_PY_TOP", "6"))
-        self.warmup = int(os.environ.get("LEAKGATE_WARMUP", "1"))
+        mode = os.environ.get("LEAKGATE_PY_TRACEMALLOC", "").strip().lower()
+        forced = _int_env("LEAKGATE_PY_TRACEMALLOC", 0) if mode not in ("", "auto") else 0
+        self.never = mode == "0" or _tracemalloc is None
+        self.explicit = forced > 0 and not self.never  # N frames, from the last warm-up on
+        self.frames = forced or max(1, _int_env("LEAKGATE_PY_FRAMES", 16))
+        self.top = _int_env("LEAKGATE_PY_TOP", 6)
+        self.warmup = _int_env("LEAKGATE_WARMUP", 1)
         paths = sysconfig.get_paths()
         self.lib_dirs = tuple(sorted({os.path.realpath(paths[k]) + os.sep
                                       for k in ("stdlib", "platstdlib", "purelib", "platlib")
                                       if paths.get(k)}))
         self.own_dir = os.path.dirname(os.path.abspath(__file__)) + os.sep
+        self.own_files = (os.path.abspath(__file__), os.path.join(self.own_dir, "_torch.py"),
+                          tracemalloc.__file__)
+        self.user_cache = {}
         self.dir = tempfile.mkdtemp(prefix="leakgate-py-")
         atexit.register(shutil.rmtree, self.dir, True)
-        self.base_path = os.path.join(self.dir, "base.tracemalloc")
-        self.base_index = None
-        self.user_cache = {}
-        self.filters = [tracemalloc.Filter(False, tracemalloc.__file__),
-                        tracemalloc.Filter(False, __file__),
-                        tracemalloc.Filter(False, "<frozen importlib._bootstrap*>"),
-                        tracemalloc.Filter(False, ast.__file__)]
+        self.base_path = os.path.join(self.dir, "base.pickle")
+        armed = getattr(leakgate._c, "leakgate_profiling_armed", None)
+        self.armed_fn = armed
+        self.set_overhead = getattr(leakgate._c, "leakgate_session_overhead", None)
+        # the sessions traced: after `base` (a session index; -1 the process before session 0)
+        # up to `until` (None: to the end); `ours`: this hook started tracemalloc and stops it
+        self.base = None
+        self.until = None
+        self.ours = False
+        self.armed_at = None
+        self.window = max(0, _int_env("LEAKGATE_PY_SESSIONS", 1))
+        self.depth = self.frames
+        # a tracemalloc the program started itself: its growth since the last warm-up, diffed
+        # against a baseline the copy pickles then
+        self.user_traced = not self.never and tracemalloc.is_tracing()
+        self.memory = 0
         self.cb = _lib.HOOK(self._hook)
         # a rehearsal of a session end's work, so its one-time costs come before any session
-        self.in_child(-2)
-        if self.warmup == 0:  # the baseline is the process before its first session
-            self.in_child(-1)
+        self.in_child(-2, {"rehearsal"})
+        if self.user_traced:
+            self.armed_at = -1
+            if self.warmup == 0:  # the baseline is the process before its first session
+                self.in_child(-1, {"base"})
+                self.base = -1
+        elif self.warmup == 0 and (self.explicit or not self.never and self.armed()):
+            self.start(-1, self.first())  # armed before the first session, with no warm-up
         leakgate._c.leakgate_set_session_hook(self.cb, None)
 
-    def take(self):
-        return tracemalloc.take_snapshot().filter_traces(self.filters)
+    def armed(self):
+        return bool(self.armed_fn is not None and self.armed_fn())
+
+    def first(self):
+        """The frames of the first look: 1 (the allocating line), or all of them to the end."""
+        return 1 if self.window and not self.explicit else self.frames
+
+    def start(self, index, frames):
+        """Starts tracemalloc with `frames` frames at the end of session `index`: the blocks it
+        traces are the growth since, over the next `window` sessions (0, or an explicit
+        LEAKGATE_PY_TRACEMALLOC=N: to the end)."""
+        tracemalloc.start(frames)
+        self.ours = True
+        self.depth = frames
+        self.base = index
+        if self.armed_at is None:
+            self.armed_at = index
+        self.until = index + self.window if self.window and not self.explicit else None
 
     # ---- the hook ---------------------------------------------------------------------------
 
     def _hook(self, arg, index):
+        # tracemalloc's tables as the session was measured: read first, before the hook's own
+        # allocations add traces (one can double the traces table's buckets, tens of KiB)
+        self.memory = _tracemalloc.get_tracemalloc_memory() if _tracemalloc else 0
         try:
-            if index >= self.warmup - 1:
-                for line in self.in_child(index):
-                    leakgate.note(line)
+            self.session_end(index)
         except BaseException as e:  # never into the agent
             try:
                 leakgate.note("python: attribution failed: %s: %s" % (type(e).__name__, e))
@@ -115,19 +194,85 @@ class _Attribution:
         finally:
             leakgate._ended[0] = index + 1
 
-    def in_child(self, index):
+    def session_end(self, index):
+        # armed: a channel leaks, the census kept blocks, --stacks (from the last warm-up on),
+        # or LEAKGATE_PY_TRACEMALLOC=N (at the last warm-up's end)
+        arming = (not self.never and self.armed_at is None and index >= self.warmup - 1
+                  and (self.explicit or self.armed()))
+        tracing = tracemalloc.is_tracing() and self.base is not None
+        what = set()
+        if tracing or self.user_traced:
+            what.add("overhead")
+        if self.user_traced and self.base is None and index >= self.warmup - 1:
+            what.add("base")
+        elif tracing and index > self.base:
+            what.add("growth")
+        if (arming or self.armed_at is not None and (self.until is None or index <= self.until)
+                and index >= self.warmup) and "torch" in sys.modules:
+            what.add("torch")
+        if self.tracked_alive(index):
+            what.add("holders")
+        lines = self.in_child(index, what) if what else []
+        if "base" in what:
+            self.base = index
+        out, escalate = [], False
+        for line in lines:
+            if line.startswith(OVERHEAD):
+                total, memory, traces = (int(x) for x in line[len(OVERHEAD):].split())
+                if self.set_overhead is not None and total > 0:
+                    self.set_overhead(total)
+                    out.append("python: tracemalloc's own memory, %s at this session's "
+                               "measurement (get_tracemalloc_memory %s + %d traces x %d B), is "
+                               "taken out of je_allocated, je_active, je_resident and rss"
+                               % (_fmt(total), _fmt(memory), traces, TRACE_T))
+            elif line == ESCALATE:
+                escalate = True
+            else:
+                out.append(line)
+        if arming and leakgate._tagged[0] and not self.explicit:
+            self.armed_at = index
+            self.until = index + self.window if self.window else None
+            out.append("python: leakgate armed heap profiling; tracemalloc is not started: this "
+                       "program opens tag scopes (leakgate.tag), which would tag its tables "
+                       "(LEAKGATE_PY_TRACEMALLOC=N starts it anyway)")
+        elif arming:  # after the copy's work: tracemalloc starts with the next session
+            first = self.first()
+            self.start(index, first)
+            out.append("python: %s; tracemalloc traces %s with %d frame%s, its own memory "
+                       "taken out of the channels"
+                       % ("LEAKGATE_PY_TRACEMALLOC=%d" % first if self.explicit else
+                          "leakgate armed heap profiling", _span(index + 1, self.until), first,
+                          "s"[first == 1:]))
+        elif self.ours and self.until is not None and index >= self.until:
+            tracemalloc.stop()  # its tables are freed, nothing is traced
+            self.ours = False
+            if escalate:  # grown in library code: another look, deep enough for your line
+                deeper = min(self.frames, DEPTHS.get(self.depth, self.frames))
+                self.start(index, deeper)
+                out.append("python: that growth was allocated outside your code; tracemalloc "
+                           "traces %s again with %d frames to find your line"
+                           % (_span(index + 1, self.until), deeper))
+        for line in out:
+            leakgate.note(line)
+
+    def tracked_alive(self, index):
+        for fin, kind, name, born in list(leakgate._tracked.values()):
+            if born == index and fin is not None and fin.alive:
+                return True
+        return False
+
+    def in_child(self, index, what):
         """Runs the session end's work in a forked copy of the process and returns its lines.
-        The copy sees the same heap and objects; what the work allocates (snapshots of every
-        trace, their diff, the referrer walk: tens of MB on a large program) never touches the
-        measured process, whose only cost is the fork and the lines read back. Index -2 is
-        the rehearsal; the session that becomes the baseline returns no lines."""
+        The copy sees the same heap and objects; what the work allocates (every trace, their
+        grouping, the referrer walk: tens of MB on a large program) never touches the measured
+        process, whose only cost is the fork and the lines read back."""
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the copy: the agent is inert here (its fork handler); never returns
             code = 1
             try:
                 os.close(r)
-                data = "\n".join(self.work(index)).encode("utf-8", "replace")
+                data = "\n".join(self.work(index, what)).encode("utf-8", "replace")
                 while data:
                     data = data[os.write(w, data):]
                 code = 0
@@ -144,28 +289,36 @@ class _Attribution:
         _, status = os.waitpid(pid, 0)
         if status != 0:
             return ["python: attribution failed: its process ended with status %d" % status]
-        if index != -2 and (index == self.warmup - 1 or self.base_index is None):
-            self.base_index = index
-            if self.tracing:
-                return []
         return b"".join(chunks).decode("utf-8", "replace").splitlines() if index >= 0 else []
 
-    def work(self, index):
-        """The forked copy's work: the baseline's snapshot, or the diff and the holders."""
-        if not self.tracing:
-            return self.holders(index) if index >= 0 else []
-        snap = self.take()
-        if index == -2:  # rehearsal: every step once, on a scratch file
-            snap.dump(self.base_path + ".rehearsal")
-            self.describe(snap, tracemalloc.Snapshot.load(self.base_path + ".rehearsal"), -1, 1)
+    def work(self, index, what):
+        """The forked copy's work."""
+        out = []
+        if tracemalloc.is_tracing() and ("overhead" in what or "base" in what
+                                         or "growth" in what or "rehearsal" in what):
+            traces = _tracemalloc._get_traces()
+            self.limit = tracemalloc.get_traceback_limit()
+            tracemalloc.stop()  # the copy's own work untraced: tracing made it 20x slower
+            groups = self.group(traces)
+            del traces
+            # the program's traces: not the hook's (after the measurement) nor the copy's
+            n = sum(count for _, count in groups.values())
+            out.append("%s%d %d %d" % (OVERHEAD, self.memory + TRACE_T * n, self.memory, n))
+            if "base" in what or "rehearsal" in what:
+                with open(self.base_path + (".rehearsal" if index == -2 else ""), "wb") as f:
+                    pickle.dump(groups, f, pickle.HIGHEST_PROTOCOL)
+            if "growth" in what:
+                out += self.describe(groups, index)
+            del groups
+        if "torch" in what:
+            from . import _torch
+            out += _torch.describe(self, index)
+        if "holders" in what:
+            out += self.holders(index)
+        if "rehearsal" in what:
             self.holders(-1)
-            return []
-        if index == self.warmup - 1 or self.base_index is None:
-            snap.dump(self.base_path)
-            return []
-        base = tracemalloc.Snapshot.load(self.base_path)
-        return self.describe(snap, base, self.base_index, index - self.base_index) + \
-            self.holders(index)
+            out = []
+        return out
 
     # ---- tracemalloc growth -----------------------------------------------------------------
 
@@ -182,36 +335,75 @@ class _Attribution:
                 self.user_cache[filename] = v
         return v
 
-    def describe(self, snap, base, base_index, sessions):
+    def group(self, traces):
+        """{traceback (most recent frame first): [bytes, blocks]} of the traces, without the
+        hook's own and the copy's (a frame in this file, _torch.py or tracemalloc)."""
+        by_id = {}
+        for _domain, size, tb, _total in traces:  # one tuple per distinct traceback
+            e = by_id.get(id(tb))
+            if e is None:
+                by_id[id(tb)] = [size, 1, tb]
+            else:
+                e[0] += size
+                e[1] += 1
+        own = self.own_files
+        out = {}
+        for size, count, tb in by_id.values():
+            if any(f[0] in own for f in tb):  # the hook's, and the copy's own after the fork
+                continue
+            e = out.get(tb)
+            if e is None:
+                out[tb] = [size, count]
+            else:
+                e[0] += size
+                e[1] += count
+        return out
+
+    def describe(self, now, index):
+        if self.user_traced and os.path.exists(self.base_path):
+            with open(self.base_path, "rb") as f:
+                base = pickle.load(f)  # the program's own tracemalloc: its last warm-up
+            for tb, (size, count) in base.items():
+                e = now.get(tb)
+                if e is None:
+                    now[tb] = [-size, -count]
+                else:
+                    e[0] -= size
+                    e[1] -= count
+        sessions = max(1, index - self.base)
         groups = {}
         total = 0
-        for d in snap.compare_to(base, "traceback"):
-            total += d.size_diff
-            if d.size_diff <= 0:
+        for tb, (size, count) in now.items():
+            total += size
+            if size <= 0:
                 continue
-            frames = list(d.traceback)  # oldest first
-            inner = frames[-1]
-            user = next((f for f in reversed(frames) if self.is_user(f.filename)), inner)
-            key = (user.filename, user.lineno)
-            g = groups.get(key)
+            inner = tb[0]
+            user = next((f for f in tb if self.is_user(f[0])), inner)
+            g = groups.get(user)
             if g is None:
-                g = groups[key] = [0, 0, inner, 0]
-            g[0] += d.size_diff
-            g[1] += d.count_diff
-            if d.size_diff > g[3]:
-                g[2], g[3] = inner, d.size_diff
-        top = sorted(groups.items(), key=lambda kv: -kv[1][0])[: self.top]
+                g = groups[user] = [0, 0, inner, 0]
+            g[0] += size
+            g[1] += count
+            if size > g[3]:
+                g[2], g[3] = inner, size
+        grown = sum(g[0] for g in groups.values())
+        mine = sum(g[0] for (f, _), g in groups.items() if self.is_user(f))
+        top = [kv for kv in sorted(groups.items(), key=lambda kv: -kv[1][0])
+               if kv[1][0] >= max(1024 * sessions, grown / 100)][: self.top]
         names = _FunctionNames()
-        out = ["python: heap %s%s/session since session %d (tracemalloc, %d frames)"
-               % ("+" if total >= 0 else "", _fmt(total / sessions), base_index,
-                  tracemalloc.get_traceback_limit())]
+        out = ["python: heap %s%s/session over %s (tracemalloc, %d frame%s)"
+               % ("+" if total >= 0 else "", _fmt(total / sessions),
+                  "session %d" % index if sessions == 1 else "sessions %d-%d" % (
+                      self.base + 1, index), self.limit, "s"[self.limit == 1:])]
         for (fname, line), (size, count, inner, _) in top:
             where = "%s:%d in %s" % (_short(fname), line, names.at(fname, line))
-            if (inner.filename, inner.lineno) != (fname, line):
+            if (inner[0], inner[1]) != (fname, line):
                 where += " (allocated at %s:%d in %s)" % (
-                    _short(inner.filename), inner.lineno, names.at(inner.filename, inner.lineno))
+                    _short(inner[0]), inner[1], names.at(inner[0], inner[1]))
             out.append("python: +%s/session (%.0f blocks) at %s"
                        % (_fmt(size / sessions), count / sessions, where))
+        if self.ours and self.limit < self.frames and grown > 0 and mine < 0.9 * grown:
+            out.append(ESCALATE)
         return out
 
     # ---- who holds a tracked object ---------------------------------------------------------
@@ -257,7 +449,7 @@ class _FunctionNames:
     def __init__(self):
         self.trees = {}
 
-    def at(self, filename, line):
+    def tree(self, filename):
         tree = self.trees.get(filename, 0)
         if tree == 0:
             try:
@@ -266,6 +458,10 @@ class _FunctionNames:
             except (OSError, SyntaxError, ValueError):
                 tree = None
             self.trees[filename] = tree
+        return tree
+
+    def at(self, filename, line):
+        tree = self.tree(filename)
         if tree is None:
             return "?"
         name = []
@@ -286,32 +482,45 @@ _STORE_METHODS = {"append", "add", "extend", "insert", "setdefault", "update", "
                   "__setitem__"}
 
 
+def _source(node):
+    try:
+        return ast.unparse(node)
+    except (AttributeError, ValueError, TypeError):  # Python < 3.9
+        return "?"
+
+
+def _stores(filename, name, attr=False, names=None):
+    """Where filename stores into `name` (a global; with attr, any `X.name`): a list of
+    (line, 'file:line in func', the storing node: an assignment or a call) in line order."""
+    names = names or _FunctionNames()
+    tree = names.tree(filename)
+    if tree is None:
+        return []
+
+    def is_it(n):
+        if attr:
+            return isinstance(n, ast.Attribute) and n.attr == name
+        return isinstance(n, ast.Name) and n.id == name
+
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Subscript) and is_it(t.value) for t in targets):
+                found.setdefault(node.lineno, node)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _STORE_METHODS and is_it(node.func.value):
+                found.setdefault(node.lineno, node)
+    return [(ln, "%s:%d in %s" % (_short(filename), ln, names.at(filename, ln)), found[ln])
+            for ln in sorted(found)]
+
+
 def _store_lines(module, gname):
     """Where module's source stores into its global gname: 'file:line in func'."""
     filename = getattr(module, "__file__", None)
     if not filename:
         return []
-    try:
-        with open(filename, "rb") as f:
-            tree = ast.parse(f.read(), filename)
-    except (OSError, SyntaxError, ValueError):
-        return []
-    names = _FunctionNames()
-    names.trees[filename] = tree
-    found = []
-    for node in ast.walk(tree):
-        hit = False
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            hit = any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
-                      and t.value.id == gname for t in targets)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            hit = (node.func.attr in _STORE_METHODS and isinstance(node.func.value, ast.Name)
-                   and node.func.value.id == gname)
-        if hit:
-            found.append(node.lineno)
-    return ["%s:%d in %s" % (_short(filename), ln, names.at(filename, ln))
-            for ln in sorted(set(found))[:4]]
+    return [where for _, where, _ in _stores(filename, gname)[:4]]
 
 
 def _edge(parent, child):
@@ -337,9 +546,9 @@ def _edge(parent, child):
     return "(%s)" % type(parent).__name__
 
 
-def _holder_path(obj, here, depth=10, width=256):
-    """The shortest chain of referrers from a module global (or a frame) down to obj, as text
-    with the lines that store into that global; "" when none is found."""
+def _holder(obj, here, depth=10, width=256):
+    """The shortest chain of referrers from a module global (or a frame) down to obj:
+    (module, global name, edges below it) or (frame, local name, edges); None when none."""
     skip = set()
     f = here
     while f is not None:  # the hook's own frames hold obj too
@@ -365,9 +574,12 @@ def _holder_path(obj, here, depth=10, width=256):
             parent[id(r)] = kid
             keep[id(r)] = r
             if id(r) in modules:
-                return _format_chain(modules[id(r)], kid, parent, keep)
+                m = modules[id(r)]
+                gname = next((k for k, v in m.__dict__.items() if v is kid), "?")
+                return m, gname, _chain_below(kid, parent, keep)
             if isinstance(r, types.FrameType):
-                return _format_frame(r, kid, parent, keep)
+                local = next((k for k, v in r.f_locals.items() if v is kid), "?")
+                return r, local, _chain_below(kid, parent, keep)
             if isinstance(r, types.ModuleType) or type(r).__name__ == "cell":
                 continue
             if len(nxt) < width:
@@ -375,9 +587,32 @@ def _holder_path(obj, here, depth=10, width=256):
         del refs
         skip.add(id(nxt))
         if not nxt:
-            return ""
+            return None
         frontier = nxt
-    return ""
+    return None
+
+
+def _join(below):
+    return "".join(p if p.startswith("[") else " -> " + p for p in below)
+
+
+def _holder_text(h, stores=True):
+    """A holder as text: 'mod.g[k] -> T.attr; g is stored into at file:line in f'."""
+    root, name, below = h
+    if isinstance(root, types.FrameType):
+        return "local %r of %s (%s:%d)%s" % (name, root.f_code.co_name, _short(
+            root.f_code.co_filename), root.f_lineno, _join(below))
+    path = "%s.%s%s" % (root.__name__, name, _join(below))
+    lines = _store_lines(root, name) if stores else []
+    if lines:
+        path += "; %s is stored into at %s" % (name, ", ".join(lines))
+    return path
+
+
+def _holder_path(obj, here, depth=10, width=256):
+    """The holder of obj as text, with the lines that store into its global; "" when none."""
+    h = _holder(obj, here, depth, width)
+    return _holder_text(h) if h else ""
 
 
 def _chain_below(top_child, parent, keep):
@@ -396,23 +631,3 @@ def _chain_below(top_child, parent, keep):
         parts.append(_edge(node, down))
         node = down
     return parts
-
-
-def _format_chain(module, child, parent, keep):
-    gname = next((k for k, v in module.__dict__.items() if v is child), "?")
-    below = _chain_below(child, parent, keep)
-    path = "%s.%s%s" % (module.__name__, gname, "".join(
-        p if p.startswith("[") else " -> " + p for p in below))
-    lines = _store_lines(module, gname)
-    if lines:
-        path += "; %s is stored into at %s" % (gname, ", ".join(lines))
-    return path
-
-
-def _format_frame(frame, child, parent, keep):
-    local = next((k for k, v in frame.f_locals.items() if v is child), "?")
-    below = _chain_below(child, parent, keep)
-    return "local %r of %s (%s:%d)%s" % (local, frame.f_code.co_name, _short(
-        frame.f_code.co_filename), frame.f_lineno, "".join(
-        p if p.startswith("[") else " -> " + p for p in below))
-
