@@ -206,6 +206,15 @@ int hx_keep_notes(const struct hx_keep *k, pid_t pid, int born_run, struct rpt_s
 {
     if (k->n == 0) return LG_OK;
     char *maps_text = hx_read_maps(pid);
+    /* a Python interpreter holds its objects through its own heap: say so where no root is seen */
+    char comm[64] = "", path[64];
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    FILE *cf = fopen(path, "re");
+    if (cf) {
+        if (!fgets(comm, sizeof comm, cf)) comm[0] = '\0';
+        fclose(cf);
+    }
+    bool python = strncmp(comm, "python", 6) == 0;
     struct hx_maps maps;
     bool have = maps_text && hx_maps_parse(&maps, maps_text) == LG_OK;
     char **v = realloc(s->notes, (size_t)(s->n_notes + k->n) * sizeof *v);
@@ -220,9 +229,12 @@ int hx_keep_notes(const struct hx_keep *k, pid_t pid, int born_run, struct rpt_s
         if (p->kind == HX_KEEP_NONE) {
             snprintf(by, sizeof by,
                      "no root found in the loaded objects' data and bss or the ending thread's "
-                     "stack (%lld words scanned): held from another thread's stack, a register, "
-                     "or a block born in another session",
-                     (long long)k->words);
+                     "stack (%lld words scanned): %s",
+                     (long long)k->words,
+                     python ? "in a Python program the holder is a Python object, which this "
+                              "scan cannot see (the python: notes name Python's holders)"
+                            : "held from another thread's stack, a register, or a small block "
+                              "born in another session");
         } else {
             root_of(p, by, sizeof by);
             n = strlen(by);
