@@ -460,6 +460,7 @@ __attribute__((visibility("default"))) const struct lga_ops lga_agent_ops = {
     .untrack = api_untrack,
     .session_note = api_session_note,
     .set_session_hook = api_set_session_hook,
+    /* a binding's own attribution: armed with exec's profiling, its tables taken out */
     .profiling_armed = api_profiling_armed,
     .session_overhead = api_session_overhead,
 };

@@ -1,7 +1,6 @@
 """PyTorch's shapes of leak named in PyTorch's terms (issue 34, item 3), with no option set: a
-loss kept with its autograd graph (`history.append(loss)`, examples/python-leaks/
-torch_history.py) and a forward hook registered every session and never removed
-(torch_hook.py). Each leak is LEAK and named — the tensor, its grad_fn and graph size and the
+loss kept with its autograd graph (`history.append(loss)`) and a forward hook registered every
+session and never removed (examples/python-leaks/torch_shapes.py, `history` and `hook`). Each leak is LEAK and named — the tensor, its grad_fn and graph size and the
 line that keeps it; the module, the hook and the line that registers it — and each fixed twin
 passes, under exec in API mode, in marker mode (`python -m leakgate`) and through the pytest
 plugin. Needs torch (Debian: python3-torch): ctest test_bindings_torch, a SKIP without it."""
@@ -24,20 +23,21 @@ def history_named(text, holder):
     return re.search(
         r"python: torch: [0-9]+ tensors kept with their autograd graphs in %s \([-+0-9.]+/session"
         r"[^)]*\): `loss`, float32 \[\], grad_fn MseLossBackward0, [0-9]+ nodes through "
-        r"next_functions.*; history is stored into at \S*torch_history\.py:[0-9]+ in "
-        r"train_session \(history\.append\(" % re.escape(holder), text)
+        r"next_functions.*; history is stored into at \S*torch_shapes\.py:[0-9]+ in "
+        r"history_session \(history\.append\(loss" % re.escape(holder), text)
 
 
 def hook_named(text, module):
     return re.search(
-        r"python: torch: forward hook train_session\.<locals>\.save_activation "
-        r"\(\S*torch_hook\.py:[0-9]+\) is on %s \(Linear\(in_features=32, out_features=64, "
+        r"python: torch: forward hook hook_session\.<locals>\.save_activation "
+        r"\(\S*torch_shapes\.py:[0-9]+\) is on %s \(Linear\(in_features=32, out_features=64, "
         r"bias=True\)\) [0-9]+ times \([-+0-9.]+/session[^)]*\), never removed; registered at "
-        r"\S*torch_hook\.py:[0-9]+ in train_session; their closures keep `acts`: [0-9]+ tensors"
+        r"\S*torch_shapes\.py:[0-9]+ in hook_session; their closures keep `acts`: [0-9]+ tensors"
         % re.escape(module), text)
 
 
-CASES = {"torch_history": (history_named, "history"), "torch_hook": (hook_named, "model.0")}
+CASES = {"history": (history_named, "history"), "hook": (hook_named, "model.0")}
+PROG = os.path.join(EXAMPLES, "torch_shapes.py")
 
 
 def notes(lines):
@@ -47,12 +47,11 @@ def notes(lines):
 @pytest.mark.parametrize("prog", sorted(CASES))
 def test_api_mode(leakgate_bin, tmp_path, prog):
     named, holder = CASES[prog]
-    path = os.path.join(EXAMPLES, prog + ".py")
-    rc, out, lines = exec_py(leakgate_bin, tmp_path / "leak", [path, "api"])
+    rc, out, lines = exec_py(leakgate_bin, tmp_path / "leak", [PROG, prog, "api"])
     assert rc == 1, out
-    assert named(notes(lines), "__main__." + holder if prog == "torch_history" else holder), \
+    assert named(notes(lines), "__main__." + holder if prog == "history" else holder), \
         notes(lines)
-    rc, out, lines = exec_py(leakgate_bin, tmp_path / "fixed", [path, "api", "fixed"])
+    rc, out, lines = exec_py(leakgate_bin, tmp_path / "fixed", [PROG, prog, "api", "fixed"])
     assert rc == 0, out
     assert "python: torch:" not in notes(lines), notes(lines)
 
@@ -60,15 +59,14 @@ def test_api_mode(leakgate_bin, tmp_path, prog):
 @pytest.mark.parametrize("prog", sorted(CASES))
 def test_marker_mode(leakgate_bin, tmp_path, prog):
     named, holder = CASES[prog]
-    path = os.path.join(EXAMPLES, prog + ".py")
-    rc, out, lines = exec_py(leakgate_bin, tmp_path / "leak", ["-m", "leakgate", path],
+    rc, out, lines = exec_py(leakgate_bin, tmp_path / "leak", ["-m", "leakgate", PROG, prog],
                              opts=MARKER)
     assert rc == 1, out
     # the printout under the verdict carries the latest notes; the names are in the results
-    assert named(notes(lines), "__main__." + holder if prog == "torch_history" else holder), \
+    assert named(notes(lines), "__main__." + holder if prog == "history" else holder), \
         notes(lines)
-    rc, out, lines = exec_py(leakgate_bin, tmp_path / "fixed", ["-m", "leakgate", path, "fixed"],
-                             opts=MARKER)
+    rc, out, lines = exec_py(leakgate_bin, tmp_path / "fixed",
+                             ["-m", "leakgate", PROG, prog, "fixed"], opts=MARKER)
     assert rc == 0, out
     assert "python: torch:" not in notes(lines), notes(lines)
 
@@ -80,19 +78,19 @@ def test_plugin(leakgate_bin, tmp_path, prog):
         import sys
         sys.path.insert(0, %r)
         import pytest
-        import %s as prog  # its model, and its one-time costs paid at import
+        import torch_shapes  # its model, and its one-time costs paid at import
 
         @pytest.mark.leakgate(sessions=9, warmup=1)
         def test_leaks():
-            prog.train_session(0)
+            torch_shapes.%s_session(0)
 
         @pytest.mark.leakgate(sessions=9, warmup=1)
         def test_fixed():
-            prog.train_session(0, fixed=True)
-    """ % (EXAMPLES, prog)))
+            torch_shapes.%s_session(0, fixed=True)
+    """ % (EXAMPLES, prog, prog)))
     rc, out = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                    str(tmp_path / ("test_%s_shape.py" % prog))], cwd=str(tmp_path),
                   env={"LEAKGATE_BIN": leakgate_bin})
     assert "1 failed, 1 passed" in out, out
     assert re.search(r"FAILED \S*::test_leaks", out), out
-    assert named(out, prog + "." + holder), out
+    assert named(out, "torch_shapes." + holder), out

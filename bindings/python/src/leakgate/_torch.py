@@ -148,16 +148,21 @@ def _graphs(attr, index, torch, objs, here, names, before, now):
     found = []
     lone = []
     for o in objs:
+        # by type, never isinstance: an object's __class__ can be a lazy module's __getattr__
+        # (transformers' imports a model when asked for what it lacks)
         t = type(o)
-        if t in kinds or (isinstance(o, kinds) and not isinstance(o, Tensor)):
+        if issubclass(t, kinds) and not issubclass(t, Tensor):
             n, ex = 0, None
-            for x in (o.values() if isinstance(o, dict) else o):
-                if isinstance(x, Tensor) and x.grad_fn is not None:
-                    n += 1
-                    ex = x
+            try:
+                for x in (o.values() if issubclass(t, dict) else o):
+                    if issubclass(type(x), Tensor) and x.grad_fn is not None:
+                        n += 1
+                        ex = x
+            except Exception:  # a container that changes as it is read, or a strange one
+                continue
             if n >= 2:
                 found.append((n, o, ex))
-        elif isinstance(o, Tensor) and o.grad_fn is not None:
+        elif issubclass(t, Tensor) and o.grad_fn is not None:
             lone.append(o)
     out = []
     found.sort(key=lambda e: -e[0])
@@ -236,29 +241,36 @@ def _where(attr, h, names):
 _NUMBERS = {"item", "tolist", "float", "int", "numpy", "detach", "cpu"}
 
 
+def _stored(node):
+    """The expressions a store puts in (both branches of an `a if c else b`), less the ones that
+    make a number or a graph-free tensor of a tensor (`loss.item()`, `float(loss)`,
+    `loss.detach()`)."""
+    v = node.args[0] if isinstance(node, ast.Call) and node.args else getattr(node, "value", None)
+    out = []
+    for e in (v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,):
+        if e is None:
+            continue
+        call = e.func if isinstance(e, ast.Call) else None
+        if (getattr(call, "attr", None) or getattr(call, "id", None)) not in _NUMBERS:
+            out.append(_attrib._source(e))
+    return out
+
+
 def _stored_arg(stores):
-    """`loss` of `history.append(loss)`: the expression stored, leaving out the ones that make
-    a number or a graph-free tensor of it (`loss.item()`, `float(loss)`, `loss.detach()`), when
-    the rest agree."""
-    args = set()
-    for _, _, _, node in stores:
-        v = node.args[0] if isinstance(node, ast.Call) and node.args else getattr(
-            node, "value", None)
-        for e in (v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,):
-            if e is None:
-                continue
-            call = e.func if isinstance(e, ast.Call) else None
-            called = getattr(call, "attr", None) or getattr(call, "id", None)
-            if called not in _NUMBERS:
-                args.add(_attrib._source(e))
+    """`loss` of `history.append(loss)`: the expression stored, when the stores that can keep a
+    graph agree."""
+    args = {a for _, _, _, node in stores for a in _stored(node)}
     return args.pop() if len(args) == 1 else ""
 
 
 def _stores_words(h, stores):
+    """'history is stored into at file:line in f (history.append(loss))': the stores that can
+    keep a graph (all of them when none is told apart)."""
     root, gname, below = h
     name = gname if not below else below[-1].split(".", 1)[-1]
+    keeping = [st for st in stores if _stored(st[3])] or stores
     return "%s is stored into at %s" % (name, ", ".join(
-        "%s (%s)" % (where, _attrib._source(node)) for _, _, where, node in stores[:3]))
+        "%s (%s)" % (where, _attrib._source(node)) for _, _, where, node in keeping[:3]))
 
 
 # ---- hooks registered again and again --------------------------------------------------------
@@ -313,7 +325,7 @@ def _kept(values):
         items = v.values() if isinstance(v, dict) else v if isinstance(
             v, (list, tuple, set, collections.deque)) else (v,)
         for x in items:
-            if isinstance(x, torch.Tensor):
+            if issubclass(type(x), torch.Tensor):
                 n += 1
                 try:
                     p = x.data_ptr()
@@ -383,7 +395,7 @@ def _register_sites(fn, calls, names):
 
 def _hooks(attr, index, torch, objs, here, names, before, now):
     Module = torch.nn.Module
-    mods = [o for o in objs if isinstance(o, Module)]
+    mods = [o for o in objs if issubclass(type(o), Module)]
     path = _module_paths(torch, mods, here)
     found = []
     for m in mods:
