@@ -546,6 +546,9 @@ def _edge(parent, child):
     return "(%s)" % type(parent).__name__
 
 
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
 def _holder(obj, here, depth=10, width=256):
     """The shortest chain of referrers from a module global (or a frame) down to obj:
     (module, global name, edges below it) or (frame, local name, edges); None when none."""
@@ -578,6 +581,8 @@ def _holder(obj, here, depth=10, width=256):
                 gname = next((k for k, v in m.__dict__.items() if v is kid), "?")
                 return m, gname, _chain_below(kid, parent, keep)
             if isinstance(r, types.FrameType):
+                if r.f_code.co_filename.startswith(_OWN_DIR):
+                    continue  # the attribution's own frames (a list of gc.get_objects() there)
                 local = next((k for k, v in r.f_locals.items() if v is kid), "?")
                 return r, local, _chain_below(kid, parent, keep)
             if isinstance(r, types.ModuleType) or type(r).__name__ == "cell":
