@@ -1,0 +1,309 @@
+"""The retention path's walk and words, for ``_keep.py``: breadth-first up the garbage
+collector's referrers from a kept object to a root, and down from it to what it holds, each edge
+named in the program's words (``[5]``, ``.strategy``, ``['run-3']``) and PyTorch's (a module's
+child ``.0``, its ``._forward_hooks[7]``, a hook's closure `acts`, an optimizer's
+``.state[Parameter float32 [64, 32]]``). Only objects present when the look began are followed,
+so the look's own lists and dicts are never taken for holders."""
+
+import ast
+import gc
+import sys
+import threading
+import time
+import types
+
+from . import _attrib
+
+WIDTH = 512  # referrers kept at each depth
+DEPTH = 24
+_OWN_DIR = _attrib._OWN_DIR
+_CONTAINERS = (dict, list, tuple, set, frozenset)
+
+
+class Root:
+    """Where a path starts: a module global, a class attribute, a frame's local, a thread."""
+
+    def __init__(self, kind, owner, name, first):
+        self.kind, self.owner, self.name, self.first = kind, owner, name, first
+        self.words = self.describe()
+
+    def describe(self):
+        first = type(self.first).__name__
+        if self.kind == "frame":
+            f = self.owner
+            return "local %s of %s (%s, %s:%d)" % (self.name, f.f_code.co_name, first, _attrib._short(
+                f.f_code.co_filename), f.f_lineno)
+        if self.kind == "thread":
+            return "thread %r (%s)" % (self.owner.name, type(self.owner).__name__)
+        if self.kind == "class":
+            c = self.owner
+            return "class attribute %s.%s.%s (%s%s)" % (c.__module__, c.__qualname__, self.name,
+                                                      first, _defined(sys.modules.get(
+                                                          c.__module__), self.name, c.__name__))
+        m = self.owner
+        return "module %s.%s (%s%s)" % (m.__name__, self.name, first, _defined(m, self.name))
+
+    def stores(self):
+        """'g is stored into at file:line in f' for a module global."""
+        if self.kind != "module":
+            return ""
+        lines = _attrib._store_lines(self.owner, self.name)
+        return "%s is stored into at %s" % (self.name, ", ".join(lines)) if lines else ""
+
+
+def _defined(module, name, cls=None):
+    """', file:line' where module's source assigns name (at its top level, or in class cls)."""
+    filename = getattr(module, "__file__", None)
+    tree = _attrib._FunctionNames().tree(filename) if filename else None
+    if tree is None:
+        return ""
+    body = tree.body
+    if cls is not None:
+        body = next((n.body for n in body if isinstance(n, ast.ClassDef) and n.name == cls), [])
+    for node in body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AnnAssign, ast.AugAssign)) else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            return ", %s:%d" % (_attrib._short(filename), node.lineno)
+    return ""
+
+
+class Paths:
+    def __init__(self, attr, limit, deadline):
+        self.attr = attr
+        self.limit = limit
+        self.deadline = deadline
+        self.visited = 0
+        self.present = {id(o) for o in gc.get_objects()}
+        self.modules = {id(m.__dict__): m for m in list(sys.modules.values())
+                        if isinstance(m, types.ModuleType) and hasattr(m, "__dict__")}
+        self.threads = {id(t): t for t in threading.enumerate()}
+
+    def up(self, k, olds):
+        """(Root, [objects from root.first down to k], why) — Root None when none was found."""
+        parent = {id(k): None}
+        keep = {id(k): k}
+        frontier = [k]
+        for _ in range(DEPTH):
+            nxt = []
+            ids = {id(c): c for c in frontier}
+            for r in gc.get_referrers(*frontier):
+                if id(r) not in self.present or id(r) in parent or _own_frame(r):
+                    continue
+                c = next((x for x in gc.get_referents(r) if id(x) in ids), None)
+                if c is None:
+                    continue
+                self.visited += 1
+                root = self.root(r, c, parent, keep)
+                if root is not None:
+                    return root, _chain(root.first, parent, keep), ""
+                parent[id(r)] = c
+                keep[id(r)] = r
+                if not isinstance(r, types.ModuleType) and len(nxt) < WIDTH:
+                    nxt.append(r)
+            if not nxt:
+                return None, [], self.unseen(keep)
+            if self.visited > self.limit or time.monotonic() > self.deadline:
+                break
+            frontier = nxt
+        return None, [], "path not found within %d objects (LEAKGATE_PY_KEEP_OBJECTS, " \
+                         "LEAKGATE_PY_KEEP_SECONDS)" % self.visited
+
+    def root(self, r, c, parent, keep):
+        if id(r) in self.modules:
+            m = self.modules[id(r)]
+            name = next((n for n, v in r.items() if v is c), None)
+            return Root("module", m, name, c) if name is not None else None
+        if isinstance(r, types.FrameType):
+            name = next((n for n, v in r.f_locals.items() if v is c), "?")
+            return Root("frame", r, name, c)
+        if isinstance(r, type) and isinstance(c, dict) and parent.get(id(c)) is not None:
+            below = parent[id(c)]
+            name = next((n for n, v in c.items() if v is below), None)
+            if name is not None and r.__dict__.get(name) is below:
+                return Root("class", r, name, below)
+        if id(r) in self.threads:
+            keep[id(r)] = r
+            parent[id(r)] = c
+            return Root("thread", r, r.name, r)
+        return None
+
+    def unseen(self, keep):
+        """Why no root: something the collector cannot see holds the top objects (their
+        reference counts are higher than the references it reports), or nothing does."""
+        held = []
+        for o in list(keep.values()):
+            if _hidden_refs(o) > 0:
+                held.append(o)
+        if held:
+            return ("is held by an object the garbage collector cannot see (a C extension's "
+                    "reference to %s)" % ", ".join(sorted({words(o) for o in held})[:3]))
+        return "has no referrer that is alive: a garbage cycle not yet collected"
+
+
+def _own_frame(r):
+    return isinstance(r, types.FrameType) and r.f_code.co_filename.startswith(_OWN_DIR)
+
+
+def _hidden_refs(o):
+    """References to o that no object the collector tracks reports (a C extension's own)."""
+    seen = 0
+    for r in gc.get_referrers(o):
+        seen += sum(1 for x in gc.get_referents(r) if x is o)
+    # getrefcount's argument and this frame's `o` (a local the collector does not see in 3.11+;
+    # before 3.11 the frame is a referrer and its count is in `seen`)
+    return sys.getrefcount(o) - seen - (2 if sys.version_info >= (3, 11) else 1)
+
+
+def _chain(first, parent, keep):
+    out, node = [first], first
+    while parent.get(id(node)) is not None:
+        node = parent[id(node)]
+        out.append(node)
+    return out
+
+
+# ---- the words of a path ---------------------------------------------------------------------
+
+def words(o):
+    """A kept object as the program knows it: 'Trainer (lightning)', 'list', 'Linear'."""
+    t = type(o)
+    code = getattr(o, "__code__", None) if isinstance(o, types.FunctionType) else None
+    if code is not None:
+        return "function %s (%s:%d)" % (o.__qualname__, _attrib._short(code.co_filename),
+                                         code.co_firstlineno)
+    top = t.__module__.split(".")[0]
+    if top in ("builtins", "__main__"):
+        return t.__qualname__
+    return "%s (%s)" % (t.__qualname__, top)
+
+
+def _key(k):
+    torch = sys.modules.get("torch")
+    if torch is not None and issubclass(type(k), torch.Tensor):
+        return "%s %s [%s]" % (type(k).__name__, str(k.dtype).replace("torch.", ""),
+                               ", ".join(str(d) for d in k.shape))
+    text = repr(k)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+MODULE_DICTS = ("_modules", "_parameters", "_buffers")
+
+
+def _is_module(o):
+    torch = sys.modules.get("torch")
+    return torch is not None and issubclass(type(o), torch.nn.Module)
+
+
+def _key_of(d, child):
+    return next((k for k, v in d.items() if v is child), None)
+
+
+def edge(parent, child):
+    """How parent refers to child: '[3]', "['k']", '.attr', ' f closure `acts`'; '' for a cell
+    (named by the function above it)."""
+    if isinstance(parent, dict):
+        key = _key_of(parent, child)
+        return "[?]" if key is None else "[%s]" % _key(key)
+    if isinstance(parent, (list, tuple)):
+        i = next((i for i, v in enumerate(parent) if v is child), None)
+        return "[%d]" % i if i is not None else "[?]"
+    if isinstance(parent, (set, frozenset)):
+        return "{%s}" % words(child)
+    if isinstance(parent, types.CellType):
+        return ""
+    if isinstance(parent, types.FunctionType):
+        cells = parent.__closure__ or ()
+        name = next((n for n, c in zip(parent.__code__.co_freevars, cells) if c is child), None)
+        if name is not None:
+            return " %s closure `%s`" % (parent.__qualname__, name)
+        return " %s" % parent.__qualname__
+    if isinstance(parent, types.MethodType):
+        return ".__self__" if parent.__self__ is child else ".__func__"
+    d = getattr(parent, "__dict__", None)
+    if isinstance(d, dict):
+        name = _key_of(d, child)
+        if name is not None:
+            return ".%s" % name
+    for name in getattr(type(parent), "__slots__", ()):
+        if getattr(parent, name, None) is child:
+            return ".%s" % name
+    return " (%s)" % type(parent).__name__
+
+
+def render(chain):
+    """The edges of chain (objects, each referring to the next) as text: an instance's __dict__
+    named by the attribute, an nn.Module's children, parameters and buffers as `.name`."""
+    out, via = [], None
+    for parent, child in zip(chain, chain[1:]):
+        if isinstance(child, dict) and getattr(parent, "__dict__", None) is child:
+            via = "module" if _is_module(parent) else "__dict__"
+            continue
+        if isinstance(parent, dict) and via is not None:
+            name = _key_of(parent, child)
+            if via == "module" and name in MODULE_DICTS:
+                via = "child"
+                continue
+            out.append(".%s" % (name,) if isinstance(name, str) else edge(parent, child))
+            via = None
+            continue
+        if _is_module(parent) and isinstance(child, dict) and _key_of(
+                getattr(parent, "__dict__", {}), child) in MODULE_DICTS:
+            via = "child"
+            continue
+        out.append(edge(parent, child))
+        via = None
+    return "".join(out)
+
+
+def join(chain):
+    """root.first -> ... -> k, with k's type."""
+    text = render(chain)
+    last = chain[-1]
+    tail = words(last)
+    if len(chain) == 1:
+        return ""
+    return " -> %s %s" % (text.strip(), tail) if text else " -> %s" % tail
+
+
+def down(k, reach, torch):
+    """' -> .strategy._lightning_module (TemporalFusionTransformer, 2.45 M parameters)': the
+    largest PyTorch module k keeps, by its path from k; '' without one."""
+    if isinstance(k, types.FunctionType):
+        cells = zip(k.__code__.co_freevars, k.__closure__ or ())
+        names = ["`%s`" % n for n, c in cells if _contents(c) is not None
+                 and id(_contents(c)) in reach]
+        return " (its closure keeps %s)" % ", ".join(names) if names else ""
+    if torch is None:
+        return ""
+    Module = torch.nn.Module
+    best, best_n = None, 0
+    for o, _ in reach.values():
+        if issubclass(type(o), Module):
+            try:
+                n = sum(p.numel() for p in o.parameters())
+            except Exception:
+                continue
+            if n > best_n or best is None:
+                best, best_n = o, n
+    if best is None or best is k:
+        return ", %s parameters" % _count(best_n) if best is k else ""
+    chain, node = [], best
+    while node is not None:
+        chain.append(node)
+        up = reach[id(node)][1]
+        node = reach[up][0] if up is not None else None
+    chain.reverse()
+    return " -> %s (%s, %s parameters)" % (render(chain).strip() or "?", type(best).__name__,
+                                           _count(best_n))
+
+
+def _contents(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return None
+
+
+def _count(n):
+    return "%.2f M" % (n / 1e6) if n >= 1e5 else format(n, ",")

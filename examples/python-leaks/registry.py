@@ -1,0 +1,64 @@
+"""Who keeps it (issue 41), in plain Python: a sweep whose every run builds a Trainer holding a
+model's weights, and something that keeps each finished trainer.
+
+- `registry`: a module-level list of every run's trainer (`RUNS.append(trainer)`), the shape
+  of issue 41's Lightning sweep. `fixed` keeps the run's loss (a float) instead.
+- `classattr`: a class attribute that caches every trainer by run (`Cache.runs[run] =
+  trainer`). `fixed` caches the loss.
+
+Sessions are runs: printed ("run N done") for marker mode, or each inside `leakgate.session()`
+with `api`:
+
+    leakgate exec --session-marker '^run [0-9]+ done' -- \\
+        python3 -m leakgate registry.py registry|classattr [fixed] [RUNS]
+    leakgate exec -- python3 registry.py registry|classattr api [fixed] [RUNS]
+
+tests/bindings/python/test_keep.py runs both and their fixed twins, and imports this file for
+the pytest plugin (run_session).
+"""
+import sys
+
+WEIGHTS = 4096  # floats a model holds: 4096 x 24 B plus the list, about 130 KiB a run
+RUNS = []
+
+
+class Model:
+    def __init__(self, seed):
+        self.weights = [float(seed + i) for i in range(WEIGHTS)]
+
+
+class Trainer:
+    def __init__(self, run):
+        self.run = run
+        self.model = Model(run)
+        self.loss = sum(self.model.weights) / WEIGHTS
+
+
+class Cache:
+    runs = {}
+
+
+def run_session(run, shape="registry", fixed=False):
+    trainer = Trainer(run)
+    kept = trainer.loss if fixed else trainer
+    if shape == "registry":
+        RUNS.append(kept)
+    else:
+        Cache.runs[run] = kept
+    return trainer.loss
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    shape = args[0] if args else "registry"
+    fixed, api = "fixed" in args, "api" in args
+    runs = next((int(a) for a in args if a.isdigit()), 12)
+    if api:
+        import leakgate
+    for run in range(runs):
+        if api:
+            with leakgate.session():
+                run_session(run, shape, fixed)
+        else:
+            run_session(run, shape, fixed)
+            print("run %d done" % run, flush=True)
