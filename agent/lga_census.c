@@ -187,6 +187,8 @@ void lga_census_put(struct lga_enc *e)
         if (cs.slot[i].born < 0) continue;
         unsigned a = cs.slot[i].arena;
         bytes[i] = (int64_t)(stat(ST_SMALL_ALLOC, a) + stat(ST_LARGE_ALLOC, a));
+        /* the profiled session's blocks at their size classes, not jemalloc's 16 KiB extents */
+        bytes[i] = LG_MAX(bytes[i] - lga_promote_census(cs.slot[i].born), 0);
         blocks[i] = (int64_t)(stat(ST_SMALL_NM, a) - stat(ST_SMALL_ND, a) + stat(ST_LARGE_NM, a) -
                               stat(ST_LARGE_ND, a));
         if (blocks[i] > 0)

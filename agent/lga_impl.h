@@ -152,6 +152,19 @@ void lga_keep_forget(void *p);
 void lga_keep_resized(void *p, size_t n); /* grown or shrunk in place */
 /* The retention paths into the SESSION message of session `ending` (once, after the recorded). */
 void lga_keep_put(struct lga_enc *e, int ending);
+/* Calls fn on every block still recorded (lock-free, as a free looks); returns the recorded
+ * session's index, or -1 when nothing was ever recorded. */
+int lga_keep_each(void (*fn)(void *ctx, void *p, size_t n), void *ctx);
+/* The table's own bytes, resident whole once recording starts (in RSS, not the program's). */
+int64_t lga_keep_resident(void);
+
+/* lga_promote.c: the whole-session profile's promotion of small blocks, taken back out. */
+/* Fills snap's prof_promoted and prof_promoted_rss from the recorded blocks still live; after
+ * the snapshot, lga.mu held. */
+void lga_promote_measure(struct trk_snapshot *snap);
+/* What the latest measurement counted beyond the blocks of the census session `born` (its
+ * prof_promoted when born is the recorded session, else 0). */
+int64_t lga_promote_census(int born);
 
 /* lga_cuda.c: device allocations made through the interposed runtime and driver calls. */
 struct lga_device_view {

@@ -25,9 +25,9 @@
  * register, a block born in another session).
  *
  * Memory: the table and the scan's scratch are mmap'd outside jemalloc, so neither the census
- * nor je_allocated sees them; their touched pages are in RSS from the recorded session on, a
- * session of a run the census has already called a leak. Frees look into the table lock-free
- * while it holds blocks; insertions (one session) take a mutex.
+ * nor je_allocated sees them; the table is made resident whole as recording starts and taken
+ * out of rss (lga_promote.c), the scan's scratch is unmapped after the scan. Frees look into the
+ * table lock-free while it holds blocks; insertions (one session) take a mutex.
  */
 #define _GNU_SOURCE
 #include <execinfo.h>
@@ -116,6 +116,12 @@ void lga_keep_start(int session)
         lga_say("out of memory for the retention table: kept blocks are not traced to a root");
         return;
     }
+    /* resident whole from here on (lga_keep_resident says how much, and it is taken out of
+     * rss): pages first touched by a free's probe would be the zero page, in no RSS */
+    memset((void *)kp.keys, 0, KEEP_CAP * sizeof *kp.keys);
+    memset(kp.sizes, 0, KEEP_CAP * sizeof *kp.sizes);
+    memset(kp.sid, 0, KEEP_CAP * sizeof *kp.sid);
+    memset(kp.stacks, 0, KEEP_STACKS * sizeof *kp.stacks);
     kp.born = session;
     atomic_store(&kp.recording, true);
 }
@@ -189,6 +195,33 @@ void lga_keep_resized(void *p, size_t n)
 {
     size_t i = keep_find(p);
     if (i < KEEP_CAP) kp.sizes[i] = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
+int64_t lga_keep_resident(void)
+{
+    return kp.keys ? (int64_t)(KEEP_CAP * (sizeof *kp.keys + sizeof *kp.sizes + sizeof *kp.sid) +
+                               KEEP_STACKS * sizeof *kp.stacks)
+                   : 0;
+}
+
+int lga_keep_each(void (*fn)(void *ctx, void *p, size_t n), void *ctx)
+{
+    if (!kp.keys) return -1;
+    /* only the table's pages a key was written to: reading the others would fault them in */
+    static unsigned char vec[KEEP_CAP * sizeof *kp.keys / 4096 + 1];
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), per = page / sizeof *kp.keys;
+    size_t pages = (KEEP_CAP + per - 1) / per;
+    if (pages > sizeof vec || mincore((void *)kp.keys, KEEP_CAP * sizeof *kp.keys, vec) != 0)
+        return kp.born;
+    for (size_t i = 0; i < KEEP_CAP; i++) {
+        if (!(vec[i / per] & 1)) {
+            i += per - 1 - i % per;
+            continue;
+        }
+        uintptr_t k = atomic_load_explicit(&kp.keys[i], memory_order_acquire);
+        if (k > TOMB) fn(ctx, (void *)k, kp.sizes[i]);
+    }
+    return kp.born;
 }
 
 void lga_keep_forget(void *p)

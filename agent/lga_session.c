@@ -32,6 +32,7 @@ static void measure(struct trk_snapshot *snap)
     lga_cuda_quiesce();
     trk_snapshot(lga.trk, snap);
     lga_census_overhead(&snap->census_active, &snap->census_resident);
+    lga_promote_measure(snap); /* the whole-session profile's 16 KiB extents (lga_promote.c) */
     struct lga_device_view dv;
     lga_cuda_view(&dv);
     snap->dev_used = dv.used;

@@ -18,15 +18,21 @@ void hx_channels_from_snapshot(const struct trk_snapshot *s, int64_t *abs)
     abs[RPT_CH_REFS] = 0;
     /* the tracker's own tables are the measurement's memory, not the workload's: a tag table
      * that grows when session 40 meets its 1025th tag name is not a leak (docs/design.md) */
+    /* and exec's heap profiles (agent/lga_promote.c): jemalloc keeps each sampled small block
+     * in a 16 KiB extent, and a record of each sampled stack (its internal allocations), which
+     * the program alone would not hold */
+    int64_t prof = s->prof_promoted + s->je_internal;
     abs[RPT_CH_JE_ALLOCATED] =
-        s->je_allocated < 0 ? RPT_NONE : s->je_allocated - s->tracker_overhead;
+        s->je_allocated < 0 ? RPT_NONE : s->je_allocated - s->tracker_overhead - prof;
     /* likewise exec's census (agent/lga_census.c): an arena per session keeps a small block in a
      * slab and metadata of its own, ~130 KiB a kept session the program alone would not hold */
     abs[RPT_CH_JE_ACTIVE] =
-        s->je_active < 0 ? RPT_NONE : s->je_active - s->tracker_overhead - s->census_active;
-    abs[RPT_CH_JE_RESIDENT] = s->je_resident < 0 ? RPT_NONE : s->je_resident - s->census_resident;
-    abs[RPT_CH_RSS] = !trk_build_has_rss() || s->rss < 0 ? RPT_NONE /* not under AddressSanitizer */
-                                                         : s->rss - s->census_resident;
+        s->je_active < 0 ? RPT_NONE : s->je_active - s->tracker_overhead - s->census_active - prof;
+    abs[RPT_CH_JE_RESIDENT] =
+        s->je_resident < 0 ? RPT_NONE : s->je_resident - s->census_resident - s->prof_promoted;
+    abs[RPT_CH_RSS] = !trk_build_has_rss() || s->rss < 0 /* not under AddressSanitizer */
+                          ? RPT_NONE
+                          : s->rss - s->census_resident - s->prof_promoted_rss;
     abs[RPT_CH_DEV_DRIVER] = V(s->dev_used);
     abs[RPT_CH_DEV_PROCESS] = V(s->dev_process);
 #undef V

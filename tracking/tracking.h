@@ -263,9 +263,12 @@ void trk_errors_free(struct trk_error *e, size_t n);
     X(dev_used, TRK_READING) /* the device driver's view (backend usage) */                        \
     X(dev_total, TRK_READING)                                                                      \
     X(dev_process, TRK_READING)                                                                    \
-    X(tracker_overhead, TRK_LEDGER) /* bytes the tracker's own tables use (usable sizes) */        \
-    X(census_active, TRK_LEDGER)    /* exec's census arenas: active pages beyond their blocks */   \
-    X(census_resident, TRK_LEDGER)  /* and resident ones (their metadata above all) */
+    X(tracker_overhead, TRK_LEDGER)  /* bytes the tracker's own tables use (usable sizes) */       \
+    X(census_active, TRK_LEDGER)     /* exec's census arenas: active pages beyond their blocks */  \
+    X(census_resident, TRK_LEDGER)   /* and resident ones (their metadata above all) */            \
+    X(prof_promoted, TRK_LEDGER)     /* exec's whole-session profile: 16 KiB extents of blocks */  \
+    X(prof_promoted_rss, TRK_LEDGER) /* their pages in rss, and the retention table's */           \
+    X(je_internal, TRK_LEDGER)       /* jemalloc's own allocations (heap profiles' records) */
 enum trk_figure_kind { TRK_LEDGER, TRK_READING };
 #define TRK_X_COUNT(field, kind) +1
 enum { TRK_SNAPSHOT_NFIGURES = 0 TRK_SNAPSHOT_FIGURES(TRK_X_COUNT) };

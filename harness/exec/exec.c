@@ -201,14 +201,15 @@ static void series_add(struct exec_run *r, const struct rpt_session *s)
     }
 }
 
-/* Names the census's kept blocks by the session's heap profile diff, and takes jemalloc's
- * 16 KiB back out. Once one session was profiled whole (census_exact), the diff against the
- * empty profile taken as it began is its survivors by stack: exact, since every allocation was
- * sampled. jemalloc keeps a sampled small block as a 16 KiB extent, which its arena's stats and
- * stats.allocated count at 16 KiB; where the profile holds every block born there, the census
- * entry takes its bytes from the profile and je_allocated loses the difference, so neither the
- * census nor the channel sees the measurement. Blocks born elsewhere are named by the stack that
- * kept the most: a likely name, not a proof (as when a channel's sampled profile names them). */
+/* Names the census's kept blocks by the session's heap profile diff. Once one session was
+ * profiled whole (census_exact), the diff against the empty profile taken as it began is its
+ * survivors by stack: exact, since every allocation was sampled. jemalloc keeps a sampled small
+ * block as a 16 KiB extent; the agent takes that out of the census and the channels itself
+ * (agent/lga_promote.c, from its retention table). Without the table (LEAKGATE_KEEP=0), where
+ * the profile's top stacks hold every block born there, the census entry takes its bytes from
+ * the profile and je_allocated loses the difference. Blocks born elsewhere are named by the
+ * stack that kept the most: a likely name, not a proof (as when a channel's sampled profile
+ * names them). */
 static void census_name(const struct exec_run *r, struct rpt_session *s)
 {
     if (!s->n_alloc_stacks || !s->alloc_stacks[0].frames) return;

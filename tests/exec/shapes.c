@@ -9,6 +9,8 @@
  *   trickle     three blocks of 1 KiB kept every session
  *   steady4k    4 KiB kept every session
  *   steady      BYTES kept every session (ci/detection's sweep)
+ *   spread      SPREAD_BLOCKS blocks of BYTES kept every session, each from a stack of its own
+ *               (more stacks than a heap profile's top 16: the profiled session's promotion)
  *   late        1 MiB kept every session of the last quarter
  *   warm-cache  a 4 MiB cache filled in the first session (the warm-up), kept; clean after
  *   scratch     a 2 MiB buffer that lives one session and is freed in the next: clean
@@ -32,6 +34,18 @@ __attribute__((noinline)) static void keep_block(size_t n)
     if (!p) exit(3);
     memset(p, 0x5a, n); /* touched: resident, not only reserved */
     shapes_kept[n_kept++ % 4096] = p;
+}
+
+#define SPREAD_BLOCKS 64
+
+/* keep_block(n) under `depth` frames of its own: each depth is another allocation stack. */
+__attribute__((noinline)) static void keep_at(int depth, size_t n)
+{
+    if (depth > 0)
+        keep_at(depth - 1, n);
+    else
+        keep_block(n);
+    __asm__ volatile("" ::: "memory"); /* no tail call: the frame stays on the stack */
 }
 
 /* Work that allocates and frees (the sawtooth of a healthy session): a list built and torn
@@ -82,6 +96,8 @@ int main(int argc, char **argv)
             for (int k = 0; k < 3; k++) keep_block(1024);
         if (!strcmp(shape, "steady4k")) keep_block(4096);
         if (!strcmp(shape, "steady") && bytes) keep_block(bytes);
+        if (!strcmp(shape, "spread") && bytes)
+            for (int k = 0; k < SPREAD_BLOCKS; k++) keep_at(k, bytes);
         if (!strcmp(shape, "late") && s >= n - n / 4) keep_block(1 * MiB);
         if (!strcmp(shape, "warm-cache") && s == 0) keep_block(4 * MiB);
         if (!strcmp(shape, "scratch")) {

@@ -4,11 +4,14 @@
  *
  * exec's shapes come from tests/exec/shapes.c (16 sessions: 1 warm-up + 15 measured); run's and
  * soak's from --inject raw-malloc:SIZE[@FIRST[/EVERY]] (2 warm-up sessions, then measured). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lg_test.h"
+#include "results.h"
+#include "rpt_impl.h"
 
 TestSuite(shapes, .init = lg_test_setup, .fini = lg_test_teardown, .timeout = 600);
 
@@ -69,6 +72,52 @@ Test(shapes, exec_a_block_kept_from_session_6_is_a_leak)
     cr_expect(strstr(md, "| 6 | 1 | 48.00 MiB | `keep_block (shapes.c:") != NULL,
               "summary.md lacks the census row of session 6:\n%s", md);
     free(md);
+}
+
+/* The session the census profiles whole (docs/exec.md, "Who keeps it") holds each small block
+ * jemalloc sampled in a 16 KiB extent; the figures must stay the program's (docs/realworld.md,
+ * finding 1). exec_shapes spread keeps 64 blocks of 192 B a session from 64 stacks (more than a
+ * heap profile's top 16); 192 B is one of jemalloc's size classes (four per doubling: 160, 192,
+ * 224, 256), so each session keeps 64 x 192 B, the profiled one too. */
+Test(shapes, exec_the_profiled_session_counts_its_blocks_at_their_size_class)
+{
+    const int64_t blocks = 64, size_class = 192, kept = blocks * size_class;
+    /* one block either way: jemalloc's 16 KiB extents (64 x 16 KiB - 12 KiB more in the profiled
+     * session) and its records of the 64 stacks (~760 B each) are taken out by the agent */
+    const int64_t tolerance = size_class;
+    struct lg_out o =
+        lg_runf(LEAKGATE_BIN, "exec --no-reports --out '%s/spread' -- '%s' spread 12 %lld",
+                lg_test_tmpdir(), EXEC_SHAPES, (long long)size_class);
+    expect_status(&o, 1, "spread");
+    cr_expect(strstr(o.text, "is profiled to name them") != NULL, "a session profiled whole:\n%s",
+              o.text);
+    free(o.text);
+    struct rpt_results *r = NULL;
+    char path[600];
+    snprintf(path, sizeof path, "%s/spread/results.jsonl", lg_test_tmpdir());
+    cr_assert_eq(rpt_results_load(&r, path), LG_OK, "%s", lg_errmsg());
+    for (int i = 2; i < r->n_sessions; i++) { /* session 0 is the warm-up */
+        const int64_t *a = r->sessions[i].absolute, *b = r->sessions[i - 1].absolute;
+        int64_t step = a[RPT_CH_JE_ALLOCATED] - b[RPT_CH_JE_ALLOCATED];
+        cr_expect(llabs(step - kept) <= tolerance, "session %d: je_allocated +%lld B, not %lld", i,
+                  (long long)step, (long long)kept);
+    }
+    const struct rpt_session *last = &r->sessions[r->n_sessions - 1];
+    int counted = 0;
+    for (int i = 0; i < last->n_census; i++) {
+        const struct rpt_census *c = &last->census[i];
+        if (c->born < 1 || c->born >= last->index) continue;
+        counted++;
+        cr_expect_eq(c->blocks, blocks, "session %d: %lld blocks", c->born, (long long)c->blocks);
+        cr_expect_eq(c->bytes, kept, "session %d: %lld B", c->born, (long long)c->bytes);
+    }
+    cr_expect_eq(counted, last->index - 1, "every measured session but the last kept its blocks");
+    const struct rpt_channel_verdict *cv = rpt_verdict_for(r, RPT_CH_JE_ALLOCATED);
+    cr_assert_not_null(cv);
+    /* the promotion's step moved it to ~118 KiB/session */
+    cr_expect(fabs(cv->slope - (double)kept) <= (double)tolerance,
+              "je_allocated's slope %g B/session, not %lld", cv->slope, (long long)kept);
+    rpt_results_free(r);
 }
 
 Test(shapes, exec_a_trickle_below_the_budget_is_a_leak)

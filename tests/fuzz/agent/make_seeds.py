@@ -19,7 +19,7 @@ def s(x): return u32(len(x.encode())) + x.encode()
 
 
 def snapshot(je, rss):
-    v = [0] * 21  # the ledger, jemalloc, the arena, smaps_rollup, the device, the tracker
+    v = [0] * 26  # TRK_SNAPSHOT_FIGURES: ledger, jemalloc, arena, smaps, device, census, profile
     v[4] = v[5] = v[6] = je
     v[13] = rss
     v[17] = v[18] = v[19] = -1  # no device
