@@ -9,7 +9,8 @@
  * has it), the PyTorch (Debian's python3-torch 1.13 and a PyTorch 2.x from PyPI in a virtual
  * environment), torch.compile (2.x) and, for the 2.x, MKL's AVX-512 code on an AMD CPU (MKL
  * runs its AVX2 code there unless told the CPU is Intel's: mkl_intel_cpu.c, preloaded). A
- * configuration whose interpreter or library is missing is listed as skipped, with why. */
+ * configuration whose interpreter or library is missing is listed as skipped, with why. With
+ * `fallback` each Debian torch configuration has a twin with OpenBLAS's generic core forced. */
 #define _GNU_SOURCE
 #include "bench_torch.h"
 
@@ -49,7 +50,18 @@ static bool torch_version(const char *py, char *ver, size_t size)
     return true;
 }
 
-int bt_configs(struct bt_config *out, int max, const char *venv)
+/* The twin of Debian's torch configuration c with OpenBLAS's generic core forced: that torch
+ * runs its GEMMs on the system's OpenBLAS, which reads OPENBLAS_CORETYPE when it loads (the
+ * PyTorch 2.x from PyPI runs MKL and oneDNN, which do not read it). */
+static struct bt_config forced_twin(const struct bt_config *c)
+{
+    struct bt_config twin = *c;
+    snprintf(twin.name, sizeof twin.name, "%s, OpenBLAS Prescott forced", c->name);
+    snprintf(twin.env, sizeof twin.env, "OPENBLAS_CORETYPE=Prescott %s", c->env);
+    return twin;
+}
+
+int bt_configs(struct bt_config *out, int max, const char *venv, bool fallback)
 {
     char v13[64], v2[64], py2[512];
     snprintf(py2, sizeof py2, "%s/bin/python", venv);
@@ -108,6 +120,7 @@ int bt_configs(struct bt_config *out, int max, const char *venv)
                      "%sLD_PRELOAD=%s%s%s MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1",
                      k ? " " : "", je, plan[i].mkl_avx512 ? ":" : "",
                      plan[i].mkl_avx512 ? LG_MKL_INTEL_CPU : "");
+        if (fallback && !plan[i].torch2 && n < max) out[n++] = forced_twin(c);
     }
     return n;
 }

@@ -3,7 +3,7 @@
  *   build/tests/bench/bench_train [--preset electricity] [--steps 10] [--batch 64] [--stacks]
  *                                 [--no-floor] [--gemm-profile [--profile-rows 16]] [--allocs]
  *                                 [--torch [--rounds 3] [--torch-venv DIR]
- *                                 [--log FILE]]
+ *                                 [--fallback] [--log FILE]]
  *
  * Prints the model's build time (its VarMap allocated and seeded), steps/s and samples/s of
  * full training steps (forward, pinball loss, backward, global-norm clipping, AdamW) after 2
@@ -36,7 +36,10 @@
  * best's, and the most a trainer doing the same GEMMs could reach here: the best PyTorch's step
  * over this run's GEMM-bound floor, at the best candidate's rate and at the FMA peak (bench_peak.h,
  * the ceiling of any GEMM). The PyTorch 2.x lives in DIR (default: torch-venv in the
- * build directory; ci/bench --torch creates it).
+ * build directory; ci/bench --torch creates it). With --fallback each round also runs leakgate in
+ * processes of its own with OpenBLAS's generic core forced and not (bench_train_fallback.h) and
+ * each of Debian's torch configurations (OpenBLAS's GEMMs) with it forced: the fallback's cost to
+ * each, as ratios of one run.
  */
 #define _GNU_SOURCE
 #include <cblas.h>
@@ -47,6 +50,7 @@
 #include "bench_args.h"
 #include "bench_peak.h"
 #include "bench_torch.h"
+#include "bench_train_fallback.h"
 #include "kernels.h"
 #include "kn_blas.h"
 #include "kn_pool.h"
@@ -195,7 +199,7 @@ static double median(double *v, int n)
 }
 
 #define MAX_ROUNDS 16
-#define MAX_CFG    16
+#define MAX_CFG    20
 
 /* The GEMM shapes that took the most of the measured session, `top` of them and the rest in one
  * line, per step. */
@@ -229,11 +233,12 @@ static void print_gemm_profile(int steps, double step_s, int top)
 }
 
 static void torch_rounds(struct tft_model *m, struct data_set *ds, const struct tr_options *o,
-                         const char *preset, int rounds, const char *venv, double floor_ms,
-                         double peak_ms, FILE *log)
+                         const char *preset, int rounds, const char *venv, bool fallback,
+                         double floor_ms, double peak_ms, FILE *log)
 {
     struct bt_config cfg[MAX_CFG];
-    int n = bt_configs(cfg, MAX_CFG, venv);
+    int n = bt_configs(cfg, MAX_CFG, venv, fallback);
+    struct btf_runs fb = {0};
     double ms[MAX_CFG][MAX_ROUNDS], lg[MAX_ROUNDS];
     int got[MAX_CFG] = {0}, nlg = 0;
     char script[600];
@@ -251,6 +256,7 @@ static void torch_rounds(struct tft_model *m, struct data_set *ds, const struct 
             double v = bt_run(&cfg[i], script, preset, o->batch, o->steps, log);
             if (v > 0) ms[i][got[i]++] = v;
         }
+        if (fallback) btf_round(&fb, preset, o->batch, o->steps, log);
         printf("  round %d of %d done\n", r + 1, rounds);
         fflush(stdout);
     }
@@ -281,6 +287,7 @@ static void torch_rounds(struct tft_model *m, struct data_set *ds, const struct 
     snprintf(lgname, sizeof lgname, "leakgate (OpenBLAS %s kernels, %s%s)", kn_blas_info()->core,
              kn_blas_info()->path, kn_cpu_gemm_own() ? " + the own AVX-512 GEMM" : "");
     printf("%-70s %9.1f %8.1f-%-8.1f\n", lgname, lgm, lo, hi);
+    if (fallback) btf_print(&fb, ib >= 0 ? best : 0, ib >= 0 ? cfg[ib].name : "");
     /* the fastest round of each: what noise from other work (which only slows a run down) left
      * least disturbed */
     double fast = 0;
@@ -310,7 +317,8 @@ int main(int argc, char **argv)
 {
     const char *preset = "electricity", *venv = NULL, *logpath = NULL;
     int steps = 10, batch = 0, rounds = 3, profile_rows = 16;
-    bool torch = false, stacks = false, gemm_profile = false, no_floor = false, allocs = false;
+    bool torch = false, stacks = false, gemm_profile = false, no_floor = false, allocs = false,
+         fallback = false;
     const struct ba_option opts[] = {{"--preset", BA_STR, &preset},
                                      {"--steps", BA_INT, &steps},
                                      {"--batch", BA_INT, &batch},
@@ -318,6 +326,7 @@ int main(int argc, char **argv)
                                      {"--torch-venv", BA_STR, &venv},
                                      {"--log", BA_STR, &logpath},
                                      {"--torch", BA_FLAG, &torch},
+                                     {"--fallback", BA_FLAG, &fallback},
                                      {"--stacks", BA_FLAG, &stacks},
                                      {"--no-floor", BA_FLAG, &no_floor},
                                      {"--gemm-profile", BA_FLAG, &gemm_profile},
@@ -327,7 +336,11 @@ int main(int argc, char **argv)
         fprintf(stderr,
                 "usage: bench_train [--preset P] [--steps K] [--batch B] [--stacks] [--no-floor] "
                 "[--gemm-profile [--profile-rows N]] [--allocs] [--torch [--rounds R] "
-                "[--torch-venv DIR] [--log FILE]]\n");
+                "[--torch-venv DIR] [--fallback] [--log FILE]]\n");
+        return 2;
+    }
+    if (fallback && !torch) {
+        fprintf(stderr, "bench_train: --fallback is a part of --torch's rounds\n");
         return 2;
     }
     if (no_floor && torch) {
@@ -448,8 +461,9 @@ int main(int argc, char **argv)
     if (gemm_profile) print_gemm_profile(st.steps, step_s, profile_rows);
     if (torch) {
         FILE *log = logpath ? fopen(logpath, "w") : NULL;
-        torch_rounds(m, ds, &o, preset, rounds, venv, rate > 0 ? 1e3 * step_flops / rate : 0,
-                     fma > 0 ? 1e3 * step_flops / fma : 0, log);
+        torch_rounds(m, ds, &o, preset, rounds, venv, fallback,
+                     rate > 0 ? 1e3 * step_flops / rate : 0, fma > 0 ? 1e3 * step_flops / fma : 0,
+                     log);
         if (log) fclose(log);
     }
     tft_free(m);
