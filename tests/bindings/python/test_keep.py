@@ -39,13 +39,13 @@ def kept_lines(text_or_notes):
 
 
 def registry_named(line, module):
-    """The registry's path: its global, the line that creates it, the index the session it was
-    born in appended (run N is session N: one run a session from the first)."""
-    m = re.search(r"python: kept alive by: module %s\.RUNS \(list, \S*registry\.py:%d\) -> "
-                  r"\[([0-9]+)\] Trainer( \(registry\))?; born in session ([0-9]+) and kept: "
-                  r"[0-9]+ objects, ([0-9.]+) KiB" % (re.escape(module), assigned_at("RUNS")),
-                  line)
-    return m
+    """The registry's path: its global, the line that creates it, the index one of the two
+    sessions the kept were born in appended (run N is session N: one a session from the first),
+    the other trainer, and the bytes a session."""
+    return re.search(r"python: kept alive by: module %s\.RUNS \(list, \S*registry\.py:%d\) -> "
+                     r"\[([0-9]+)\] Trainer( \(registry\))? and 1 more like it; born in sessions "
+                     r"([0-9]+)-[0-9]+ and kept: [0-9,]+ objects, ([0-9.]+) KiB/session"
+                     % (re.escape(module), assigned_at("RUNS")), line)
 
 
 @pytest.mark.parametrize("mode", ["api", "marker"])
@@ -58,7 +58,8 @@ def test_registry_is_named_by_its_global(leakgate_bin, tmp_path, mode):
     assert kept, notes(lines)
     m = registry_named(kept[0], "__main__")
     assert m, kept
-    assert m.group(1) == m.group(3), kept  # RUNS[N] is the trainer of session N
+    first = int(m.group(3))
+    assert int(m.group(1)) in (first, first + 1), kept  # RUNS[N] is the trainer of session N
     # a model is 4096 floats (24 B each) in a list (8 B a slot): at least that much is kept
     weights = 4096 * (24 + 8)
     assert float(m.group(4)) * 1024 >= weights, kept
@@ -73,10 +74,10 @@ def test_class_attribute_is_named(leakgate_bin, tmp_path):
     assert rc == 1, out
     kept = kept_lines(notes(lines))
     want = (r"python: kept alive by: class attribute __main__\.Cache\.runs \(dict, "
-            r"\S*registry\.py:%d\) -> \[([0-9]+)\] Trainer; born in session ([0-9]+)"
-            % assigned_at("runs", "Cache"))
+            r"\S*registry\.py:%d\) -> \[([0-9]+)\] Trainer and 1 more like it; born in "
+            r"sessions ([0-9]+)-" % assigned_at("runs", "Cache"))
     m = re.search(want, kept[0]) if kept else None
-    assert m and m.group(1) == m.group(2), (want, kept)
+    assert m and int(m.group(1)) - int(m.group(2)) in (0, 1), (want, kept)
 
 
 @pytest.mark.parametrize("shape", ["registry", "classattr"])

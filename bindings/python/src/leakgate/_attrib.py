@@ -281,7 +281,7 @@ class _Attribution:
                 self.keep_at = index
                 return "keep-base"
             return None
-        return {1: "keep-born", 2: "keep-walk"}.get(index - self.keep_at)
+        return {1: "keep-born1", 2: "keep-born2", 3: "keep-walk"}.get(index - self.keep_at)
 
     def tracked_alive(self, index):
         for fin, kind, name, born in list(leakgate._tracked.values()):
@@ -343,12 +343,13 @@ class _Attribution:
             out += _torch.describe(self, index)
         if "holders" in what:
             out += self.holders(index)
-        if "keep-base" in what or "keep-born" in what or "keep-walk" in what:
+        look = next((w for w in what if w.startswith("keep-")), None)
+        if look:
             from . import _keep
-            if "keep-base" in what:
+            if look == "keep-base":
                 _keep.base(self.dir)
-            elif "keep-born" in what:
-                _keep.born(self.dir)
+            elif look.startswith("keep-born"):
+                _keep.born(self.dir, int(look[-1]))
             else:
                 out += [_KEPT + line for line in _keep.walk(self, index)]
         if "rehearsal" in what:

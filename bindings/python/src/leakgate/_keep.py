@@ -1,27 +1,31 @@
 """Who keeps it (issue 41): the retention path from what a leaking program kept to its root, by
 the interpreter's own referrers. Run by the attribution (``_attrib.py``) in its forked copies, so
 nothing here allocates in the measured process, once leakgate arms heap profiling (a channel is
-proven to leak, or the census kept blocks):
+proven to leak, or the census kept blocks), in four looks:
 
-1. at the arming session's end (A), the ids of every object the garbage collector tracks;
-2. at A+1's end, the objects that were not there at A: born in session A+1 (id and type);
-3. at A+2's end, those still alive: born in A+1 and kept a whole session after it, so the
-   current iteration's objects (a loop variable's trainer) are not taken for a leak. The kept
-   objects referred to by an older object are the entries; from each, the kept objects it
-   reaches are its weight (their sizes, what they hold that the collector does not track, and
-   the bytes of their tensors' storages, each storage once). Entries are taken largest first,
-   each weighed by what no heavier entry reached; those at LEAKGATE_PY_KEEP_FLOOR bytes
-   (8 KiB, exec's je_allocated budget a session) or more are walked up to a root,
-   breadth-first through ``gc.get_referrers``: a module global, a class attribute, a live
-   frame's local (of a thread when not the main one), a Thread; or, when nothing the collector
-   sees refers to the top object and its reference count says something does, a reference held
-   from C (an extension's own); or, when nothing does, a garbage cycle not yet collected (not a
-   leak: never printed as one).
+1. at the arming session's end (A), every object the garbage collector tracks (its id and a
+   mark: its type, a container's length; ids are addresses, and a freed one is reused);
+2. and 3. at the ends of A+1 and A+2, the objects new since: born in those two sessions;
+4. at A+3's end, those still alive. The kept objects referred to by an older object are the
+   entries; those one older object refers to are taken together (a registry's items), with
+   what they reach through kept objects: their weight is their sizes, what they hold that the
+   collector does not track, and their tensors' storages, each once; each group weighed by
+   what no heavier one reached. A group kept in both sessions (a one-time cost, a lazy import,
+   is kept in one) and at LEAKGATE_PY_KEEP_FLOOR bytes a session (8 KiB, exec's je_allocated
+   budget) or more is walked up to a root, breadth-first through ``gc.get_referrers``: a
+   module global, a class attribute, a live frame's local, a Thread; or, when nothing the
+   collector sees refers to the top objects and their reference counts say something does, a
+   reference held from C (an extension's own); or, when nothing does, a garbage cycle not yet
+   collected. The path is shown down to where the kept objects begin, then the largest PyTorch
+   module (or a function's closure) that one holds:
 
-    python: kept alive by: module __main__._TRIALS (list, tft_registry.py:36) -> [5] Trainer
-    (lightning) -> .strategy -> ._lightning_module (TemporalFusionTransformer, 2.45 M
-    parameters); born in session 5 and kept: 31,022 objects, 1.04 MiB (tensors 0.93 MiB);
-    _TRIALS is stored into at tft_registry.py:71 in <module>
+    python: kept alive by: module __main__._TRIALS (list, tft_registry.py:35) -> [6] Trainer
+    (lightning) and 1 more like it -> ... (TemporalFusionTransformer, 4,095 parameters); born
+    in sessions 6-7 and kept: 2,595 objects, 213.5 KiB/session; _TRIALS is stored into at
+    tft_registry.py:68 in <module>
+
+Each look runs in the attribution's forked copy after its session was measured: its memory is
+never in what exec judges.
 
 Bounded: LEAKGATE_PY_KEEP_SECONDS (30) for the whole look, LEAKGATE_PY_KEEP_OBJECTS (200,000)
 referrers visited for one path; past either the line says "path not found within N objects".
@@ -82,27 +86,33 @@ def base(folder):
     return _save(os.path.join(folder, "keep.base"), gc.get_objects())
 
 
-def born(folder):
-    """Look 2: the tracked objects not there at look 1 (a new id, or a new mark at an old one),
-    to a file."""
+def born(folder, window):
+    """Looks 2 and 3: the tracked objects not there at the looks before (a new id, or a new mark
+    at an old one), to a file: those born in the session this look ends."""
     before = _load(os.path.join(folder, "keep.base"))
+    if window == 2:
+        before.update(_load(os.path.join(folder, "keep.born1")))
     new = [o for o in gc.get_objects()
            if before.get(id(o)) != _mark(o) & 0xFFFFFFFFFFFFFFFF]
     del before
-    return _save(os.path.join(folder, "keep.born"), new)
+    return _save(os.path.join(folder, "keep.born%d" % window), new)
 
 
 def walk(attr, index):
-    """Look 3: the lines naming who keeps what session index-1 kept."""
+    """Look 4: the lines naming who keeps what sessions index-2 and index-1 kept."""
     start = time.monotonic()
     deadline = start + max(1, _int_env("LEAKGATE_PY_KEEP_SECONDS", 30))
     objs = gc.get_objects()  # first: nothing this look makes afterwards is in it
-    marks = _load(os.path.join(attr.dir, "keep.born"))
-    kept = [o for o in objs if marks.get(id(o)) == _mark(o) & 0xFFFFFFFFFFFFFFFF
-            and not _own(o)]
-    del marks
+    window = {}
+    for w in (1, 2):
+        marks = _load(os.path.join(attr.dir, "keep.born%d" % w))
+        window.update((id(o), w) for o in objs
+                      if marks.get(id(o)) == _mark(o) & 0xFFFFFFFFFFFFFFFF and not _own(o))
+        del marks
+    kept = [o for o in objs if id(o) in window]
     look = _Look(attr, objs, kept, deadline)
-    out = look.lines(index - 1)
+    look.window = window
+    out = look.lines(index - 2)
     visited = look.visited
     del look, kept, objs
     out.append("python: who keeps it: %d objects visited in %.2f s (the garbage collector's "
@@ -213,35 +223,41 @@ class _Look:
         out.sort(key=lambda e: -e[0])
         return out
 
-    def lines(self, session):
+    def lines(self, first):
         out = []
         top = max(1, _int_env("LEAKGATE_PY_KEEP_TOP", 3))
         for size, tensors, k, r, olds, n, entries in self.groups():
-            if size < self.floor or len(out) >= top:
+            if size / 2 < self.floor or len(out) >= top:
                 break
+            if {self.window[i] for i in r} != {1, 2}:
+                continue  # kept in one session only: a one-time cost (a lazy import), no leak
             if time.monotonic() > self.deadline:
                 out.append("python: who keeps it: stopped at its time budget "
                            "(LEAKGATE_PY_KEEP_SECONDS) after %d objects" % self.visited)
                 break
-            out.append(self.line(session, size, tensors, k, r, olds, n, entries))
+            out.append(self.line(first, size, tensors, k, olds, n))
         return out
 
-    def line(self, session, size, tensors, k, r, olds, n, entries):
+    def line(self, first, size, tensors, k, olds, n):
         from . import _paths
         paths = _paths.Paths(self.attr, self.limit, self.deadline)
-        root, edges, why = paths.up(k, olds)
+        root, chain, why = paths.up(k, olds)
         self.visited += paths.visited
-        down = _paths.down(k, r, self.torch)
-        what = "born in session %d and kept: %s objects, %s" % (
-            session, format(n, ","), _attrib._fmt(size))
-        if entries > 1:
-            down += " and %d more like it" % (entries - 1)
+        what = "born in sessions %d-%d and kept: %s objects, %s/session" % (
+            first, first + 1, format(n, ","), _attrib._fmt(size / 2))
         if tensors:
-            what += " (tensors %s)" % _attrib._fmt(tensors)
+            what += " (tensors %s/session)" % _attrib._fmt(tensors / 2)
         if root is None:
             return "python: %s %s; %s" % (_paths.words(k), why, what)
-        text = "python: kept alive by: %s%s%s; %s" % (root.words, _paths.join(edges), down,
-                                                     what)
+        # the path down to where the kept objects begin, then what that one holds
+        i = next((i for i, o in enumerate(chain) if id(o) in self.ids), len(chain) - 1)
+        entry, chain = chain[i], chain[:i + 1]
+        more = sum(1 for o in gc.get_referents(chain[i - 1]) if id(o) in self.ids) - 1 \
+            if i > 0 else 0
+        down = _paths.down(entry, self.reach(entry), self.torch)
+        text = "python: kept alive by: %s%s%s%s; %s" % (
+            root.words, _paths.join(chain), " and %d more like it" % more if more > 0 else "",
+            down, what)
         stores = root.stores()
         return text + ("; %s" % stores if stores else "")
 

@@ -204,6 +204,8 @@ def edge(parent, child):
     (named by the function above it)."""
     if isinstance(parent, dict):
         key = _key_of(parent, child)
+        if key is None and any(k is child for k in parent):
+            return " key %s" % _key(child)  # optimizer.state's parameters
         return "[?]" if key is None else "[%s]" % _key(key)
     if isinstance(parent, (list, tuple)):
         i = next((i for i, v in enumerate(parent) if v is child), None)
@@ -234,8 +236,16 @@ def edge(parent, child):
 def render(chain):
     """The edges of chain (objects, each referring to the next) as text: an instance's __dict__
     named by the attribute, an nn.Module's children, parameters and buffers as `.name`."""
-    out, via = [], None
+    out, via, fn = [], None, None
     for parent, child in zip(chain, chain[1:]):
+        if isinstance(parent, types.FunctionType) and child is parent.__closure__:
+            fn = parent  # named with the cell below: its closure's variable
+            continue
+        if fn is not None:
+            name = next((n for n, c in zip(fn.__code__.co_freevars, parent) if c is child), "?")
+            out.append(" %s closure `%s`" % (words(fn), name))
+            fn = None
+            continue
         if isinstance(child, dict) and getattr(parent, "__dict__", None) is child:
             via = "module" if _is_module(parent) else "__dict__"
             continue
@@ -258,12 +268,13 @@ def render(chain):
 
 def join(chain):
     """root.first -> ... -> k, with k's type."""
-    text = render(chain)
-    last = chain[-1]
-    tail = words(last)
     if len(chain) == 1:
         return ""
-    return " -> %s %s" % (text.strip(), tail) if text else " -> %s" % tail
+    text = render(chain).strip()
+    last = chain[-1]
+    if text.endswith(" key " + _key(last)) or isinstance(chain[-2], types.CellType):
+        return " -> %s" % text  # the key, or the closure's variable, says what it is
+    return " -> %s %s" % (text, words(last)) if text else " -> %s" % words(last)
 
 
 def down(k, reach, torch):
