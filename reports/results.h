@@ -256,8 +256,9 @@ struct rpt_channel_verdict {
 
 /* The census's judgment of a run (reports/census.c): its last counted session's census. A
  * session "kept" blocks when, at the end, blocks born in it are alive and it is at least one
- * session before the end; LEAK when 3 or more measured sessions kept blocks and they are at
- * least half of the sessions since the first that kept any (docs/design.md). */
+ * session before the end; LEAK when 3 or more measured sessions kept blocks, they are at least
+ * half of the sessions since the first that kept any, and either all of them or at least
+ * je_allocated's slope budget a session (docs/design.md). */
 struct rpt_census_verdict {
     bool counted;           /* a measured session was counted (else nothing below holds) */
     enum rpt_status status; /* PASS or LEAK */
@@ -303,10 +304,12 @@ struct rpt_verdict {
 };
 
 /* Judges the census of sessions[0..n) (warm-up sessions' births are never judged) into cv;
- * cv->counted is false when no measured session was counted. */
-void rpt_census_judge(const struct rpt_session *sessions, int n, struct rpt_census_verdict *cv);
+ * cv->counted is false when no measured session was counted. budget: je_allocated's slope
+ * budget (bytes a session), which recurring but sporadic keeps must reach to be a leak. */
+void rpt_census_judge(const struct rpt_session *sessions, int n, int64_t budget,
+                      struct rpt_census_verdict *cv);
 /* The same from the last counted session alone, the run's first measured session given. */
-void rpt_census_judge_session(const struct rpt_session *last, int first_measured,
+void rpt_census_judge_session(const struct rpt_session *last, int first_measured, int64_t budget,
                               struct rpt_census_verdict *cv);
 /* Frees a session's census entries. */
 void rpt_census_free(struct rpt_session *s);

@@ -371,7 +371,8 @@ int rpt_judge_sessions(const struct rpt_results *r, const struct rpt_budget *b,
     if (rc != LG_OK) return rc;
     ser.device = rpt_run_had_device(&r->run);
     for (int i = 0; i < r->n_sessions; i++) rpt_series_add(&ser, &r->sessions[i]);
-    rpt_census_judge(r->sessions, r->n_sessions, &v->census); /* exec's exact census */
+    rpt_census_judge(r->sessions, r->n_sessions, (int64_t)b[RPT_CH_JE_ALLOCATED].slope,
+                     &v->census); /* exec's exact census */
     struct rpt_procs procs = {0}; /* exec's process tree: what memory denies is counted there */
     for (int i = 0; i < r->n_sessions; i++) (void)rpt_procs_add(&procs, &r->sessions[i]);
     rpt_procs_judge(&procs, &b[RPT_CH_RSS], &v->procs);

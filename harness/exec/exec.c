@@ -243,7 +243,9 @@ static void census_after(struct exec_run *r, const struct rpt_session *s, bool c
                 "leakgate exec: the census's %d arenas all hold blocks: sessions from %d on are "
                 "not counted\n",
                 LGA_CENSUS_MAX_SLOTS, s->index + 1);
-    if (!s->warmup && s->census_counted) rpt_census_judge_session(s, r->o->warmup, &r->census);
+    if (!s->warmup && s->census_counted)
+        rpt_census_judge_session(s, r->o->warmup, (int64_t)r->o->budgets[RPT_CH_JE_ALLOCATED].slope,
+                                 &r->census);
     /* a channel's sampled profile already names the growth (and its base is not reset) */
     if (r->census_exact || r->prof.armed || !r->prof.available || s->warmup) return;
     if (!r->census.counted || r->census.status != RPT_LEAK) return; /* naming costs: only a leak */

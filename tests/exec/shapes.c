@@ -9,6 +9,7 @@
  *   trickle     three blocks of 1 KiB kept every session
  *   steady4k    4 KiB kept every session
  *   steady      BYTES kept every session (ci/detection's sweep)
+ *   sporadic    BYTES kept every other session (odd ones): a cache's trickle, below the budget
  *   spread      SPREAD_BLOCKS blocks of BYTES kept every session, each from a stack of its own
  *               (more stacks than a heap profile's top 16: the profiled session's promotion)
  *   late        1 MiB kept every session of the last quarter
@@ -96,6 +97,7 @@ int main(int argc, char **argv)
             for (int k = 0; k < 3; k++) keep_block(1024);
         if (!strcmp(shape, "steady4k")) keep_block(4096);
         if (!strcmp(shape, "steady") && bytes) keep_block(bytes);
+        if (!strcmp(shape, "sporadic") && bytes && s % 2) keep_block(bytes);
         if (!strcmp(shape, "spread") && bytes)
             for (int k = 0; k < SPREAD_BLOCKS; k++) keep_at(k, bytes);
         if (!strcmp(shape, "late") && s >= n - n / 4) keep_block(1 * MiB);
