@@ -232,7 +232,9 @@ int hx_keep_notes(const struct hx_keep *k, pid_t pid, int born_run, struct rpt_s
                      "stack (%lld words scanned): %s",
                      (long long)k->words,
                      python ? "in a Python program the holder is a Python object, which this "
-                              "scan cannot see (the python: notes name Python's holders)"
+                              "scan cannot see (the python: notes name its holder where the "
+                              "binding is loaded: python -m leakgate PROG, leakgate.session() "
+                              "or the pytest plugin)"
                             : "held from another thread's stack, a register, or a small block "
                               "born in another session");
         } else {

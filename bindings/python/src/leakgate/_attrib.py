@@ -54,6 +54,7 @@ import shutil
 import sys
 import sysconfig
 import tempfile
+import time
 import tracemalloc
 
 import leakgate
@@ -151,6 +152,8 @@ class _Attribution:
         self.keep_off = os.environ.get("LEAKGATE_PY_KEEP", "1") == "0"
         self.keep_at = None
         self.keep_lines = []
+        self.keep_cost = 0.0
+        self.started = time.monotonic()
         self.carry = []  # the latest lines naming a line of the program or a PyTorch shape
         self.cb = _lib.HOOK(self._hook)
         # a rehearsal of a session end's work, so its one-time costs come before any session
@@ -220,7 +223,10 @@ class _Attribution:
         look = self.keep_look(index)
         if look:
             what.add(look)
+        began = time.monotonic()
         lines = self.in_child(index, what) if what else []
+        if look:  # what the looks cost the program: the fork and the wait, said with the walk
+            self.keep_cost += time.monotonic() - began
         if "base" in what:
             self.base = index
         out, escalate = [], False
@@ -237,6 +243,10 @@ class _Attribution:
                 escalate = True
             elif line.startswith(_KEPT):
                 self.keep_lines.append(line[len(_KEPT):])
+                if line.startswith(_KEPT + "python: who keeps it: "):
+                    out.append("python: who keeps it: its 4 looks held the program %.2f s "
+                               "(forks included) of the %.2f s since its hook was installed"
+                               % (self.keep_cost, time.monotonic() - self.started))
             else:
                 out.append(line)
         if arming and leakgate._tagged[0] and not self.explicit:
