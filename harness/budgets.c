@@ -2,10 +2,10 @@
  *
  * Budgets are measured where the gate runs: `leakgate calibrate` runs clean sessions of the
  * gate's workload, measures each channel's noise and writes a budgets file naming the machine,
- * device, build, command and date (reports/budget_file.h); `--budgets FILE` uses it. The
- * defaults below are such a measurement, made on the machine kind the project's CI runs on,
- * and say so in every results file; the device defaults were never measured on a device and
- * are marked unmeasured, which every verdict that uses them repeats.
+ * device, build, command and date (reports/judge/include/budget_file.h); `--budgets FILE` uses it.
+ * The defaults below are such a measurement, made on the machine kind the project's CI runs on, and
+ * say so in every results file; the device defaults were never measured on a device and are marked
+ * unmeasured, which every verdict that uses them repeats.
  */
 #include <math.h>
 #include <string.h>

@@ -2,8 +2,9 @@
  * of the gate's workload, each a `leakgate run` process of its own (as the gate is), reads back
  * each run's per-session series, measures every statistical channel's noise (largest delta,
  * step, slope bound, shift, jitter around the trend) and writes a versioned budgets file
- * naming the machine, device, build, command and date (reports/budget_file.h). A clean run
- * that leaks on an exact channel stops it: budgets are not measured on a leaking workload.
+ * naming the machine, device, build, command and date (reports/judge/include/budget_file.h). A
+ * clean run that leaks on an exact channel stops it: budgets are not measured on a leaking
+ * workload.
  *
  *   leakgate calibrate --runs 20 --out budgets.json      # then: leakgate run --budgets
  * budgets.json

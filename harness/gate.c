@@ -1,6 +1,6 @@
-/* gate.c — the gate across commits in `run`, `exec` and `soak` (reports/gate.h, history.h):
- * the options, the suppression rules applied to every session before the series sees it, each
- * session's per-class peaks taken from the tracker, and at the end the peak budgets, the
+/* gate.c — the gate across commits in `run`, `exec` and `soak` (reports/gate/include/gate.h,
+ * history.h): the options, the suppression rules applied to every session before the series sees
+ * it, each session's per-class peaks taken from the tracker, and at the end the peak budgets, the
  * baseline comparison and the history record, folded into the run's one verdict. */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -38,8 +38,8 @@ struct hx_inject {
     char spec[96]; /* as given: "raw-malloc:256KiB@40/25" */
 };
 
-/* The gate across commits (harness/gate.c; reports/gate.h, history.h): a history to append to,
- * a baseline to compare with, suppression rules, peak budgets. */
+/* The gate across commits (harness/gate.c; reports/gate/include/gate.h, history.h): a history to
+ * append to, a baseline to compare with, suppression rules, peak budgets. */
 struct hx_gate_options {
     char history[512];            /* --history FILE: this run's record is appended */
     char baseline[512];           /* --baseline FILE, "auto" (the history's), or "" */

@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "budget_file.h"
-#include "rpt_impl.h"
+#include "reports.h"
+#include "rpt_text.h"
+#include "verdict.h"
 
 static const char report_usage[] =
     "usage: leakgate report RESULTS -o DIR [--no-plots]\n"

@@ -6,7 +6,7 @@
  * kernel may lack /proc/PID/task/TID/children), its command line, its resident bytes
  * (smaps_rollup's Rss, else status's VmRSS) and whether the agent is mapped in it (its maps name
  * the agent's file; a static program or one whose LD_PRELOAD was removed has none, and is seen
- * by its RSS alone). reports/procs.c judges the series these readings make. Zombies (exited,
+ * by its RSS alone). reports/judge/procs.c judges the series these readings make. Zombies (exited,
  * not yet reaped) are gone: they hold no memory.
  */
 #define _GNU_SOURCE

@@ -14,7 +14,9 @@
 
 #include "exec_impl.h"
 #include "lg_fuzz.h"
-#include "rpt_impl.h"
+#include "results_json.h"
+#include "rpt_text.h"
+#include "summary.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

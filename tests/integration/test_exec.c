@@ -19,7 +19,9 @@
 #include "lg_test.h"
 #include "lga_wire.h"
 #include "results.h"
-#include "rpt_impl.h"
+#include "results_json.h"
+#include "rpt_text.h"
+#include "summary.h"
 
 TestSuite(exec, .init = lg_test_setup, .fini = lg_test_teardown, .timeout = 300);
 

@@ -11,7 +11,9 @@
 
 #include "lg_test.h"
 #include "results.h"
-#include "rpt_impl.h"
+#include "results_json.h"
+#include "rpt_text.h"
+#include "summary.h"
 
 TestSuite(shapes, .init = lg_test_setup, .fini = lg_test_teardown, .timeout = 600);
 

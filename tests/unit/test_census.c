@@ -1,5 +1,5 @@
-/* test_census.c — the census rule (reports/census.c; docs/design.md "The census rule"): recurring
- * keeps are a leak when every session since the first kept blocks, or when they come to
+/* test_census.c — the census rule (reports/judge/census.c; docs/design.md "The census rule"):
+ * recurring keeps are a leak when every session since the first kept blocks, or when they come to
  * je_allocated's slope budget a session; sporadic keeps below it are named and not a leak
  * (docs/realworld.md, finding 4). */
 #include <stdio.h>
@@ -7,6 +7,7 @@
 
 #include "lg_test.h"
 #include "results.h"
+#include "verdict.h"
 
 TestSuite(census, .init = lg_test_setup, .fini = lg_test_teardown, .timeout = 60);
 

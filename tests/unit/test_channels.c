@@ -1,7 +1,8 @@
-/* test_channels.c — the channel table (reports/channels.h) is the one place a channel is
- * written down: every row is complete and consistent, and what is generated from it (names,
- * budgets, requirements, help lists) and what must document it (the results schema, its JSON
- * Schema) agree with it. A new row that misses one of these fails here, naming what is missing. */
+/* test_channels.c — the channel table (reports/results/include/channels.h) is the one place a
+ * channel is written down: every row is complete and consistent, and what is generated from it
+ * (names, budgets, requirements, help lists) and what must document it (the results schema, its
+ * JSON Schema) agree with it. A new row that misses one of these fails here, naming what is
+ * missing. */
 #include <math.h>
 #include <string.h>
 

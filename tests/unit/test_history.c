@@ -16,6 +16,7 @@
 
 #include "history.h"
 #include "history_impl.h"
+#include "reports.h"
 #include "lg_test.h"
 #include "verdict.h"
 

@@ -12,6 +12,7 @@
 #include "lg_test.h"
 #include "lg_test_rpt.h"
 #include "plot_impl.h"
+#include "reports.h"
 
 TestSuite(reports, .init = lg_test_setup, .fini = lg_test_teardown, .timeout = 120);
 

@@ -10,7 +10,9 @@
 
 #include "lg_test.h"
 #include "lg_test_rpt.h"
-#include "rpt_impl.h"
+#include "results_json.h"
+#include "rpt_text.h"
+#include "summary.h"
 
 TestSuite(results_io, .init = lg_test_setup, .fini = lg_test_teardown);
 

@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "rpt_impl.h"
+#include "results_json.h"
+#include "rpt_text.h"
+#include "summary.h"
 
 /* What put writes for s, as a NUL-terminated heap string. */
 static char *written(void (*put)(FILE *, const char *), const char *s)

@@ -1,7 +1,7 @@
 /* lg_leaks.h — the one description of what a session left behind: the tracker finds it
- * (trk_leaks, tracking.h), a session's result records it (rpt_session, reports/results.h),
- * exec's agent sends it over its wire, and every report prints it. One set of structs and size
- * constants, so a report is handed on, never copied field by field.
+ * (trk_leaks, tracking.h), a session's result records it (rpt_session,
+ * reports/results/include/results.h), exec's agent sends it over its wire, and every report prints
+ * it. One set of structs and size constants, so a report is handed on, never copied field by field.
  *
  * Worked example (the harness hands a tracker's report to a session's result):
  *
