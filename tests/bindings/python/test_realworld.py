@@ -5,8 +5,10 @@ leak as pytest tests judged by the plugin. Each test needs its package (lightnin
 pytorch_forecasting, transformers) and is SKIPPED, saying which, without it: run by ctest
 test_bindings_realworld (tests/bindings/run_python.sh ... realworld), where a skip is a SKIP,
 never a pass."""
+import ast
 import importlib.util
 import os
+import re
 import sys
 
 import pytest
@@ -29,11 +31,29 @@ def need(package):
         pytest.skip("SKIP: %s is not installed (examples/realworld needs it)" % package)
 
 
+# run as `python -m leakgate PROG` (the binding loaded, so who keeps it can be named: issue 41)
+WITH_BINDING = ("tft_registry",)
+
+
 def run_case(leakgate_bin, tmp_path, name, mode):
     package, marker, _ = CASES[name]
     need(package)
-    return exec_py(leakgate_bin, tmp_path / mode, [os.path.join(EXAMPLES, name + ".py"), mode],
+    args = [os.path.join(EXAMPLES, name + ".py"), mode]
+    return exec_py(leakgate_bin, tmp_path / mode,
+                   ["-m", "leakgate"] + args if name in WITH_BINDING else args,
                    opts=["--no-reports", "--session-marker", marker])
+
+
+def kept_paths(lines):
+    return [n for s in lines if s.get("type") == "session" for n in s.get("notes", [])
+            if n.startswith("python: kept alive by:")]
+
+
+def registry_line():
+    """The line of tft_registry.py that creates its module-level registry, _TRIALS."""
+    tree = ast.parse(open(os.path.join(EXAMPLES, "tft_registry.py")).read())
+    return next(n.lineno for n in tree.body if isinstance(n, ast.Assign)
+                and getattr(n.targets[0], "id", None) == "_TRIALS")
 
 
 def sessions(lines):
@@ -47,6 +67,10 @@ def test_the_leak_is_a_leak(leakgate_bin, tmp_path, name):
     assert len(sessions(lines)) == 12, out  # every epoch or trial a session, none lost
     for ch in CASES[name][2]:
         assert channel(lines, ch)["status"] == "leak", (ch, out)
+    if name == "tft_registry":  # issue 41's done criterion: the module global is the root
+        want = (r"python: kept alive by: module __main__\._TRIALS \(list, \S*tft_registry\.py:%d\)"
+                r" -> \[[0-9]+\] Trainer \(lightning\)" % registry_line())
+        assert any(re.search(want, p) for p in kept_paths(lines)), (want, kept_paths(lines))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -54,13 +78,23 @@ def test_the_clean_twin_passes(leakgate_bin, tmp_path, name):
     rc, out, lines = run_case(leakgate_bin, tmp_path, name, "clean")
     assert len(sessions(lines)) == 12, out
     verdict = next(x for x in lines if x.get("type") == "verdict")
-    if name == "tft_registry" and rc != 0:
+    assert not kept_paths(lines), kept_paths(lines)  # nothing kept a session: no path
+    census = verdict.get("census") or {}
+    if name == "tft_registry":
         # docs/realworld.md, finding 4: pandas and Lightning keep ~1 KiB every other trial (a
-        # list and a dict that grow); je_allocated passes it, the exact census has no byte floor
-        # and calls 3 such sessions a LEAK, and the census's whole-session profile then moves rss
+        # list and a dict that grow); je_allocated passes it, and the census names it without
+        # calling it a leak: it skips trials and stays below je_allocated's budget
         assert channel(lines, "je_allocated")["status"] == "pass", out
-        pytest.xfail("the census judges a few KiB kept by pandas/Lightning a leak: %s"
-                     % verdict.get("summary", "")[:300])
+        assert census.get("status") != "leak", out
+        if census.get("kept", 0) >= 3:
+            assert "sporadic" in census.get("why", ""), out
+    if name == "tft_registry" and rc != 0:
+        # what is left (finding 4's entry): three trials in a row that kept a cache's block, one
+        # freed later, made the census a LEAK mid-run, which armed the whole-session profile;
+        # that trial's rss step (+6.5 MiB) is then too late to pass
+        assert channel(lines, "rss")["status"] != "leak", out
+        pytest.xfail("the census's mid-run call armed the whole-session profile, whose rss step "
+                     "is too late to pass: %s" % verdict.get("summary", "")[:300])
     assert rc == 0, out
 
 

@@ -235,8 +235,18 @@ class _Look:
                 out.append("python: who keeps it: stopped at its time budget "
                            "(LEAKGATE_PY_KEEP_SECONDS) after %d objects" % self.visited)
                 break
-            out.append(self.line(first, size, tensors, k, olds, n))
+            line = self.line(first, size, tensors, k, olds, n)
+            if line:
+                out.append(line)
         return out
+
+    def imported(self, root, chain):
+        """Whether the path is an import's definitions: a module or class the sessions created
+        (transformers imports its model modules lazily, one more as a later session asks), or a
+        module's own dunder (`__annotations__`, made on first access)."""
+        owner = getattr(root, "owner", None)
+        return (root.kind in ("module", "class") and id(owner) in self.ids
+                or root.kind == "module" and root.name.startswith("__") and len(chain) == 1)
 
     def line(self, first, size, tensors, k, olds, n):
         from . import _paths
@@ -249,6 +259,8 @@ class _Look:
             what += " (tensors %s/session)" % _attrib._fmt(tensors / 2)
         if root is None:
             return "python: %s %s; %s" % (_paths.words(k), why, what)
+        if self.imported(root, chain):
+            return ""
         # the path down to where the kept objects begin, then what that one holds
         i = next((i for i, o in enumerate(chain) if id(o) in self.ids), len(chain) - 1)
         entry, chain = chain[i], chain[:i + 1]
