@@ -22,7 +22,7 @@ one() {  # one() LABEL EXEC-OPTIONS -- ARGS...: exec's wall time and the attribu
     end=$(date +%s.%N)
     cat "$out/r/results.jsonl" >>"$out/log" 2>/dev/null || true
     walk=$(grep -a -m1 -o 'python: who keeps it: [0-9]* objects visited in [0-9.]* s' "$out/log" || true)
-    looks=$(grep -a -m1 -o 'its 4 looks held the program [0-9.]* s (forks included) of the [0-9.]* s' "$out/log" || true)
+    looks=$(grep -a -m1 -o 'its 4 looks took [0-9.]* s in the forked copies, which the program waits for, of the [0-9.]* s' "$out/log" || true)
     path=$(grep -a -m1 -c 'python: kept alive by:' "$out/log" || true)
     printf '%s: exit %s, exec wall %.1f s; %s; %s; a path: %s\n' "$label" "$rc" \
         "$(echo "$end - $start" | bc)" "${walk:-no walk}" "${looks:-no looks}" "$path"

@@ -76,6 +76,7 @@ ESCALATE = "\0escalate"  # the copy's: the growth was allocated outside the prog
 # (a library call or two below the program's line) before all of LEAKGATE_PY_FRAMES
 DEPTHS = {1: 4}
 _NAMING = ("python: +", "python: heap", "python: torch:", "python: '")
+_KEEP_COST = "\0keepcost "  # the copy's: the seconds of its look
 _KEPT = "\0kept"  # the copy's: a line of who keeps it, noted again at each later session end
 
 
@@ -223,10 +224,7 @@ class _Attribution:
         look = self.keep_look(index)
         if look:
             what.add(look)
-        began = time.monotonic()
         lines = self.in_child(index, what) if what else []
-        if look:  # what the looks cost the program: the fork and the wait, said with the walk
-            self.keep_cost += time.monotonic() - began
         if "base" in what:
             self.base = index
         out, escalate = [], False
@@ -241,12 +239,15 @@ class _Attribution:
                                % (_fmt(total), _fmt(memory), traces, TRACE_T))
             elif line == ESCALATE:
                 escalate = True
+            elif line.startswith(_KEEP_COST):  # the look's seconds in the copy, waited for
+                self.keep_cost += float(line[len(_KEEP_COST):])
             elif line.startswith(_KEPT):
                 self.keep_lines.append(line[len(_KEPT):])
                 if line.startswith(_KEPT + "python: who keeps it: "):
-                    out.append("python: who keeps it: its 4 looks held the program %.2f s "
-                               "(forks included) of the %.2f s since its hook was installed"
-                               % (self.keep_cost, time.monotonic() - self.started))
+                    out.append("python: who keeps it: its 4 looks took %.2f s in the forked "
+                               "copies, which the program waits for, of the %.2f s since its "
+                               "hook was installed" % (self.keep_cost,
+                                                       time.monotonic() - self.started))
             else:
                 out.append(line)
         if arming and leakgate._tagged[0] and not self.explicit:
@@ -356,12 +357,16 @@ class _Attribution:
         look = next((w for w in what if w.startswith("keep-")), None)
         if look:
             from . import _keep
+            began = time.monotonic()
             if look == "keep-base":
                 _keep.base(self.dir)
             elif look.startswith("keep-born"):
                 _keep.born(self.dir, int(look[-1]))
             else:
-                out += [_KEPT + line for line in _keep.walk(self, index)]
+                walked = _keep.walk(self, index)
+            out.append("%s%.3f" % (_KEEP_COST, time.monotonic() - began))
+            if look == "keep-walk":  # after the cost: the walk's line says the looks' sum
+                out += [_KEPT + line for line in walked]
         if "rehearsal" in what:
             self.holders(-1)
             out = []

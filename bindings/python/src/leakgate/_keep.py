@@ -243,10 +243,13 @@ class _Look:
     def imported(self, root, chain):
         """Whether the path is an import's definitions: a module or class the sessions created
         (transformers imports its model modules lazily, one more as a later session asks), or a
-        module's own dunder (`__annotations__`, made on first access)."""
+        class, function or module that is itself a global or class attribute (its caches grow),
+        or a module's own dunder (`__annotations__`, made on first access)."""
         owner = getattr(root, "owner", None)
+        definition = isinstance(chain[0], (type, types.FunctionType, types.ModuleType))
         return (root.kind in ("module", "class") and id(owner) in self.ids
-                or root.kind == "module" and root.name.startswith("__") and len(chain) == 1)
+                or root.kind in ("module", "class") and len(chain) == 1
+                and (definition or root.name.startswith("__")))
 
     def line(self, first, size, tensors, k, olds, n):
         from . import _paths
