@@ -159,6 +159,8 @@ int lga_keep_each(void (*fn)(void *ctx, void *p, size_t n), void *ctx);
 int64_t lga_keep_resident(void);
 
 /* lga_promote.c: the whole-session profile's promotion of small blocks, taken back out. */
+/* The profile of session `session` is armed now: its file-backed pages are counted from here. */
+void lga_promote_start(int session);
 /* Fills snap's prof_promoted and prof_promoted_rss from the recorded blocks still live; after
  * the snapshot, lga.mu held. */
 void lga_promote_measure(struct trk_snapshot *snap);

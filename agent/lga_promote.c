@@ -18,9 +18,12 @@
  *                      the profiled session, which then counts the blocks' size classes;
  *   prof_promoted_rss  the extent's resident pages (mincore) beyond the block's size class and
  *                      the padding census_resident takes out, at least 0 (a block whose extent
- *                      has only its own page resident adds nothing there), and the retention
- *                      table itself (4.6 MiB, made resident as recording starts): taken out
- *                      of rss, as the tracker's own tables are taken out of je_allocated.
+ *                      has only its own page resident adds nothing there),, the retention
+ *                      table itself (4.6 MiB, made resident as recording starts), and the
+ *                      file-backed pages the profiled session made resident (the unwind tables
+ *                      jemalloc's backtraces read; a file mapping the program itself touched
+ *                      first in that session is taken out with them): taken out of rss, as
+ *                      the tracker's own tables are taken out of je_allocated.
  *
  * And je_internal: jemalloc's own allocations (stats.arenas.<all>.internal, read after the
  * snapshot's epoch), which stats.allocated counts too: above all a record of each stack a heap
@@ -56,6 +59,30 @@ struct promotion {
 
 static int64_t census_promoted = 0; /* the latest prof_promoted, under lga.mu */
 static int census_born = -1;        /* its session */
+/* The file-backed pages the profiled session made resident (rss_file's growth across it):
+ * jemalloc's backtrace of every allocation reads the unwind tables of every library it walks
+ * through (5.9 MB of libtorch's and its neighbours' on the TFT example). Under lga.mu. */
+static struct {
+    int session; /* the profiled session, -1 none */
+    int64_t file0;
+    int64_t step; /* -1 until the profiled session's end measured it */
+} unwind = {-1, 0, -1};
+
+void lga_promote_start(int session)
+{
+    struct trk_snapshot s;
+    trk_snapshot_light(lga.trk, &s);
+    unwind.session = s.rss_file >= 0 ? session : -1;
+    unwind.file0 = s.rss_file;
+}
+
+/* rss_file's growth across the profiled session, once it ended (0 before, and without one). */
+static int64_t unwind_step(const struct trk_snapshot *snap)
+{
+    if (unwind.session >= 0 && unwind.step < 0 && lga.sessions == unwind.session)
+        unwind.step = snap->rss_file > unwind.file0 ? snap->rss_file - unwind.file0 : 0;
+    return unwind.step > 0 ? unwind.step : 0;
+}
 
 /* Counts one recorded block: its extent's promotion, when it has one. */
 static void count_block(void *ctx, void *p, size_t n)
@@ -96,11 +123,12 @@ void lga_promote_measure(struct trk_snapshot *snap)
     size_t internal = 0, len = sizeof internal; /* all arenas' (MALLCTL_ARENAS_ALL) */
     if (mallctl("stats.arenas.4096.internal", &internal, &len, NULL, 0) == 0)
         snap->je_internal = (int64_t)internal;
+    snap->prof_promoted_rss = unwind_step(snap);
     if (ready < 0) return;
     pr.allocated = pr.rss = 0;
     census_born = lga_keep_each(count_block, &pr);
     snap->prof_promoted = census_promoted = pr.allocated;
-    snap->prof_promoted_rss = pr.rss + lga_keep_resident();
+    snap->prof_promoted_rss += pr.rss + lga_keep_resident();
 }
 
 int64_t lga_promote_census(int born)

@@ -162,6 +162,8 @@ static bool dump_to(const char *path)
 /* Applies the parent's REPLY: heap profiling armed or not from the next session on. */
 static void apply_reply(uint32_t flags)
 {
+    if ((flags & LGA_CFG_PROF_EXACT) && lga.prof_available && !lga.prof_census)
+        lga_promote_start(lga.sessions + 1); /* before the profile reads any unwind table */
     if (flags & LGA_CFG_PROF_EXACT) lga_keep_start(lga.sessions + 1); /* the next session's */
     if ((flags & LGA_CFG_PROF_EXACT) && lga.prof_available && !lga.prof_census) {
         /* every allocation of the next session sampled: the samples so far are dropped, and

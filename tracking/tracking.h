@@ -267,7 +267,7 @@ void trk_errors_free(struct trk_error *e, size_t n);
     X(census_active, TRK_LEDGER)     /* exec's census arenas: active pages beyond their blocks */  \
     X(census_resident, TRK_LEDGER)   /* and resident ones (their metadata above all) */            \
     X(prof_promoted, TRK_LEDGER)     /* exec's whole-session profile: 16 KiB extents of blocks */  \
-    X(prof_promoted_rss, TRK_LEDGER) /* their pages in rss, and the retention table's */           \
+    X(prof_promoted_rss, TRK_LEDGER) /* their rss, the table's, unwind tables' */                  \
     X(je_internal, TRK_LEDGER)       /* jemalloc's own allocations (heap profiles' records) */
 enum trk_figure_kind { TRK_LEDGER, TRK_READING };
 #define TRK_X_COUNT(field, kind) +1
