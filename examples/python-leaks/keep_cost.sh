@@ -1,8 +1,9 @@
 #!/bin/sh
 # examples/python-leaks/keep_cost.sh LEAKGATE PYTHON [PROGRAM ARGS...] — what "who keeps it"
 # (bindings/python/src/leakgate/_keep.py) costs at verdict time, in one run each: the walk's
-# seconds and objects visited (its last line), what its four looks held the program (forks and
-# waits, said by the attribution) against the seconds the program ran, and exec's wall time.
+# seconds and objects visited (its last line), the seconds of its four looks in the forked
+# copies (which the program waits for) against the seconds since the binding's hook was
+# installed, and exec's wall time.
 # With no PROGRAM: the examples of this folder in API mode (torch_shapes.py needs torch in
 # PYTHON). PYTHONPATH must reach the binding (bindings/python/src). docs/benchmarks.md, "Who
 # keeps it: cost at verdict time".

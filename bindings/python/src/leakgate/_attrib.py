@@ -243,7 +243,7 @@ class _Attribution:
                 self.keep_cost += float(line[len(_KEEP_COST):])
             elif line.startswith(_KEPT):
                 self.keep_lines.append(line[len(_KEPT):])
-                if line.startswith(_KEPT + "python: who keeps it: "):
+                if line.startswith(_KEPT + "python: who keeps it: ") and " visited in " in line:
                     out.append("python: who keeps it: its 4 looks took %.2f s in the forked "
                                "copies, which the program waits for, of the %.2f s since its "
                                "hook was installed" % (self.keep_cost,

@@ -31,8 +31,9 @@ class Root:
         first = type(self.first).__name__
         if self.kind == "frame":
             f = self.owner
-            return "local %s of %s (%s, %s:%d)" % (self.name, f.f_code.co_name, first, _attrib._short(
-                f.f_code.co_filename), f.f_lineno)
+            return "local %s of %s (%s, %s:%d)" % (self.name, f.f_code.co_name, first,
+                                                    _attrib._short(f.f_code.co_filename),
+                                                    f.f_lineno)
         if self.kind == "thread":
             return "thread %r (%s)" % (self.owner.name, type(self.owner).__name__)
         if self.kind == "class":
