@@ -5,17 +5,21 @@ model's weights, and something that keeps each finished trainer.
   of issue 41's Lightning sweep. `fixed` keeps the run's loss (a float) instead.
 - `classattr`: a class attribute that caches every trainer by run (`Cache.runs[run] =
   trainer`). `fixed` caches the loss.
+- `capi`: a reference taken from C and never given back (`Py_IncRef` through ctypes, as an
+  extension that forgets its `Py_DECREF`): nothing the garbage collector sees keeps the trainer.
+  `fixed` gives it back (`Py_DecRef`).
 
 Sessions are runs: printed ("run N done") for marker mode, or each inside `leakgate.session()`
 with `api`:
 
     leakgate exec --session-marker '^run [0-9]+ done' -- \\
-        python3 -m leakgate registry.py registry|classattr [fixed] [RUNS]
-    leakgate exec -- python3 registry.py registry|classattr api [fixed] [RUNS]
+        python3 -m leakgate registry.py registry|classattr|capi [fixed] [RUNS]
+    leakgate exec -- python3 registry.py registry|classattr|capi api [fixed] [RUNS]
 
 tests/bindings/python/test_keep.py runs both and their fixed twins, and imports this file for
 the pytest plugin (run_session).
 """
+import ctypes
 import sys
 
 WEIGHTS = 4096  # floats a model holds: 4096 x 24 B plus the list, about 130 KiB a run
@@ -41,7 +45,11 @@ class Cache:
 def run_session(run, shape="registry", fixed=False):
     trainer = Trainer(run)
     kept = trainer.loss if fixed else trainer
-    if shape == "registry":
+    if shape == "capi":
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(trainer))
+        if fixed:
+            ctypes.pythonapi.Py_DecRef(ctypes.py_object(trainer))
+    elif shape == "registry":
         RUNS.append(kept)
     else:
         Cache.runs[run] = kept

@@ -157,6 +157,19 @@ class _Look:
                     elif len(e[1]) < 4:
                         e[1].append(o)
         self.visited += len(self.objs)
+        # what nothing refers to, a running function's local aside: held from C, or a cycle
+        # not yet collected (Paths.up tells them apart by the reference counts)
+        from . import _paths
+        inside = set(found)
+        for o in self.kept:
+            inside.update(id(r) for r in gc.get_referents(o) if id(r) in ids)
+        held = _paths.running_locals()
+        for o in self.kept:
+            # the references to o here: self.objs, self.kept, this loop's o, getrefcount's
+            # argument; any more are held where the collector cannot see
+            if (id(o) not in inside and id(o) not in held and _builtin(o) == 0
+                    and sys.getrefcount(o) > 4):
+                found[id(o)] = [o, []]
         return found
 
     def reach(self, k):
@@ -205,9 +218,10 @@ class _Look:
                 break
             r = self.reach(k)
             covered.update(r)
-            g = by_holder.get(id(olds[0]))
+            key = id(olds[0]) if olds else None  # the unreferenced: one group
+            g = by_holder.get(key)
             if g is None:
-                by_holder[id(olds[0])] = [k, r, olds, 1]
+                by_holder[key] = [k, r, olds, 1]
             else:
                 g[1].update(r)
                 g[3] += 1
@@ -253,6 +267,12 @@ class _Look:
 
     def line(self, first, size, tensors, k, olds, n):
         from . import _paths
+        if not olds:  # nothing the collector sees refers to it: see entries()
+            return ("python: %s is held by a reference the garbage collector cannot see (a C "
+                    "extension's own: no object refers to it, and its reference count says "
+                    "something does); born in sessions %d-%d and kept: %s objects, %s/session"
+                    % (_paths.words(k), first, first + 1, format(n, ","),
+                       _attrib._fmt(size / 2)))
         paths = _paths.Paths(self.attr, self.limit, self.deadline)
         root, chain, why = paths.up(k, olds)
         self.visited += paths.visited

@@ -79,6 +79,7 @@ class Paths:
         self.modules = {id(m.__dict__): m for m in list(sys.modules.values())
                         if isinstance(m, types.ModuleType) and hasattr(m, "__dict__")}
         self.threads = {id(t): t for t in threading.enumerate()}
+        self.locals = running_locals()
 
     def up(self, k, olds):
         """(Root, [objects from root.first down to k], why) — Root None when none was found."""
@@ -88,6 +89,10 @@ class Paths:
         for _ in range(DEPTH):
             nxt = []
             ids = {id(c): c for c in frontier}
+            held = next((c for c in frontier if id(c) in self.locals), None)
+            if held is not None:  # a running function's local (3.11+: the collector's
+                f, name = self.locals[id(held)]  # referrers never show those)
+                return Root("frame", f, name, held), _chain(held, parent, keep), ""
             for r in gc.get_referrers(*frontier):
                 if id(r) not in self.present or id(r) in parent or _own_frame(r):
                     continue
@@ -140,6 +145,20 @@ class Paths:
             return ("is held by an object the garbage collector cannot see (a C extension's "
                     "reference to %s)" % ", ".join(sorted({words(o) for o in held})[:3]))
         return "has no referrer that is alive: a garbage cycle not yet collected"
+
+
+def running_locals():
+    """{id(object): (frame, name)} of the locals of the functions running in this thread (the
+    only one a forked copy has), less the attribution's own and module-level code's (its
+    locals are its module's globals)."""
+    out = {}
+    f = sys._getframe()
+    while f is not None:
+        if not f.f_code.co_filename.startswith(_OWN_DIR) and f.f_locals is not f.f_globals:
+            for name, v in f.f_locals.items():
+                out.setdefault(id(v), (f, name))
+        f = f.f_back
+    return out
 
 
 def _own_frame(r):
