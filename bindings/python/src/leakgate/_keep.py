@@ -19,12 +19,13 @@ proven to leak, or the census kept blocks), in four looks:
    collected. The path is shown down to where the kept objects begin, then the largest PyTorch
    module (or a function's closure) that one holds:
 
-    python: kept alive by: module __main__._TRIALS (list, tft_registry.py:35) -> [6] Trainer
-    (lightning) and 1 more like it -> ... (TemporalFusionTransformer, 4,095 parameters); born
-    in sessions 6-7 and kept: 2,595 objects, 213.5 KiB/session; _TRIALS is stored into at
+    python: kept alive by: module __main__._TRIALS (list, tft_registry.py:35) -> [7] Trainer
+    (lightning) and 1 more like it -> ._data_connector._datahook_selector.model
+    (TemporalFusionTransformer, 4,095 parameters); born in sessions 6-7 and kept: 5,379
+    objects, 440.1 KiB/session (tensors 46.1 KiB/session); _TRIALS is stored into at
     tft_registry.py:68 in <module>
 
-Each look runs in the attribution's forked copy after its session was measured: its memory is
+(docs/realworld.md, finding 6). Each look runs in the attribution's forked copy after its session was measured: its memory is
 never in what exec judges.
 
 Bounded: LEAKGATE_PY_KEEP_SECONDS (30) for the whole look, LEAKGATE_PY_KEEP_OBJECTS (200,000)
