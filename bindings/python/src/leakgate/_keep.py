@@ -25,8 +25,8 @@ proven to leak, or the census kept blocks), in four looks:
     objects, 440.1 KiB/session (tensors 46.1 KiB/session); _TRIALS is stored into at
     tft_registry.py:68 in <module>
 
-(docs/realworld.md, finding 6). Each look runs in the attribution's forked copy after its session was measured: its memory is
-never in what exec judges.
+(docs/realworld.md, finding 6). Each look runs in the attribution's forked copy after its
+session was measured: its memory is never in what exec judges.
 
 Bounded: LEAKGATE_PY_KEEP_SECONDS (30) for the whole look, LEAKGATE_PY_KEEP_OBJECTS (200,000)
 referrers visited for one path; past either the line says "path not found within N objects".
