@@ -1,8 +1,8 @@
 """Who keeps it (issue 41, item 1): with no option set, once leakgate arms heap profiling the
 binding names the root that keeps what a leaking session kept, by the interpreter's referrers:
 a module-level registry of trainers, a class attribute that caches them, and a reference
-taken from C that no object shows (examples/python-leaks/registry.py), in API mode, in marker mode (`python -m leakgate`) and
-through the pytest plugin; the fixed twins print no path. The expected root, its line and the
+taken from C that no object shows (examples/python-leaks/registry.py), in API mode, in marker
+mode (`python -m leakgate`) and through the pytest plugin; the fixed twins print no path. The expected root, its line and the
 list index are read from the example's source and the note's own session, never copied from a
 run."""
 import ast
