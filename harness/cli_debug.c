@@ -1,5 +1,5 @@
 /* cli_debug.c — `leakgate debug-state --preset P --seed S [--batch B] [--device D] -o F`: the
- * debug state of spec/TFT.md (model/train/debug_state.h), with strict options. */
+ * debug state of spec/TFT.md (model/train/include/debug_state.h), with strict options. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,7 @@
-/* private_header.c — built by test_private_headers against lg_render: it names a header private
- * to reports/results/ (results_fields.h), which must not be found (the build's privacy). */
-#include "results_fields.h"
+/* private_header.c — a probe of the build's privacy (tests/CMakeLists.txt): compiled against a
+ * library that links the owner of LG_PROBE_HEADER, a header private to its folder, it must not
+ * find it. */
+#include LG_PROBE_HEADER
 
+int lg_probe_private(void);
 int lg_probe_private(void) { return 0; }

@@ -12,7 +12,8 @@
 
 #include <stdio.h>
 
-#include "hx_impl.h"
+#include "harness.h"
+#include "verdict.h"
 
 /* Attribution state of a run: which dump is the base of the diffs. Holds no heap memory
  * between sessions (in `run` the process measuring is the process measured). */

@@ -4,7 +4,7 @@
  *
  * Worked example:
  *
- *   trk_cuda_attach(trk);                      // tracking/trk_cuda.h: tagged device memory
+ *   trk_cuda_attach(trk);                      // tracking/include/trk_cuda.h: tagged device memory
  *   kn_cuda_init(trk, NULL);                   // cuBLAS handle + tagged workspace, FP32 GEMMs
  *   struct tn_tensor *x = tn_new(trk, TN_F32, TN_CUDA, 2, shape, "act/x");
  *   const struct kn_backend *kb = kn_backend_for(TN_CUDA);   // &kn_cuda
