@@ -40,21 +40,6 @@ void rpt_noise_add_run(struct rpt_noise *nz, const double *y, int n)
     free(r);
 }
 
-void rpt_budget_resolution(enum rpt_channel c, struct rpt_budget *out)
-{
-    memset(out, 0, sizeof *out);
-    out->noise = NAN;
-    /* the table's defaults (channels.h): zeros for the exact channels, zero tolerance */
-    static const struct rpt_budget defaults[RPT_NCHANNELS] = {
-#define ROW(id, name, label, exact, gran, colour, delta, trend, band_, slope_, floor_, flags)      \
-    [RPT_CH_##id] = {.band = band_, .slope = slope_, .floor = floor_},
-        RPT_CHANNELS(ROW)
-#undef ROW
-    };
-    if ((unsigned)c < RPT_NCHANNELS) *out = defaults[c];
-    out->noise = NAN;
-}
-
 void rpt_budget_from_noise(enum rpt_channel c, const struct rpt_noise *nz, struct rpt_budget *out)
 {
     rpt_budget_resolution(c, out);

@@ -1,6 +1,7 @@
 /* names.c — the name tables of results: channels, statuses. The names are the schema's words
  * (docs/results-schema.md); changing one is a schema change. */
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 #include "rpt_text.h"
@@ -90,4 +91,19 @@ int rpt_status_from_name(const char *name)
     for (size_t s = 0; s < LG_ARRAY_LEN(statuses); s++)
         if (strcmp(statuses[s].name, name) == 0) return (int)s;
     return -1;
+}
+
+void rpt_budget_resolution(enum rpt_channel c, struct rpt_budget *out)
+{
+    memset(out, 0, sizeof *out);
+    out->noise = NAN;
+    /* the table's defaults (channels.h): zeros for the exact channels, zero tolerance */
+    static const struct rpt_budget defaults[RPT_NCHANNELS] = {
+#define ROW(id, name, label, exact, gran, colour, delta, trend, band_, slope_, floor_, flags)      \
+    [RPT_CH_##id] = {.band = band_, .slope = slope_, .floor = floor_},
+        RPT_CHANNELS(ROW)
+#undef ROW
+    };
+    if ((unsigned)c < RPT_NCHANNELS) *out = defaults[c];
+    out->noise = NAN;
 }

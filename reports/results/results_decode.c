@@ -142,10 +142,9 @@ static int get_channels(const struct rpt_dec *d, const char *where, json_t *v, c
     snprintf(w, sizeof w, "%s.%s", where, key);
     int rc = LG_OK;
     for (int c = 0; c < RPT_NCHANNELS && rc == LG_OK; c++) {
-        json_t *x;
-        rc = member(d, w, v, rpt_channel_name(c), &x);
-        if (rc == LG_OK)
-            rc = get_int(d, w, x, rpt_channel_name(c), &out[c], INT64_MIN, INT64_MAX, true);
+        json_t *x = json_object_get(v, rpt_channel_name(c));
+        out[c] = RPT_NONE; /* absent: a writer from before the channel existed (not measured) */
+        if (x) rc = get_int(d, w, x, rpt_channel_name(c), &out[c], INT64_MIN, INT64_MAX, true);
     }
     return rc;
 }
@@ -325,8 +324,13 @@ int rpt_dec_budgets(const struct rpt_dec *d, const char *w, json_t *o, const cha
         json_t *e;
         char bw[64];
         snprintf(bw, sizeof bw, "%s.%s", w, key);
-        rc = member(d, bw, budgets, rpt_channel_name(c), &e);
-        if (rc != LG_OK) break;
+        e = json_object_get(budgets, rpt_channel_name(c));
+        if (!e) { /* a writer from before the channel existed: the table's default, unmeasured */
+            rpt_budget_resolution((enum rpt_channel)c, b);
+            lg_strlcpy(b->source, "not in the file (written before this channel)",
+                       sizeof b->source);
+            continue;
+        }
         snprintf(bw, sizeof bw, "%s.%s.%s", w, key, rpt_channel_name(c));
         if (!json_is_object(e)) rc = bad(d, bw, NULL, "expected an object");
         /* written since leakgate.results/1.1; older files' budgets were noise-free measurements,

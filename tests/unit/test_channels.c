@@ -4,6 +4,7 @@
  * JSON Schema) agree with it. A new row that misses one of these fails here, naming what is
  * missing. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "budget_file.h"
@@ -102,6 +103,12 @@ Test(channels, the_results_schema_documents_every_channel)
         cr_expect(strstr(json, q), "results.schema.json lacks %s", q);
         cr_expect(strstr(md, row), "results-schema.md lacks the row %s", row);
     }
+    /* the verdict's channel list: one entry per channel at most */
+    const char *list = strstr(json, "\"channels\": {");
+    const char *max = list ? strstr(list, "\"maxItems\": ") : NULL;
+    cr_assert(max, "results.schema.json: the verdict's channels have no maxItems");
+    cr_expect_eq(atoi(max + strlen("\"maxItems\": ")), RPT_NCHANNELS,
+                 "results.schema.json: the verdict's channels' maxItems is not %d", RPT_NCHANNELS);
     free(json);
     free(md);
 }

@@ -498,6 +498,54 @@ Test(results_io, a_run_cut_short_anywhere_in_its_last_line_loads)
     free(text);
 }
 
+/* Removes every member "name": VALUE from JSON text s, VALUE a scalar or a flat object (no
+ * nested braces), with the comma after it: what a writer that did not know the member wrote. */
+static int drop_member(char *s, const char *name)
+{
+    char key[64];
+    snprintf(key, sizeof key, "\"%s\":", name);
+    int n = 0;
+    for (char *p; (p = strstr(s, key)); n++) {
+        char *e = p + strlen(key);
+        e = *e == '{' ? strchr(e, '}') + 1 : e + strcspn(e, ",}");
+        if (*e == ',') e++;
+        memmove(p, e, strlen(e) + 1);
+    }
+    return n;
+}
+
+Test(results_io, a_channel_an_older_writer_did_not_know_loads_as_not_measured)
+{
+    /* adding a channel is a row in channels.h: files written before it lack the channel in
+     * the budgets and in every session's absolute and delta, and still load */
+    char *text = lg_slurp(fixture("leaking.jsonl"), NULL);
+    cr_assert_not_null(text);
+    struct rpt_results *full = NULL, *r = NULL;
+    cr_assert_eq(rpt_results_load(&full, fixture("leaking.jsonl")), LG_OK, "%s", lg_errmsg());
+    int dropped = drop_member(text, rpt_channel_name(RPT_CH_JE_ACTIVE));
+    /* the budget, and absolute and delta in each session line */
+    cr_assert_eq(dropped, 1 + 2 * full->n_sessions, "dropped %d members", dropped);
+    const char *path = lg_test_tmpfile("older.jsonl");
+    lg_spit(path, text, strlen(text));
+    cr_assert_eq(rpt_results_load(&r, path), LG_OK, "%s", lg_errmsg());
+    cr_assert_eq(r->n_sessions, full->n_sessions);
+    for (int i = 0; i < r->n_sessions; i++) {
+        cr_expect_eq(r->sessions[i].absolute[RPT_CH_JE_ACTIVE], RPT_NONE, "session %d", i);
+        cr_expect_eq(r->sessions[i].delta[RPT_CH_JE_ACTIVE], RPT_NONE, "session %d", i);
+        cr_expect_eq(r->sessions[i].absolute[RPT_CH_JE_ALLOCATED],
+                     full->sessions[i].absolute[RPT_CH_JE_ALLOCATED], "the others are kept");
+    }
+    const struct rpt_budget *b = &r->run.budgets[RPT_CH_JE_ACTIVE];
+    struct rpt_budget table;
+    rpt_budget_resolution(RPT_CH_JE_ACTIVE, &table);
+    cr_expect_not(b->measured);
+    cr_expect(b->band == table.band && b->slope == table.slope && b->floor == table.floor);
+    cr_expect(strstr(b->source, "before this channel"), "%s", b->source);
+    rpt_results_free(r);
+    rpt_results_free(full);
+    free(text);
+}
+
 /* Replaces the first `from` in s with `to` (s has room). */
 static void replace(char *s, const char *from, const char *to)
 {

@@ -38,9 +38,6 @@ struct rpt_noise {
 /* Adds one clean run's series (rpt_session_value of its measured sessions). */
 void rpt_noise_add_run(struct rpt_noise *nz, const double *y, int n);
 
-/* The smallest budgets ever set for a channel (its resolution: what ci/detection found safe on
- * a machine that showed no noise at all; bands above the one-off steps soaks see). */
-void rpt_budget_resolution(enum rpt_channel c, struct rpt_budget *out);
 /* Budgets from measured noise (docs/design.md, "Budgets"): band 2x the largest |delta|, slope
  * 2x the largest slope bound, floor 2x the largest shift (and 4 noise), never below the
  * resolution; noise = the jitter; measured = true. The source is left to the caller. */

@@ -3,7 +3,11 @@
  * use, the default budgets, the plot colours and panel orders, the default requirements, the
  * channels whose rise arms heap profiling, and the names in help texts and error messages
  * (rpt_channel_list). Adding a channel is a row here plus the code that measures it (the
- * snapshot figure it reads: harness/session.c for `run`, harness/exec/exec_msg.c for `exec`).
+ * snapshot figure it reads: harness/session.c maps a snapshot to the channels for `run` and
+ * `exec` alike), and its lines in docs/results.schema.json and docs/results-schema.md, which
+ * test_channels names when they are missing. Files written before the row load with the
+ * channel not measured (docs/results-schema.md). A channel read at every step too
+ * (RPT_CHF_SAMPLED) also widens the timeline's sample rows.
  *
  *   X(ID, name, label, exact, granularity, colour, delta, trend, band, slope, floor, flags)
  *

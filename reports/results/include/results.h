@@ -335,6 +335,9 @@ int rpt_min_sessions(const struct rpt_budget *b);
 double rpt_median(const double *v, int n);
 
 const char *rpt_channel_label(enum rpt_channel c); /* "tagged host bytes", "process RSS", ... */
+/* The smallest budgets ever set for a channel (its resolution: what ci/detection found safe on
+ * a machine that showed no noise at all; bands above the one-off steps soaks see). */
+void rpt_budget_resolution(enum rpt_channel c, struct rpt_budget *out);
 
 /* ---- writing (harness side) ----------------------------------------------------------------- */
 
