@@ -20,30 +20,23 @@
 void gotoblas_dynamic_init(void) __attribute__((weak));
 void gotoblas_dynamic_quit(void) __attribute__((weak));
 
-/* Every x86-64 core name of OpenBLAS 0.3.x and the SIMD level its kernels need. */
-static const struct {
-    const char *name;
-    enum kn_isa isa;
-} cores[] = {
-    {"Prescott", KN_ISA_SSE3},      {"Core2", KN_ISA_SSE3},
-    {"Penryn", KN_ISA_SSE3},        {"Dunnington", KN_ISA_SSE3},
-    {"Nehalem", KN_ISA_SSE3},       {"Atom", KN_ISA_SSE3},
-    {"Nano", KN_ISA_SSE3},          {"Opteron", KN_ISA_SSE3},
-    {"Opteron(SSE3)", KN_ISA_SSE3}, {"Barcelona", KN_ISA_SSE3},
-    {"Bobcat", KN_ISA_SSE3},        {"Katmai", KN_ISA_SSE3},
-    {"Coppermine", KN_ISA_SSE3},    {"Northwood", KN_ISA_SSE3},
-    {"Banias", KN_ISA_SSE3},        {"Athlon", KN_ISA_SSE3},
-    {"Sandybridge", KN_ISA_AVX},    {"Bulldozer", KN_ISA_AVX},
-    {"Piledriver", KN_ISA_AVX},     {"Steamroller", KN_ISA_AVX},
-    {"Excavator", KN_ISA_AVX},      {"Haswell", KN_ISA_AVX2},
-    {"Zen", KN_ISA_AVX2},           {"SkylakeX", KN_ISA_AVX512},
-    {"Cooperlake", KN_ISA_AVX512},  {"SapphireRapids", KN_ISA_AVX512},
+/* Every x86-64 core name of OpenBLAS 0.3.x, by the SIMD level its kernels need. */
+static const char *const cores[] = {
+    [KN_ISA_SSE3] = " Prescott Core2 Penryn Dunnington Nehalem Atom Nano Opteron Opteron(SSE3)"
+                    " Barcelona Bobcat Katmai Coppermine Northwood Banias Athlon ",
+    [KN_ISA_AVX] = " Sandybridge Bulldozer Piledriver Steamroller Excavator ",
+    [KN_ISA_AVX2] = " Haswell Zen ",
+    [KN_ISA_AVX512] = " SkylakeX Cooperlake SapphireRapids ",
 };
 
 int kn_blas_core_isa(const char *core)
 {
-    for (size_t i = 0; core && i < sizeof cores / sizeof *cores; i++)
-        if (!strcasecmp(core, cores[i].name)) return (int)cores[i].isa;
+    char word[40]; /* " name ": a whole name of a list, never a part of one */
+    if (!core || !core[0] || strchr(core, ' ') ||
+        snprintf(word, sizeof word, " %s ", core) >= (int)sizeof word)
+        return -1;
+    for (size_t isa = 0; isa < sizeof cores / sizeof *cores; isa++)
+        if (strcasestr(cores[isa], word)) return (int)isa;
     return -1;
 }
 

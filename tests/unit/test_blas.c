@@ -52,6 +52,10 @@ Test(blas, cores_are_named_by_their_simd_level)
     cr_assert_eq(kn_blas_core_isa("SkylakeX"), KN_ISA_AVX512);
     cr_assert_eq(kn_blas_core_isa("Cooperlake"), KN_ISA_AVX512);
     cr_assert_eq(kn_blas_core_isa("NoSuchCore"), -1);
+    cr_assert_eq(kn_blas_core_isa("Opteron(SSE3)"), KN_ISA_SSE3);
+    cr_assert_eq(kn_blas_core_isa("Sky"), -1, "a part of a name is not a name");
+    cr_assert_eq(kn_blas_core_isa("Haswell Zen"), -1, "nor are two names");
+    cr_assert_eq(kn_blas_core_isa(""), -1);
     cr_assert_eq(kn_blas_core_isa(NULL), -1);
     cr_assert_not(kn_blas_use_core("NoSuchCore"), "an unknown name would be OpenBLAS's Prescott");
 }
