@@ -269,10 +269,15 @@ class _Look:
     def line(self, first, size, tensors, k, olds, n):
         from . import _paths
         if not olds:  # nothing the collector sees refers to it: see entries()
-            return ("python: %s is held by a reference the garbage collector cannot see (a C "
-                    "extension's own: no object refers to it, and its reference count says "
-                    "something does); born in sessions %d-%d and kept: %s objects, %s/session"
-                    % (_paths.words(k), first, first + 1, format(n, ","),
+            Tensor = getattr(self.torch, "Tensor", None)
+            torch_held = Tensor is not None and issubclass(type(k), Tensor)
+            who = ("PyTorch's C++ side (an autograd graph's saved tensor, or state a C++ object "
+                   "keeps: its Python object lives while C++ holds the tensor)"
+                   if torch_held else "a C extension's own")
+            return ("python: %s is held by a reference the garbage collector cannot see (%s: no "
+                    "object refers to it, and its reference count says something does); born in "
+                    "sessions %d-%d and kept: %s objects, %s/session"
+                    % (_paths.words(k), who, first, first + 1, format(n, ","),
                        _attrib._fmt(size / 2)))
         paths = _paths.Paths(self.attr, self.limit, self.deadline)
         root, chain, why = paths.up(k, olds)
