@@ -57,16 +57,7 @@ def run_session(run, shape="registry", fixed=False):
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    shape = args[0] if args else "registry"
-    fixed, api = "fixed" in args, "api" in args
-    runs = next((int(a) for a in args if a.isdigit()), 12)
-    if api:
-        import leakgate
-    for run in range(runs):
-        if api:
-            with leakgate.session():
-                run_session(run, shape, fixed)
-        else:
-            run_session(run, shape, fixed)
-            print("run %d done" % run, flush=True)
+    import sessions
+
+    shape = sys.argv[1] if len(sys.argv) > 1 else "registry"
+    sessions.run(lambda run, fixed: run_session(run, shape, fixed), "run")

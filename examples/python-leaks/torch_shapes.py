@@ -85,16 +85,6 @@ for warm in SESSIONS.values():  # one-time costs: autograd's, the optimizer's fi
 history.clear()
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    session = SESSIONS[args[0]]
-    fixed, api = "fixed" in args, "api" in args
-    epochs = next((int(a) for a in args if a.isdigit()), 12)
-    if api:
-        import leakgate
-    for epoch in range(epochs):
-        if api:
-            with leakgate.session():
-                session(epoch, fixed)
-        else:
-            session(epoch, fixed)
-            print("epoch %d done" % epoch, flush=True)
+    import sessions
+
+    sessions.run(SESSIONS[sys.argv[1]], "epoch")
