@@ -6,7 +6,10 @@
  * As a session ends, exec reads what began since the last one; a pid is pending until a reading
  * of the tree finds it, or /proc no longer has it: then it began and ended within the session
  * and is counted (s->procs_within), never judged. A static child's fork is noted by the parent
- * that forked it; a process that left the tree (re-parented, a daemon) stays pending.
+ * that forked it; a process that left the tree (re-parented, a daemon) stays pending. A line
+ * "-PID" says PID is leakgate's own, not CMD's: the Python binding's forked copy, which does a
+ * session end's attribution (bindings/python/src/leakgate/_attrib.py), writes it first thing;
+ * the pid is forgotten.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -61,6 +64,13 @@ static void add_pending(struct hx_births *b, int pid)
     b->pending[b->n++] = pid;
 }
 
+/* Takes pid out of the pending: a process of leakgate's own. */
+static void forget(struct hx_births *b, int pid)
+{
+    for (int i = 0; i < b->n; i++)
+        if (b->pending[i] == pid) b->pending[i--] = b->pending[--b->n];
+}
+
 /* The lines appended since the last read, whole lines only, into the pending. */
 static void read_new(struct hx_births *b)
 {
@@ -76,7 +86,11 @@ static void read_new(struct hx_births *b)
         if (!end) break;
         end[1] = '\0';
         for (char *p = buf; *p;) {
-            add_pending(b, atoi(p));
+            int pid = atoi(p);
+            if (pid < 0)
+                forget(b, -pid);
+            else
+                add_pending(b, pid);
             p = strchr(p, '\n') + 1;
         }
         b->at += (long)(end + 1 - buf);

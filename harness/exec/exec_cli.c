@@ -35,6 +35,10 @@ static void exec_usage(FILE *f)
         "  --no-prof           never arm heap profiling\n"
         "  --tcache            keep jemalloc's thread caches (faster; the quiesce then flushes\n"
         "                      only the thread that ends the session: docs/exec.md)\n"
+        "  --no-python         a Python CMD (python, python3, python3.11, a venv's python)\n"
+        "                      runs as it is: by default the Python binding is loaded into it\n"
+        "                      (python: lines, who keeps it) as `python -m leakgate` would;\n"
+        "                      LEAKGATE_PY=0 does the same (docs/exec.md)\n"
         "  --agent PATH        the agent library (default: beside leakgate)\n"
         "  --out DIR           results and reports (default leakgate-out)\n"
         "  --no-reports        results.jsonl only\n"
@@ -160,6 +164,10 @@ static int parse_own(struct hx_exec_options *eo, int argc, char **argv, int i)
         eo->tcache = true;
         return 1;
     }
+    if (!strcmp(a, "--no-python")) {
+        eo->python = false;
+        return 1;
+    }
     static const char *const takes[] = {"--session-marker", "--prof-sample", "--agent", NULL};
     int known = hx_option_with_value(a, v, takes);
     if (known <= 0) return known;
@@ -200,6 +208,7 @@ static int parse(struct hx_exec_options *eo, int argc, char **argv, bool *help)
     o->sessions = 0; /* as many as CMD runs, unless --sessions says how many to expect */
     eo->lg_sample = HX_EXEC_DEFAULT_LG_SAMPLE;
     eo->prof = true;
+    eo->python = true;
     *help = false;
     int i = 1;
     while (i < argc) {

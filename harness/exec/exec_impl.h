@@ -4,6 +4,7 @@
  *   exec_cli.c    options and usage
  *   exec_spawn.c  finding CMD and checking it can carry the agent (ELF, static, setuid), the
  *                 agent's environment, fork and exec
+ *   exec_py.c     a Python CMD: the binding's sitecustomize on its PYTHONPATH (--no-python)
  *   exec.c        the run: messages from the agent, sessions, the verdict, the reports
  *   exec_msg.c    a SESSION message into a struct rpt_session
  *   exec_sym.c    symbolising another process's addresses (its maps, ELF headers, addr2line)
@@ -36,6 +37,8 @@ struct hx_exec_options {
     bool tcache;         /* --tcache: keep jemalloc's thread caches (faster, less exact) */
     bool prof;           /* heap profiling available (off with --no-prof) */
     char agent[1024];    /* the agent library (found next to leakgate, or --agent PATH) */
+    bool python;         /* load the Python binding into a Python CMD (off with --no-python) */
+    char py_site[4096];  /* its site directory, first on CMD's PYTHONPATH ("" : not loaded) */
     char **argv;         /* CMD ARGS..., NULL-terminated (main's argv) */
 };
 
@@ -45,6 +48,7 @@ struct hx_child {
     pid_t pid;
     int fd;           /* the parent's end of the socket */
     char path[4096];  /* CMD resolved on PATH */
+    char elf[4096];   /* the ELF program that runs: path, or a #! script's interpreter */
     bool cuda_static; /* CMD carries CUDA's static runtime: its device memory is not seen */
 };
 /* Finds CMD, checks it can run the agent, finds the agent; LG_EINVAL (exit 2) with a message
@@ -58,6 +62,18 @@ void hx_exec_describe_status(int status, char *buf, size_t size);
 /* The MALLOC_CONF the child gets: the agent's options, then the user's own (which win). */
 void hx_exec_malloc_conf(const struct hx_exec_options *eo, const char *user, char *buf,
                          size_t size);
+
+/* ---- a Python CMD (exec_py.c) ------------------------------------------------------------ */
+
+/* Whether CMD (argv0 as given, ch's resolved paths) is a CPython interpreter: python,
+ * python3, python3.11, by name or by the real path of its file or of its #! interpreter. */
+bool hx_exec_is_python(const char *argv0, const struct hx_child *ch);
+/* Sets eo->py_site when CMD is Python and the binding is wanted (--no-python, LEAKGATE_PY=0)
+ * and found; says so on stderr when it is wanted but not found. */
+void hx_exec_python_site(struct hx_exec_options *eo, const struct hx_child *ch);
+/* In the child: eo->py_site first on PYTHONPATH, the user's entries after it; 0, or -1 with
+ * errno set. */
+int hx_exec_python_env(const struct hx_exec_options *eo);
 
 /* ---- messages (exec_msg.c) ---------------------------------------------------------------- */
 

@@ -232,9 +232,10 @@ int hx_keep_notes(const struct hx_keep *k, pid_t pid, int born_run, struct rpt_s
                      "stack (%lld words scanned): %s",
                      (long long)k->words,
                      python ? "in a Python program the holder is a Python object, which this "
-                              "scan cannot see (the python: notes name its holder where the "
-                              "binding is loaded: python -m leakgate PROG, leakgate.session() "
-                              "or the pytest plugin)"
+                              "scan cannot see (the python: notes name it: exec loads the "
+                              "binding into a Python CMD unless --no-python or LEAKGATE_PY=0; "
+                              "a CMD that runs Python through a wrapper needs "
+                              "leakgate.session() or python -m leakgate PROG)"
                             : "held from another thread's stack, a register, or a small block "
                               "born in another session");
         } else {

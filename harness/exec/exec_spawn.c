@@ -14,7 +14,8 @@
  * available but off, the sample interval, thread caches off; the user's MALLOC_CONF appended,
  * so their options win), PYTHONUNBUFFERED=1 (Python's print reaches write() at once, so a
  * marker line is seen when it is written) and LEAKGATE_WARMUP (--warmup: where a binding's own
- * attribution, such as Python's tracemalloc, takes its baseline).
+ * attribution, such as Python's tracemalloc, takes its baseline); a Python CMD also gets the
+ * binding's site directory first on PYTHONPATH (exec_py.c).
  */
 #define _GNU_SOURCE
 #include <elf.h>
@@ -93,8 +94,9 @@ static bool changes_credentials(const struct stat *st)
            ((st->st_mode & S_ISGID) && st->st_gid != getegid());
 }
 
-/* Checks path (and, for a script, its interpreter, up to 4 levels). */
-static int check_program(const char *path, const char *shown, int depth)
+/* Checks path (and, for a script, its interpreter, up to 4 levels); the ELF program that runs
+ * into elf (4096 bytes). */
+static int check_program(const char *path, const char *shown, int depth, char *elf)
 {
     struct stat st;
     if (stat(path, &st) != 0) return lg_fail(LG_EINVAL, "%s: %s", shown, strerror(errno));
@@ -114,6 +116,7 @@ static int check_program(const char *path, const char *shown, int depth)
     int rc;
     if (k >= 4 && memcmp(head, ELFMAG, SELFMAG) == 0) {
         rc = check_elf(path, fd, shown);
+        if (rc == LG_OK) lg_strlcpy(elf, path, 4096);
     } else if (k >= 2 && head[0] == '#' && head[1] == '!') {
         char *interp = head + 2, *end;
         while (*interp == ' ' || *interp == '\t') interp++;
@@ -129,7 +132,7 @@ static int check_program(const char *path, const char *shown, int depth)
         } else if (rc == LG_OK) {
             rc = find_on_path(interp, resolved, sizeof resolved);
         }
-        if (rc == LG_OK) rc = check_program(resolved, resolved, depth + 1);
+        if (rc == LG_OK) rc = check_program(resolved, resolved, depth + 1, elf);
         if (rc != LG_OK)
             lg_fail_ctx(rc, "%s runs through an interpreter that cannot carry the agent: ", shown);
     } else {
@@ -261,9 +264,10 @@ int hx_exec_check(struct hx_exec_options *eo, struct hx_child *ch)
     if (!eo->argv || !eo->argv[0])
         return lg_fail(LG_EINVAL, "no command to run: leakgate exec [options] -- CMD [ARGS...]");
     int rc = find_on_path(eo->argv[0], ch->path, sizeof ch->path);
-    if (rc == LG_OK) rc = check_program(ch->path, eo->argv[0], 0);
+    if (rc == LG_OK) rc = check_program(ch->path, eo->argv[0], 0, ch->elf);
     if (rc == LG_OK) ch->cuda_static = has_static_cudart(ch->path);
     if (rc == LG_OK) rc = find_agent(eo);
+    if (rc == LG_OK) hx_exec_python_site(eo, ch);
 #ifdef LG_AGENT_JEMALLOC
     if (rc == LG_OK && access(LG_AGENT_JEMALLOC, R_OK) != 0)
         rc = lg_fail(LG_EINVAL,
@@ -312,7 +316,7 @@ static void child(const struct hx_exec_options *eo, const struct hx_child *ch, i
              setenv("PYTHONUNBUFFERED", "1", 1) == 0 && setenv("LEAKGATE_WARMUP", warm_s, 1) == 0;
     char conf[4096];
     hx_exec_malloc_conf(eo, getenv("MALLOC_CONF"), conf, sizeof conf);
-    ok = ok && setenv("MALLOC_CONF", conf, 1) == 0;
+    ok = ok && setenv("MALLOC_CONF", conf, 1) == 0 && hx_exec_python_env(eo) == 0;
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);

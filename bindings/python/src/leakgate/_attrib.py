@@ -92,6 +92,22 @@ def ensure():
     return bool(_state)
 
 
+def _not_cmds():
+    """In a forked copy: tells exec this process is leakgate's, not one of the program's
+    children that began and ended within a session ("-PID" in LEAKGATE_AGENT_TREE, after the
+    agent's "PID PPID": harness/exec/exec_births.c)."""
+    tree = os.environ.get("LEAKGATE_AGENT_TREE")
+    if tree:
+        try:
+            fd = os.open(tree, os.O_WRONLY | os.O_APPEND)
+            try:
+                os.write(fd, b"-%d\n" % os.getpid())
+            finally:
+                os.close(fd)
+        except OSError:
+            pass  # then it is counted, as before
+
+
 def _fmt(n):
     a = abs(n)
     for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
@@ -310,6 +326,7 @@ class _Attribution:
         if pid == 0:  # the copy: the agent is inert here (its fork handler); never returns
             code = 1
             try:
+                _not_cmds()
                 os.close(r)
                 data = "\n".join(self.work(index, what)).encode("utf-8", "replace")
                 while data:
