@@ -96,9 +96,17 @@ def test_tracemalloc_lines_name_pure_python_growth(leakgate_bin, tmp_path):
     assert rc == 1, out
     last = [s for s in lines if s.get("type") == "session"][-1]
     assert any("/session" in n and "leaky.py:7 in work" in n for n in last["notes"]), last["notes"]
-    # and the clean twin still passes with tracemalloc on (pure Python: its tables stay put)
-    rc, out, _ = exec_py(leakgate_bin, tmp_path / "c", [prog],
-                         env={"LEAKGATE_PY_TRACEMALLOC": "16"})
+    # and the clean twin still passes with tracemalloc on (pure Python: its tables stay put).
+    # One CI run (stop 45) saw je_resident step by ~2 MiB within the 6 sessions while rss stayed
+    # flat: the verdict was INCONCLUSIVE ("not significant ... run more"), as it should be on that
+    # evidence. A user would run it again, and so does this test, once; a twin that never passes,
+    # or that leaks, still fails here.
+    for attempt in ("c", "c2"):
+        rc, out, _ = exec_py(leakgate_bin, tmp_path / attempt, [prog],
+                             env={"LEAKGATE_PY_TRACEMALLOC": "16"})
+        if rc != 3:
+            break
+        print("clean twin INCONCLUSIVE on attempt %s, running again:\n%s" % (attempt, out))
     assert rc == 0, out
 
 
