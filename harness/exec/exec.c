@@ -214,7 +214,6 @@ static void census_name(const struct exec_run *r, struct rpt_session *s)
 {
     if (!s->n_alloc_stacks || !s->alloc_stacks[0].frames) return;
     bool whole = r->census_exact && s->index >= r->census_exact_session;
-    if (whole) s->alloc_sessions = 1; /* the diff holds one session's allocations: its own */
     int64_t bytes = 0, objects = 0;
     for (int i = 0; i < s->n_alloc_stacks; i++)
         bytes += s->alloc_stacks[i].bytes, objects += s->alloc_stacks[i].objects;
@@ -258,6 +257,7 @@ static void census_after(struct exec_run *r, const struct rpt_session *s, bool c
             snprintf(r->prof.base, sizeof r->prof.base, "%s/%d.%d.base.heap", r->prof.dir,
                      (int)r->ch.pid, agent_index);
             r->prof.base_index = s->index;
+            r->prof.one_session = true;
             if (!r->o->quiet)
                 fprintf(stderr,
                         "leakgate exec: blocks born in session %d are still alive; every "

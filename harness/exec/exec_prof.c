@@ -353,14 +353,18 @@ bool hx_prof_flagged(const struct rpt_series *ser, const struct rpt_budget *b)
 static void remember_top(struct hx_prof *p, const struct rpt_session *s)
 {
     p->n_top = 0;
+    p->top_sample = s->alloc_sample;
     for (int i = 0; i < s->n_alloc_stacks && p->n_top < (int)LG_ARRAY_LEN(p->top); i++) {
         const struct rpt_alloc_stack *a = &s->alloc_stacks[i];
         double per = (double)a->bytes / s->alloc_sessions, lo, hi;
-        rpt_alloc_interval(a, p->sample, &lo, &hi);
+        rpt_alloc_interval(a, s->alloc_sample, &lo, &hi);
         char b1[32], b2[32], b3[32], range[80];
-        snprintf(range, sizeof range, "(95%%: %s-%s)",
-                 lg_fmt_bytes(b2, sizeof b2, lo / s->alloc_sessions),
-                 lg_fmt_bytes(b3, sizeof b3, hi / s->alloc_sessions));
+        if (s->alloc_sample == 1) /* every allocation recorded */
+            snprintf(range, sizeof range, "(exact)");
+        else
+            snprintf(range, sizeof range, "(95%%: %s-%s)",
+                     lg_fmt_bytes(b2, sizeof b2, lo / s->alloc_sessions),
+                     lg_fmt_bytes(b3, sizeof b3, hi / s->alloc_sessions));
         const char *nl = strchr(a->frames, '\n');
         int len = nl ? (int)(nl - a->frames) : (int)strlen(a->frames);
         const char *second = nl ? nl + 1 : "";
@@ -386,7 +390,9 @@ int hx_prof_session(struct hx_prof *p, const char *dump, struct rpt_session *s)
     rc = heap_load(dump, &cur);
     if (rc == LG_OK) {
         s->alloc_base = p->base_index;
-        s->alloc_sessions = s->index - p->base_index;
+        /* after a whole-session profile nothing is sampled: the diff is that session's */
+        s->alloc_sessions = p->one_session ? 1 : s->index - p->base_index;
+        s->alloc_sample = cur.sample;
         rc = diff_into(&base, &cur, s);
         heap_free(&cur);
     }
@@ -399,9 +405,14 @@ void hx_prof_print(const struct hx_prof *p, FILE *f)
 {
     if (!p->n_top) return;
     char b1[32];
-    fprintf(f,
-            "\nuntagged growth by allocation stack (jemalloc heap profile, one sample per %s):\n",
-            lg_fmt_bytes(b1, sizeof b1, (double)p->sample));
+    if (p->top_sample <= 1)
+        fprintf(f, "\nuntagged growth by allocation stack (jemalloc heap profile of one session, "
+                   "every allocation):\n");
+    else
+        fprintf(f,
+                "\nuntagged growth by allocation stack (jemalloc heap profile, one sample per "
+                "%s):\n",
+                lg_fmt_bytes(b1, sizeof b1, (double)p->top_sample));
     for (int i = 0; i < p->n_top; i++) fprintf(f, "  %s\n", p->top[i]);
 }
 

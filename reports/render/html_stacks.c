@@ -13,14 +13,21 @@ void rpt_html_alloc_stacks(const struct rpt_results *r, FILE *f)
     const struct rpt_session *s = rpt_alloc_latest(r);
     if (!s) return;
     char b1[32], b2[32], b3[32];
-    int64_t R = r->run.prof_sample;
+    int64_t R = s->alloc_sample > 0 ? s->alloc_sample : r->run.prof_sample;
     fputs("<section id=\"alloc-stacks\">\n<h2>Untagged growth by allocation stack</h2>\n<p>", f);
-    fprintf(f,
-            "Live bytes gained per session by each allocation stack between the heap profiles of "
-            "session %d and session %d (jemalloc samples one allocation per %s on average; the "
-            "interval "
-            "is 95%%, from the sampled objects). Folded stacks: <code>stacks.folded</code>.</p>\n",
-            s->alloc_base, s->index, R > 0 ? lg_fmt_bytes(b1, sizeof b1, (double)R) : "?");
+    if (R == 1)
+        fprintf(f,
+                "Live bytes each allocation stack kept of session %d, profiled whole (every "
+                "allocation recorded: exact), still alive at the end of session %d. Folded "
+                "stacks: <code>stacks.folded</code>.</p>\n",
+                s->alloc_base + 1, s->index);
+    else
+        fprintf(f,
+                "Live bytes gained per session by each allocation stack between the heap profiles "
+                "of session %d and session %d (jemalloc samples one allocation per %s on average; "
+                "the interval is 95%%, from the sampled objects). Folded stacks: "
+                "<code>stacks.folded</code>.</p>\n",
+                s->alloc_base, s->index, R > 0 ? lg_fmt_bytes(b1, sizeof b1, (double)R) : "?");
     if (!s->n_alloc_stacks) {
         fputs("<p>No stack grew.</p>\n</section>\n", f);
         return;

@@ -17,6 +17,7 @@ void rpt_alloc_interval(const struct rpt_alloc_stack *a, int64_t prof_sample, do
     const double z = 1.96;
     *lo = *hi = (double)a->bytes;
     if (a->bytes <= 0 || prof_sample <= 0) return;
+    if (prof_sample == 1) return; /* every allocation recorded (a session profiled whole): exact */
     double mean = a->objects > 0 ? (double)a->bytes / (double)a->objects : (double)a->bytes;
     double p = 1.0 - exp(-mean / (double)prof_sample);
     if (p <= 0 || p >= 1) return; /* objects far larger than R are all sampled: exact */
@@ -72,6 +73,8 @@ json_t *rpt_alloc_stacks_to_json(const struct rpt_session *s)
     if (!bad)
         bad = json_object_set_new(o, "base", json_integer(s->alloc_base)) ||
               json_object_set_new(o, "sessions", json_integer(s->alloc_sessions)) ||
+              (s->alloc_sample > 0 &&
+               json_object_set_new(o, "sample", json_integer(s->alloc_sample))) ||
               json_object_set_new(o, "stacks", a);
     else
         json_decref(a);
@@ -127,12 +130,14 @@ static int get_frames(const struct rpt_dec *d, json_t *a, const char *where, cha
 int rpt_alloc_stacks_from_json(const struct rpt_dec *d, json_t *o, struct rpt_session *s)
 {
     json_t *hp = json_object_get(o, "heap_profile"), *a;
-    int64_t base = 0, sessions = 0;
+    int64_t base = 0, sessions = 0, sample = 0;
     if (!hp || json_is_null(hp)) return LG_OK;
     if (!json_is_object(hp))
         return bad_member(d, "session.heap_profile", "expected an object or null");
     int rc = get_count(d, hp, "base", "session.heap_profile", 0, &base);
     if (rc == LG_OK) rc = get_count(d, hp, "sessions", "session.heap_profile", 1, &sessions);
+    if (rc == LG_OK && json_object_get(hp, "sample")) /* 1.9 */
+        rc = get_count(d, hp, "sample", "session.heap_profile", 1, &sample);
     if (rc != LG_OK) return rc;
     if (base > INT32_MAX || sessions > INT32_MAX)
         return bad_member(d, "session.heap_profile", "out of range");
@@ -141,6 +146,7 @@ int rpt_alloc_stacks_from_json(const struct rpt_dec *d, json_t *o, struct rpt_se
     size_t n = json_array_size(a), i;
     s->alloc_base = (int)base;
     s->alloc_sessions = (int)sessions;
+    s->alloc_sample = sample;
     if (n && !(s->alloc_stacks = calloc(n, sizeof *s->alloc_stacks)))
         return lg_fail(LG_ENOMEM, "%s:%d: out of memory", d->path, d->line);
     json_t *e;
@@ -165,6 +171,7 @@ void rpt_alloc_stacks_free(struct rpt_session *s)
     free(s->alloc_stacks);
     s->alloc_stacks = NULL;
     s->n_alloc_stacks = s->alloc_sessions = s->alloc_base = 0;
+    s->alloc_sample = 0;
 }
 
 /* The first frame of a stack ("keep_block (step.c:17)"), or "" when not named. */

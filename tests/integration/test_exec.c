@@ -708,6 +708,13 @@ Test(exec, the_census_catches_one_64_byte_block_kept_per_session_and_names_it)
               "the census says LEAK:\n%s", text);
     cr_expect(strstr(text, "still alive: 1 block, 64 B, at keep_block (census.c:") != NULL,
               "the census names the block and its stack:\n%s", text);
+    /* the stacks' figure is the one profiled session's keep, exact, not spread over the sessions
+     * since its base (nothing after it is sampled): 64 B/session, as the program keeps */
+    const char *attr = strstr(text, "untagged growth by allocation stack (jemalloc heap profile of "
+                                    "one session, every allocation):");
+    cr_expect(attr && strstr(attr, "64 B/session (exact)") &&
+                  strstr(strstr(attr, "64 B/session (exact)"), "keep_block (census.c:"),
+              "exact, per session:\n%s", text);
     free(text);
     const struct rpt_census_verdict *cv = &r->verdict.census;
     cr_expect(cv->counted);
@@ -725,6 +732,17 @@ Test(exec, the_census_catches_one_64_byte_block_kept_per_session_and_names_it)
         kept += c->born >= 1 && c->born < last->index;
     }
     cr_expect_eq(kept, 6);
+    /* sessions 6 and 7 diff against the empty profile taken as session 5 began (base 4) */
+    for (int i = r->n_sessions - 2; i < r->n_sessions; i++) {
+        const struct rpt_session *s = &r->sessions[i];
+        cr_expect_eq(s->alloc_base, 4, "session %d: base %d", s->index, s->alloc_base);
+        cr_expect_eq(s->alloc_sessions, 1, "session %d: %d sessions", s->index, s->alloc_sessions);
+        cr_expect_eq(s->alloc_sample, 1, "session %d: sample %lld", s->index,
+                     (long long)s->alloc_sample);
+        cr_expect(s->n_alloc_stacks >= 1 && s->alloc_stacks[0].bytes == 64 &&
+                      s->alloc_stacks[0].objects == 1,
+                  "session %d: one 64-byte block", s->index);
+    }
     rpt_results_free(r);
 }
 

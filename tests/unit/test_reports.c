@@ -13,6 +13,7 @@
 #include "lg_test_rpt.h"
 #include "plot_impl.h"
 #include "reports.h"
+#include "verdict.h"
 
 TestSuite(reports, .init = lg_test_setup, .fini = lg_test_teardown, .timeout = 120);
 

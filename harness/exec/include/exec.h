@@ -18,14 +18,18 @@
 /* Attribution state of a run: which dump is the base of the diffs. Holds no heap memory
  * between sessions (in `run` the process measuring is the process measured). */
 struct hx_prof {
-    bool available;   /* jemalloc has heap profiling (opt.prof) */
-    bool armed;       /* prof.active: samples are taken */
-    bool always;      /* --stacks: armed from the start */
-    int64_t sample;   /* mean bytes between samples */
-    char dir[600];    /* where dumps go */
-    char base[700];   /* the base dump ("" none yet) */
-    int base_index;   /* its session */
-    char top[5][400]; /* the last attribution's first lines, for the verdict's print */
+    bool available;     /* jemalloc has heap profiling (opt.prof) */
+    bool armed;         /* prof.active: samples are taken */
+    bool always;        /* --stacks: armed from the start */
+    int64_t sample;     /* mean bytes between samples */
+    char dir[600];      /* where dumps go */
+    char base[700];     /* the base dump ("" none yet) */
+    int base_index;     /* its session */
+    bool one_session;   /* the base began the one session profiled whole (exec's census): later
+                           dumps hold that session's survivors and nothing sampled since */
+    int64_t top_sample; /* the mean sampling interval of the profiles behind top (1: every
+                           allocation) */
+    char top[5][400];   /* the last attribution's first lines, for the verdict's print */
     int n_top;
 };
 /* Whether jemalloc in this process has heap profiling, and its sample interval. */

@@ -36,7 +36,7 @@
  * prof_sample, heap_profile; 1.3: notes; 1.4: invalid_frees; 1.5: peaks and suppressed
  * (session), gate (verdict); 1.6: census; 1.7: blas, blas_core, blas_path (run); 1.8: processes
  * (session and verdict). */
-#define RPT_SCHEMA_WRITTEN "leakgate.results/1.8"
+#define RPT_SCHEMA_WRITTEN "leakgate.results/1.9"
 
 /* The channels (enum rpt_channel) and everything known about each: reports/channels.h. */
 const char *rpt_channel_name(enum rpt_channel c); /* "tagged_host", ... */
@@ -201,8 +201,11 @@ struct rpt_session {
     struct lg_class_bytes *classes;
     int n_samples;
     struct rpt_sample *samples;
-    int alloc_base;     /* heap profile: the session whose profile the diff starts at */
-    int alloc_sessions; /* sessions since then (0: no heap profile diff) */
+    int alloc_base;       /* heap profile: the session whose profile the diff starts at */
+    int alloc_sessions;   /* sessions since then (0: no heap profile diff); 1 after a profile of
+                             one session whole, whose allocations alone were sampled */
+    int64_t alloc_sample; /* the profiles' mean sampling interval, bytes (1: every allocation);
+                             0 when not said (before 1.9: the run's prof_sample) */
     int n_alloc_stacks;
     struct rpt_alloc_stack *alloc_stacks; /* largest growth first */
     int n_notes;
