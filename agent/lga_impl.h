@@ -39,6 +39,7 @@ struct lga_agent {
     char prof_dir[512]; /* where heap profiles are dumped */
     bool prof_available, prof_armed;
     bool prof_census;   /* the census's naming: one session profiled whole, dumps at every end */
+    int prof_whole;     /* that session (its index in lga.sessions), -1 before */
     pthread_mutex_t mu; /* sessions and the socket */
     bool session_open;
     bool lost; /* this image lost its connection: session calls say LEAKGATE_ELOST from then on */

@@ -33,8 +33,10 @@
 #include "lga_impl.h"
 #include "lga_wire.h"
 
-struct lga_agent lga = {
-    .fd = -1, .mu = PTHREAD_MUTEX_INITIALIZER, .note_mu = PTHREAD_MUTEX_INITIALIZER};
+struct lga_agent lga = {.fd = -1,
+                        .prof_whole = -1,
+                        .mu = PTHREAD_MUTEX_INITIALIZER,
+                        .note_mu = PTHREAD_MUTEX_INITIALIZER};
 __thread struct lga_thread lga_tl LGA_TLS;
 
 void lga_say(const char *fmt, ...)
