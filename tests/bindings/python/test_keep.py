@@ -1,8 +1,9 @@
 """Who keeps it (issue 41, item 1): with no option set, once leakgate arms heap profiling the
 binding names the root that keeps what a leaking session kept, by the interpreter's referrers:
 a module-level registry of trainers, a class attribute that caches them, and a reference
-taken from C that no object shows (examples/python-leaks/registry.py), in API mode, in marker
-mode (`python -m leakgate`) and through the pytest plugin; the fixed twins print no path. The expected root, its line and the
+taken from C that no object shows, a local list of a function running in another thread
+(examples/python-leaks/registry.py), in API mode, in marker mode (`python -m leakgate`) and
+through the pytest plugin; the fixed twins print no path. The expected root, its line and the
 list index are read from the example's source and the note's own session, never copied from a
 run."""
 import ast
@@ -80,6 +81,29 @@ def test_class_attribute_is_named(leakgate_bin, tmp_path):
     assert m and int(m.group(1)) - int(m.group(2)) in (0, 1), (want, kept)
 
 
+def waits_at(func, queue):
+    """The line where registry.py's function `func` waits on its `queue.get()`: where its
+    thread is when the session ends."""
+    tree = ast.parse(open(PROG).read())
+    body = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == func)
+    return next(n.lineno for n in ast.walk(body) if isinstance(n, ast.Call)
+                and getattr(n.func, "attr", None) == "get"
+                and getattr(n.func.value, "id", None) == queue)
+
+
+def test_another_threads_local_is_named(leakgate_bin, tmp_path):
+    # the feeder thread's local list, read from its frames as the walk's copy was forked
+    rc, out, lines = exec_py(leakgate_bin, tmp_path / "leak", [PROG, "thread", "api"])
+    assert rc == 1, out
+    kept = kept_lines(notes(lines))
+    want = (r"python: kept alive by: local cache of feeder_loop \(list, \S*registry\.py:%d\) in "
+            r"thread 'feeder' -> \[([0-9]+)\] Trainer and 1 more like it; born in sessions "
+            r"([0-9]+)-" % waits_at("feeder_loop", "jobs"))
+    m = re.search(want, kept[0]) if kept else None
+    # cache[N] is the trainer of run N, run N is session N
+    assert m and int(m.group(1)) - int(m.group(2)) in (0, 1), (want, kept)
+
+
 def test_a_reference_from_c_is_said(leakgate_bin, tmp_path):
     # Py_IncRef through ctypes and never Py_DecRef: no object the collector sees keeps them
     rc, out, lines = exec_py(leakgate_bin, tmp_path / "leak", [PROG, "capi", "api"])
@@ -90,7 +114,7 @@ def test_a_reference_from_c_is_said(leakgate_bin, tmp_path):
     assert said and not kept_lines(notes(lines)), notes(lines)
 
 
-@pytest.mark.parametrize("shape", ["registry", "classattr", "capi"])
+@pytest.mark.parametrize("shape", ["registry", "classattr", "capi", "thread"])
 def test_fixed_twins_print_no_path(leakgate_bin, tmp_path, shape):
     rc, out, lines = exec_py(leakgate_bin, tmp_path / "fixed", [PROG, shape, "api", "fixed"])
     assert rc == 0, out

@@ -170,6 +170,7 @@ class _Attribution:
         self.keep_at = None
         self.keep_lines = []
         self.keep_cost = 0.0
+        self.others = None  # in the walk's copy: other threads' frames (_paths.other_threads)
         self.started = time.monotonic()
         self.carry = []  # the latest lines naming a line of the program or a PyTorch shape
         self.cb = _lib.HOOK(self._hook)
@@ -321,11 +322,16 @@ class _Attribution:
         The copy sees the same heap and objects; what the work allocates (every trace, their
         grouping, the referrer walk: tens of MB on a large program) never touches the measured
         process, whose only cost is the fork and the lines read back."""
+        others = None
+        if "keep-walk" in what:  # other threads' frames: the copy has only this thread
+            from . import _paths
+            others = _paths.other_threads()
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the copy: the agent is inert here (its fork handler); never returns
             code = 1
             try:
+                self.others = others
                 _not_cmds()
                 os.close(r)
                 data = "\n".join(self.work(index, what)).encode("utf-8", "replace")

@@ -164,7 +164,7 @@ class _Look:
         inside = set(found)
         for o in self.kept:
             inside.update(id(r) for r in gc.get_referents(o) if id(r) in ids)
-        held = _paths.running_locals()
+        held = _paths.running_locals(self.attr.others)
         for o in self.kept:
             # the references to o here: self.objs, self.kept, this loop's o, getrefcount's
             # argument; any more are held where the collector cannot see

@@ -21,19 +21,21 @@ _CONTAINERS = (dict, list, tuple, set, frozenset)
 
 
 class Root:
-    """Where a path starts: a module global, a class attribute, a frame's local, a thread."""
+    """Where a path starts: a module global, a class attribute, a frame's local (of the thread
+    that ended the session, or another: `thread` is then its name), a thread."""
 
-    def __init__(self, kind, owner, name, first):
+    def __init__(self, kind, owner, name, first, thread=None):
         self.kind, self.owner, self.name, self.first = kind, owner, name, first
+        self.thread = thread
         self.words = self.describe()
 
     def describe(self):
         first = type(self.first).__name__
         if self.kind == "frame":
             f = self.owner
-            return "local %s of %s (%s, %s:%d)" % (self.name, f.f_code.co_name, first,
-                                                    _attrib._short(f.f_code.co_filename),
-                                                    f.f_lineno)
+            return "local %s of %s (%s, %s:%d)%s" % (
+                self.name, f.f_code.co_name, first, _attrib._short(f.f_code.co_filename),
+                f.f_lineno, " in thread %r" % self.thread if self.thread is not None else "")
         if self.kind == "thread":
             return "thread %r (%s)" % (self.owner.name, type(self.owner).__name__)
         if self.kind == "class":
@@ -79,7 +81,7 @@ class Paths:
         self.modules = {id(m.__dict__): m for m in list(sys.modules.values())
                         if isinstance(m, types.ModuleType) and hasattr(m, "__dict__")}
         self.threads = {id(t): t for t in threading.enumerate()}
-        self.locals = running_locals()
+        self.locals = running_locals(attr.others)
 
     def up(self, k, olds):
         """(Root, [objects from root.first down to k], why) — Root None when none was found."""
@@ -91,8 +93,8 @@ class Paths:
             ids = {id(c): c for c in frontier}
             held = next((c for c in frontier if id(c) in self.locals), None)
             if held is not None:  # a running function's local (3.11+: the collector's
-                f, name = self.locals[id(held)]  # referrers never show those)
-                return Root("frame", f, name, held), _chain(held, parent, keep), ""
+                f, name, thread = self.locals[id(held)]  # referrers never show those)
+                return Root("frame", f, name, held, thread), _chain(held, parent, keep), ""
             for r in gc.get_referrers(*frontier):
                 if id(r) not in self.present or id(r) in parent or _own_frame(r):
                     continue
@@ -147,17 +149,31 @@ class Paths:
         return "has no referrer that is alive: a garbage cycle not yet collected"
 
 
-def running_locals():
-    """{id(object): (frame, name)} of the locals of the functions running in this thread (the
-    only one a forked copy has), less the attribution's own and module-level code's (its
-    locals are its module's globals)."""
+def other_threads():
+    """{thread id: (its name, its innermost frame)} of the threads but this one, read in the
+    measured process just before it forks the copy that walks: the copy has only the thread
+    that forked, but the others' frames are in the memory it copied, and stay readable there
+    (their thread states are gone, not their frames). Its cost in the measured process: the
+    frame object of each thread's innermost function, made once (Python 3.11+ makes them on
+    demand), and this dict, freed after the fork."""
+    me = threading.get_ident()
+    names = {t.ident: t.name for t in threading.enumerate()}
+    return {i: (names.get(i, str(i)), f) for i, f in sys._current_frames().items() if i != me}
+
+
+def running_locals(others=None):
+    """{id(object): (frame, name, thread name)} of the locals of the functions running in this
+    thread (thread name None), then in the `others` (other_threads(), read before the fork),
+    less the attribution's own frames and module-level code's (its locals are its module's
+    globals)."""
     out = {}
-    f = sys._getframe()
-    while f is not None:
-        if not f.f_code.co_filename.startswith(_OWN_DIR) and f.f_locals is not f.f_globals:
-            for name, v in f.f_locals.items():
-                out.setdefault(id(v), (f, name))
-        f = f.f_back
+    stacks = [(None, sys._getframe())] + list((others or {}).values())
+    for thread, f in stacks:
+        while f is not None:
+            if not f.f_code.co_filename.startswith(_OWN_DIR) and f.f_locals is not f.f_globals:
+                for name, v in f.f_locals.items():
+                    out.setdefault(id(v), (f, name, thread))
+            f = f.f_back
     return out
 
 
