@@ -2,8 +2,10 @@
 collector's referrers from a kept object to a root, and down from it to what it holds, each edge
 named in the program's words (``[5]``, ``.strategy``, ``['run-3']``) and PyTorch's (a module's
 child ``.0``, its ``._forward_hooks[7]``, a hook's closure `acts`, an optimizer's
-``.state[Parameter float32 [64, 32]]``). Only objects present when the look began are followed,
-so the look's own lists and dicts are never taken for holders."""
+``.state[Parameter float32 [64, 32]]``, a DataLoader iterator's prefetched batches and
+workers). Only objects present when the look began are followed, so the look's own lists and
+dicts are never taken for holders; the roots include other threads' locals, from their frames
+as the walk's copy was forked."""
 
 import ast
 import gc
@@ -202,12 +204,18 @@ def _chain(first, parent, keep):
 # ---- the words of a path ---------------------------------------------------------------------
 
 def words(o):
-    """A kept object as the program knows it: 'Trainer (lightning)', 'list', 'Linear'."""
+    """A kept object as the program knows it: 'Trainer (lightning)', 'list', 'Linear',
+    'DataLoader iterator (torch, 2 workers, prefetch_factor 2)'."""
     t = type(o)
     code = getattr(o, "__code__", None) if isinstance(o, types.FunctionType) else None
     if code is not None:
         return "function %s (%s:%d)" % (o.__qualname__, _attrib._short(code.co_filename),
                                          code.co_firstlineno)
+    if _is_loader_iter(o):
+        workers = getattr(o, "_num_workers", 0)
+        return "DataLoader iterator (torch, %s)" % (
+            "%d workers, prefetch_factor %d" % (workers, o._prefetch_factor) if workers
+            else "no workers")
     top = t.__module__.split(".")[0]
     if top in ("builtins", "__main__"):
         return t.__qualname__
@@ -229,6 +237,13 @@ MODULE_DICTS = ("_modules", "_parameters", "_buffers")
 def _is_module(o):
     torch = sys.modules.get("torch")
     return torch is not None and issubclass(type(o), torch.nn.Module)
+
+
+def _is_loader_iter(o):
+    """Whether o is what iter(DataLoader) returns (1.x and 2.x: a _BaseDataLoaderIter)."""
+    loader = sys.modules.get("torch.utils.data.dataloader")
+    base = getattr(loader, "_BaseDataLoaderIter", None)
+    return base is not None and isinstance(o, base)
 
 
 def _key_of(d, child):
@@ -323,6 +338,8 @@ def down(k, reach, torch):
         return " (its closure keeps %s)" % ", ".join(names) if names else ""
     if torch is None:
         return ""
+    if _is_loader_iter(k):
+        return prefetched(k)
     Module = torch.nn.Module
     best, best_n = None, 0
     for o, _ in reach.values():
@@ -343,6 +360,54 @@ def down(k, reach, torch):
     chain.reverse()
     return " -> %s (%s, %s parameters)" % (render(chain).strip() or "?", type(best).__name__,
                                            _count(best_n))
+
+
+def prefetched(it):
+    """' -> its prefetched batches 1 and 3 of 16, received from its workers and never taken
+    (Tensor float32 [64, 128]); its 2 worker processes (pids 812, 813) live on with it': what a
+    DataLoader iterator with workers keeps. Its `_task_info` maps each batch it asked a worker
+    for (prefetch_factor x num_workers ahead) to (worker,), and to (worker, batch) once the
+    batch came back before the one the loop waits for: those are in this process, the rest
+    are still in the workers (their memory, and shared memory), which exit only when the
+    iterator is deleted, or exhausted without persistent_workers."""
+    info = getattr(it, "_task_info", None)
+    if info is None:
+        return ""  # no workers: nothing is fetched ahead
+    got = sorted((i, v[1]) for i, v in info.items() if len(v) == 2)
+    try:
+        total = " of %d" % len(it)
+    except TypeError:  # an IterableDataset's has no length
+        total = ""
+    said = []
+    if got:
+        said.append("its prefetched batch%s %s%s, received from its workers and never taken "
+                    "(%s)" % ("es" if len(got) > 1 else "", _and([str(i) for i, _ in got]),
+                              total, _batch(got[0][1])))
+    elif info:
+        said.append("no prefetched batch received: the %d it asked for are in its workers"
+                    % len(info))
+    alive = [w.pid for w, up in zip(it._workers, it._workers_status) if up]
+    if alive:
+        said.append("its %d worker process%s (pid%s %s) live on with it" % (
+            len(alive), "es" if len(alive) > 1 else "", "s" if len(alive) > 1 else "",
+            ", ".join(str(p) for p in alive)))
+    return " -> %s" % "; ".join(said) if said else ""
+
+
+def _batch(data):
+    """A batch as collated: 'Tensor float32 [64, 128]', '[Tensor ..., Tensor int64 [64]]'."""
+    if isinstance(data, (list, tuple)):
+        return "[%s%s]" % (", ".join(_batch(d) for d in data[:4]), ", ..." * (len(data) > 4))
+    if isinstance(data, dict):
+        return "{%s%s}" % (", ".join("%s: %s" % (_key(k), _batch(v))
+                                     for k, v in list(data.items())[:4]),
+                           ", ..." * (len(data) > 4))
+    torch = sys.modules.get("torch")
+    return _key(data) if torch is not None and isinstance(data, torch.Tensor) else words(data)
+
+
+def _and(items):
+    return items[0] if len(items) == 1 else "%s and %s" % (", ".join(items[:-1]), items[-1])
 
 
 def _contents(cell):
