@@ -47,6 +47,7 @@ LEAKGATE_PY_ATTRIBUTION=0 turns the hook off; LEAKGATE_PY_TOP (default 6) is the
 lines per session.
 """
 
+import _thread
 import atexit
 import os
 import pickle
@@ -106,6 +107,20 @@ def _not_cmds():
                 os.close(fd)
         except OSError:
             pass  # then it is counted, as before
+
+
+def _other_threads():
+    """{thread id: (its name, its innermost frame)} of the threads but this one, read in the
+    measured process just before it forks the copy that walks (_paths.running_locals): the
+    copy has only the thread that forked, but the others' frames are in the memory it copied,
+    and stay readable there (their thread states are gone, not their frames). Here, not in
+    _paths, which only the copies import (its import here was a 67 KiB step in a session).
+    Its cost: the frame object of each other thread's innermost function, made once (Python
+    3.11+ makes them on demand), and this dict, freed after the fork."""
+    threading = sys.modules.get("threading")  # not imported: no Thread has a name
+    names = {t.ident: t.name for t in threading.enumerate()} if threading else {}
+    me = _thread.get_ident()
+    return {i: (names.get(i, str(i)), f) for i, f in sys._current_frames().items() if i != me}
 
 
 def _fmt(n):
@@ -170,7 +185,7 @@ class _Attribution:
         self.keep_at = None
         self.keep_lines = []
         self.keep_cost = 0.0
-        self.others = None  # in the walk's copy: other threads' frames (_paths.other_threads)
+        self.others = None  # in the walk's copy: other threads' frames (_other_threads)
         self.started = time.monotonic()
         self.carry = []  # the latest lines naming a line of the program or a PyTorch shape
         self.cb = _lib.HOOK(self._hook)
@@ -322,10 +337,7 @@ class _Attribution:
         The copy sees the same heap and objects; what the work allocates (every trace, their
         grouping, the referrer walk: tens of MB on a large program) never touches the measured
         process, whose only cost is the fork and the lines read back."""
-        others = None
-        if "keep-walk" in what:  # other threads' frames: the copy has only this thread
-            from . import _paths
-            others = _paths.other_threads()
+        others = _other_threads() if "keep-walk" in what else None
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the copy: the agent is inert here (its fork handler); never returns

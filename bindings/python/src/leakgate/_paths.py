@@ -151,23 +151,11 @@ class Paths:
         return "has no referrer that is alive: a garbage cycle not yet collected"
 
 
-def other_threads():
-    """{thread id: (its name, its innermost frame)} of the threads but this one, read in the
-    measured process just before it forks the copy that walks: the copy has only the thread
-    that forked, but the others' frames are in the memory it copied, and stay readable there
-    (their thread states are gone, not their frames). Its cost in the measured process: the
-    frame object of each thread's innermost function, made once (Python 3.11+ makes them on
-    demand), and this dict, freed after the fork."""
-    me = threading.get_ident()
-    names = {t.ident: t.name for t in threading.enumerate()}
-    return {i: (names.get(i, str(i)), f) for i, f in sys._current_frames().items() if i != me}
-
-
 def running_locals(others=None):
     """{id(object): (frame, name, thread name)} of the locals of the functions running in this
-    thread (thread name None), then in the `others` (other_threads(), read before the fork),
-    less the attribution's own frames and module-level code's (its locals are its module's
-    globals)."""
+    thread (thread name None), then in the `others` (_attrib._other_threads(), read before the
+    fork), less the attribution's own frames and module-level code's (its locals are its
+    module's globals)."""
     out = {}
     stacks = [(None, sys._getframe())] + list((others or {}).values())
     for thread, f in stacks:
