@@ -13,10 +13,10 @@ proven to leak, or the census kept blocks), in four looks:
    what no heavier one reached. A group kept in both sessions (a one-time cost, a lazy import,
    is kept in one) and at LEAKGATE_PY_KEEP_FLOOR bytes a session (8 KiB, exec's je_allocated
    budget) or more is walked up to a root, breadth-first through ``gc.get_referrers``: a
-   module global, a class attribute, a live frame's local, a Thread; or, when nothing the
-   collector sees refers to the top objects and their reference counts say something does, a
-   reference held from C (an extension's own); or, when nothing does, a garbage cycle not yet
-   collected. The path is shown down to where the kept objects begin, then the largest PyTorch
+   module global, a class attribute, a live frame's local (in any thread: the others' frames
+   are taken as the copy is forked), a Thread; or, when nothing the collector sees refers to
+   the top objects and their reference counts say something does, a reference held from C
+   (an extension's own); or, when nothing does, a garbage cycle not yet collected. The path is shown down to where the kept objects begin, then the largest PyTorch
    module (or a function's closure) that one holds:
 
     python: kept alive by: module __main__._TRIALS (list, tft_registry.py:35) -> [7] Trainer
