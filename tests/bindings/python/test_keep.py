@@ -70,17 +70,6 @@ def test_registry_is_named_by_its_global(leakgate_bin, tmp_path, mode):
     assert "kept alive by: module __main__.RUNS" in out, out  # the printout under the verdict
 
 
-def test_class_attribute_is_named(leakgate_bin, tmp_path):
-    rc, out, lines = exec_py(leakgate_bin, tmp_path / "leak", [PROG, "classattr", "api"])
-    assert rc == 1, out
-    kept = kept_lines(notes(lines))
-    want = (r"python: kept alive by: class attribute __main__\.Cache\.runs \(dict, "
-            r"\S*registry\.py:%d\) -> \[([0-9]+)\] Trainer and 1 more like it; born in "
-            r"sessions ([0-9]+)-" % assigned_at("runs", "Cache"))
-    m = re.search(want, kept[0]) if kept else None
-    assert m and int(m.group(1)) - int(m.group(2)) in (0, 1), (want, kept)
-
-
 def waits_at(func, queue):
     """The line where registry.py's function `func` waits on its `queue.get()`: where its
     thread is when the session ends."""
@@ -91,16 +80,25 @@ def waits_at(func, queue):
                 and getattr(n.func.value, "id", None) == queue)
 
 
-def test_another_threads_local_is_named(leakgate_bin, tmp_path):
-    # the feeder thread's local list, read from its frames as the walk's copy was forked
-    rc, out, lines = exec_py(leakgate_bin, tmp_path / "leak", [PROG, "thread", "api"])
+def root_of(shape):
+    """The root that keeps a trainer a run in `shape`, as a regex: a class attribute, or the
+    feeder thread's local list (read from its frames as the walk's copy was forked)."""
+    if shape == "classattr":
+        return (r"class attribute __main__\.Cache\.runs \(dict, \S*registry\.py:%d\)"
+                % assigned_at("runs", "Cache"))
+    return (r"local cache of feeder_loop \(list, \S*registry\.py:%d\) in thread 'feeder'"
+            % waits_at("feeder_loop", "jobs"))
+
+
+@pytest.mark.parametrize("shape", ["classattr", "thread"])
+def test_class_attribute_and_thread_local_are_named(leakgate_bin, tmp_path, shape):
+    rc, out, lines = exec_py(leakgate_bin, tmp_path / "leak", [PROG, shape, "api"])
     assert rc == 1, out
     kept = kept_lines(notes(lines))
-    want = (r"python: kept alive by: local cache of feeder_loop \(list, \S*registry\.py:%d\) in "
-            r"thread 'feeder' -> \[([0-9]+)\] Trainer and 1 more like it; born in sessions "
-            r"([0-9]+)-" % waits_at("feeder_loop", "jobs"))
+    want = (r"python: kept alive by: %s -> \[([0-9]+)\] Trainer and 1 more like it; born in "
+            r"sessions ([0-9]+)-" % root_of(shape))
     m = re.search(want, kept[0]) if kept else None
-    # cache[N] is the trainer of run N, run N is session N
+    # Cache.runs[N] and cache[N] are the trainer of run N, run N is session N
     assert m and int(m.group(1)) - int(m.group(2)) in (0, 1), (want, kept)
 
 
