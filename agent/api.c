@@ -98,6 +98,12 @@ int leakgate_set_session_hook(leakgate_session_hook fn, void *arg)
     return o && LGA_OPS_HAS(o, set_session_hook) ? o->set_session_hook(fn, arg) : LEAKGATE_OK;
 }
 
+int leakgate_set_settle_hook(leakgate_session_hook fn, void *arg)
+{
+    const struct lga_ops *o = ops();
+    return o && LGA_OPS_HAS(o, set_settle_hook) ? o->set_settle_hook(fn, arg) : LEAKGATE_OK;
+}
+
 int leakgate_profiling_armed(void)
 {
     const struct lga_ops *o = ops();

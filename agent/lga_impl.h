@@ -58,6 +58,9 @@ struct lga_agent {
     /* leakgate_set_session_hook */
     void (*_Atomic hook)(void *arg, int index);
     void *_Atomic hook_arg;
+    /* leakgate_set_settle_hook: the same, called before the measurement */
+    void (*_Atomic settle)(void *arg, int index);
+    void *_Atomic settle_arg;
     /* leakgate_profiling_armed: a REPLY armed heap profiling once (sticky) */
     _Atomic bool prof_ever;
     /* leakgate_session_overhead: bytes the hook said are the measurement's own (a binding's

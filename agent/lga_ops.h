@@ -32,6 +32,7 @@ struct lga_ops {
     int (*set_session_hook)(void (*fn)(void *arg, int index), void *arg);
     int (*profiling_armed)(void);
     int (*session_overhead)(long long bytes);
+    int (*set_settle_hook)(void (*fn)(void *arg, int index), void *arg);
 };
 /* Whether table o has member m (a newer library may meet an older agent). */
 #define LGA_OPS_HAS(o, m) ((o)->size >= offsetof(struct lga_ops, m) + sizeof((o)->m))

@@ -202,15 +202,14 @@ static void put_notes(struct lga_enc *e)
 /* Calls the program's session hook, if any, as the program: outside the agent's own work and
  * outside the thread's tag scopes (so what it frees goes back through the ledger and what it
  * allocates is untagged), with session begins and ends refused. The caller holds lga.mu. */
-static void run_hook(void)
+static void run_hook(void (*fn)(void *, int), void *arg)
 {
-    void (*fn)(void *, int) = atomic_load(&lga.hook);
     if (!fn) return;
     int in_agent = lga_tl.in_agent, depth = lga_tl.depth;
     lga_tl.in_agent = 0;
     lga_tl.depth = 0;
     lga_tl.in_hook++;
-    fn(atomic_load(&lga.hook_arg), lga.sessions);
+    fn(arg, lga.sessions);
     lga_tl.in_hook--;
     lga_tl.depth = depth;
     lga_tl.in_agent = in_agent;
@@ -290,6 +289,9 @@ static int end_session(const char *marker, bool at_exit)
     struct trk_totals host, dev;
     trk_totals(lga.trk, TRK_HOST, &host);
     trk_totals(lga.trk, TRK_DEVICE, &dev);
+    /* the program's runtime settles first (the Python binding: its cyclic garbage): what it
+     * frees is no keep of the session's */
+    run_hook(atomic_load(&lga.settle), atomic_load(&lga.settle_arg));
     double duration = lg_now() - lga.session_t0;
 
     /* measure before the agent allocates anything for the report */
@@ -309,7 +311,9 @@ static int end_session(const char *marker, bool at_exit)
         bool off = false;
         if (mallctl("prof.active", NULL, NULL, &off, sizeof off) == 0) lga.prof_armed = false;
     }
-    run_hook(); /* after the measurement and the dump: its memory is in neither */
+    run_hook(atomic_load(&lga.hook), atomic_load(&lga.hook_arg)); /* after the measurement and the
+                                                                    dump: its memory is in
+                                                                    neither */
     take_out_overhead(&snap);
     int wrc = report_locked(&snap, &host, &dev, lk, dump, marker, duration, at_exit);
     trk_leaks_free(lk);
@@ -442,6 +446,15 @@ static int api_set_session_hook(void (*fn)(void *arg, int index), void *arg)
     return LEAKGATE_OK;
 }
 
+static int api_set_settle_hook(void (*fn)(void *arg, int index), void *arg)
+{
+    if (!lga_on()) return LEAKGATE_OK;
+    atomic_store(&lga.settle, NULL);
+    atomic_store(&lga.settle_arg, arg);
+    atomic_store(&lga.settle, fn);
+    return LEAKGATE_OK;
+}
+
 /* 1 once the parent armed heap profiling in this process (--stacks, a channel's leak, the
  * census's kept blocks), from the session it armed it for on: a binding arms its own too. */
 static int api_profiling_armed(void)
@@ -471,6 +484,7 @@ __attribute__((visibility("default"))) const struct lga_ops lga_agent_ops = {
     .untrack = api_untrack,
     .session_note = api_session_note,
     .set_session_hook = api_set_session_hook,
+    .set_settle_hook = api_set_settle_hook,
     /* a binding's own attribution: armed with exec's profiling, its tables taken out */
     .profiling_armed = api_profiling_armed,
     .session_overhead = api_session_overhead,

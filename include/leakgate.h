@@ -113,6 +113,14 @@ int leakgate_session_note(const char *text);
 typedef void (*leakgate_session_hook)(void *arg, int index);
 int leakgate_set_session_hook(leakgate_session_hook fn, void *arg);
 
+/* A function called at every session end (API or output marker), in the thread ending it,
+ * *before* the session is measured: a runtime settles what it holds only until its next
+ * collection, so that garbage is not judged as kept (the Python binding runs its cyclic
+ * collector and drops PyTorch's cache entries of dead shared storages). What it frees or
+ * allocates is the session's. The rules of the session hook hold (no session calls, no
+ * output). One per process; NULL removes it; outside exec it is never called. */
+int leakgate_set_settle_hook(leakgate_session_hook fn, void *arg);
+
 /* 1 once leakgate exec has armed heap profiling in this process — --stacks, a channel proven to
  * leak, or the census's kept blocks — and from then on; 0 before, and outside exec. A binding
  * arms its own attribution with it (the Python binding starts tracemalloc). */

@@ -101,9 +101,10 @@ def _ptr(obj):
 @contextlib.contextmanager
 def session():
     """One session: begun on entry, ended (measured, reported, judged) on exit. Under exec,
-    Python's cyclic garbage is collected before the end: unreachable cycles (a Lightning
-    Trainer and its module point at each other) wait for a generation-2 collection that a
-    process with torch loaded may not run for dozens of sessions, and are not a leak."""
+    Python's cyclic garbage is collected before the end is measured (``_attrib._settle``, which
+    marker mode gets too): unreachable cycles (a Lightning Trainer and its module point at each
+    other) wait for a generation-2 collection that a process with torch loaded may not run for
+    dozens of sessions, and are not a leak."""
     from . import _attrib  # noqa: F401  (installs the attribution hook on first use)
 
     hooked = _attrib.ensure()
@@ -111,7 +112,7 @@ def session():
     try:
         yield
     finally:
-        if _c.leakgate_active():
+        if _c.leakgate_active() and not _attrib.settles():  # an agent without the settle hook
             gc.collect()
         rc = _c.leakgate_session_end()
         if not hooked:

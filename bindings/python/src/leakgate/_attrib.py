@@ -40,6 +40,10 @@ pays one call into libleakgate per session.
 - **PyTorch** (only when torch is already imported, at the arming session and the traced ones):
   a loss kept with its autograd graph, a forward hook registered every session (``_torch.py``).
 
+- **Settling before the measurement** (leakgate_set_settle_hook, ``_settle``): the cyclic
+  collector runs and PyTorch's cache of dead shared storages is pruned at every session end,
+  API or marker, before the agent measures; LEAKGATE_PY_SETTLE=0 turns it off.
+
 The lines are attached to the session (leakgate_session_note): they land in its results line
 (``notes``), report.html and exec's printout, beside the native stacks. One-time costs of the
 fork path are paid once when the hook is installed, before the first session (a rehearsal).
@@ -49,6 +53,7 @@ lines per session.
 
 import _thread
 import atexit
+import gc
 import os
 import pickle
 import shutil
@@ -81,9 +86,55 @@ _KEEP_COST = "\0keepcost "  # the copy's: the seconds of its look
 _KEPT = "\0kept"  # the copy's: a line of who keeps it, noted again at each later session end
 
 
+def _drop_dead_shared_storages():
+    """PyTorch's cache of the storages a DataLoader worker sent
+    (torch.multiprocessing.reductions.shared_cache) keeps an entry for each, dead or alive, and
+    drops the dead only once it holds 128: a loader's clean epochs each left entries behind,
+    and the census counted them as kept. Only where PyTorch imported it, under its own lock
+    (never waited for: a thread that holds it is in the middle of using it)."""
+    cache = getattr(sys.modules.get("torch.multiprocessing.reductions"), "shared_cache", None)
+    lock = getattr(cache, "lock", None)
+    if lock is None or not hasattr(cache, "free_dead_references") or not lock.acquire(False):
+        return
+    try:
+        cache.free_dead_references()
+    finally:
+        lock.release()
+
+
+def _settle(arg, index):
+    """Before each session's measurement (leakgate_set_settle_hook): Python's cyclic garbage
+    is collected (a Lightning Trainer and its module point at each other, and wait for a
+    generation-2 collection that a process with torch loaded may not run for dozens of
+    sessions) and PyTorch's dead cache entries dropped: what is only waiting for the runtime's
+    next collection is not kept. In marker mode too, where the program cannot do it before
+    its marker line. LEAKGATE_PY_SETTLE=0 turns it off."""
+    try:
+        gc.collect()
+        _drop_dead_shared_storages()
+    except BaseException:  # never into the agent
+        pass
+
+
+_settle_cb = None
+
+
+def settles():
+    """Installs the settle hook once under exec; whether the agent calls it."""
+    global _settle_cb
+    if _settle_cb is None and leakgate.active():
+        install = getattr(leakgate._c, "leakgate_set_settle_hook", None)
+        _settle_cb = False
+        if install is not None and os.environ.get("LEAKGATE_PY_SETTLE", "1") != "0":
+            _settle_cb = _lib.HOOK(_settle)
+            install(_settle_cb, None)
+    return bool(_settle_cb)
+
+
 def ensure():
-    """Installs the hook once, when under exec and not turned off."""
+    """Installs the hooks once, when under exec and not turned off."""
     global _state
+    settles()
     if _state is None and leakgate.active():
         if (os.environ.get("LEAKGATE_PY_ATTRIBUTION", "1") == "0"
                 or getattr(leakgate._c, "leakgate_set_session_hook", None) is None):

@@ -80,6 +80,7 @@ def _declare(lib):
     # added to the API later: an older library may lack them
     for name, args in (("leakgate_session_note", [c_char_p]),
                        ("leakgate_set_session_hook", [HOOK, c_void_p]),
+                       ("leakgate_set_settle_hook", [HOOK, c_void_p]),
                        ("leakgate_profiling_armed", []),
                        ("leakgate_session_overhead", [ctypes.c_longlong])):
         f = getattr(lib, name, None)
