@@ -7,7 +7,9 @@
  *
  * Prints the model's build time (its VarMap allocated and seeded), steps/s and samples/s of
  * full training steps (forward, pinball loss, backward, global-norm clipping, AdamW) after 2
- * warm-up steps, and the session's peak tagged memory
+ * warm-up steps (and the ms a step its threads waited for a CPU while they could have run,
+ * bench_sched.h: other processes' load, ~0 on a quiet machine), and the session's peak tagged
+ * memory
  * against its floor: parameters + gradients + Adam's two moments + the largest step's
  * activations (the "act/" tags: everything a step's tape holds at the end of its forward
  * pass, when all of them are alive at once), as a ratio. The excess over the floor is what
@@ -49,6 +51,7 @@
 
 #include "bench_args.h"
 #include "bench_peak.h"
+#include "bench_sched.h"
 #include "bench_torch.h"
 #include "bench_train_fallback.h"
 #include "kernels.h"
@@ -115,14 +118,18 @@ static void print_allocs(struct trk_tracker *trk, const struct trk_tag_stat *bef
     free(now);
 }
 
-/* One measured session of o->steps steps; its seconds per step. */
+/* One measured session of o->steps steps; *wait_ms (when not NULL) gets the ms a step its
+ * threads waited for a CPU (bench_sched.h; < 0: not measured). */
 static int session(struct tft_model *m, struct data_set *ds, const struct tr_options *o,
-                   struct tr_train_stats *st, struct tr_trainer **keep)
+                   struct tr_train_stats *st, struct tr_trainer **keep, double *wait_ms)
 {
     struct tr_trainer *tr = NULL;
+    struct bench_sched before = bench_sched_now();
     int rc = tr_new(&tr, m, ds, o);
     if (!rc) rc = tr_initialize_optimizer(tr);
     if (!rc) rc = tr_train(tr, st);
+    double wait = bench_sched_since(before);
+    if (wait_ms) *wait_ms = wait >= 0 && !rc ? 1e3 * wait / st->steps : -1;
     if (keep && !rc)
         *keep = tr;
     else
@@ -239,7 +246,7 @@ static void torch_rounds(struct tft_model *m, struct data_set *ds, const struct 
     struct bt_config cfg[MAX_CFG];
     int n = bt_configs(cfg, MAX_CFG, venv, fallback);
     struct btf_runs fb = {0};
-    double ms[MAX_CFG][MAX_ROUNDS], lg[MAX_ROUNDS];
+    double ms[MAX_CFG][MAX_ROUNDS], lg[MAX_ROUNDS], lg_wait[MAX_ROUNDS];
     int got[MAX_CFG] = {0}, nlg = 0;
     char script[600];
     snprintf(script, sizeof script, "%s/tft_torch.py", LG_BENCH_DIR);
@@ -249,7 +256,8 @@ static void torch_rounds(struct tft_model *m, struct data_set *ds, const struct 
     fflush(stdout);
     for (int r = 0; r < rounds; r++) {
         struct tr_train_stats st;
-        if (session(m, ds, o, &st, NULL) == LG_OK) lg[nlg++] = 1e3 * st.seconds / st.steps;
+        if (session(m, ds, o, &st, NULL, &lg_wait[nlg]) == LG_OK)
+            lg[nlg++] = 1e3 * st.seconds / st.steps;
         for (int i = 0; i < n; i++) {
             if (cfg[i].skip[0]) continue;
             if (log) fprintf(log, "round %d: %s\n", r + 1, cfg[i].name);
@@ -286,8 +294,15 @@ static void torch_rounds(struct tft_model *m, struct data_set *ds, const struct 
     char lgname[96];
     snprintf(lgname, sizeof lgname, "leakgate (OpenBLAS %s kernels, %s%s)", kn_blas_info()->core,
              kn_blas_info()->path, kn_cpu_gemm_own() ? " + the own AVX-512 GEMM" : "");
-    printf("%-70s %9.1f %8.1f-%-8.1f\n", lgname, lgm, lo, hi);
+    printf("%-70s %9.1f %8.1f-%-8.1f", lgname, lgm, lo, hi);
+    double wmed = nlg && lg_wait[0] >= 0 ? median(lg_wait, nlg) : -1;
+    if (wmed >= 0) printf("  (waited %.1f ms a step for a CPU)", wmed);
+    printf("\n");
     if (fallback) btf_print(&fb, ib >= 0 ? best : 0, ib >= 0 ? cfg[ib].name : "");
+    if (wmed >= 0) /* the same code in or out of this process: a time apart is the load's */
+        printf("  leakgate's rows give the median ms a step their threads waited for a CPU "
+               "(bench_sched.h): a row that waited is slowed by other processes' load, not by "
+               "where it ran\n");
     /* the fastest round of each: what noise from other work (which only slows a run down) left
      * least disturbed */
     double fast = 0;
@@ -371,7 +386,7 @@ int main(int argc, char **argv)
     if (batch) cfg.batch = batch;
     struct tr_options o = {.steps = 2, .batch = cfg.batch, .seed = 1};
     struct tr_train_stats st;
-    if (session(m, ds, &o, &st, NULL)) { /* warm-up */
+    if (session(m, ds, &o, &st, NULL, NULL)) { /* warm-up */
         fprintf(stderr, "bench_train: %s\n", lg_errmsg());
         return 4;
     }
@@ -383,7 +398,8 @@ int main(int argc, char **argv)
     size_t n_tags_before = allocs ? trk_tag_stats(trk, &tags_before) : 0;
     double f0 = kn_cpu_gemm_flops();
     if (gemm_profile) kn_cpu_gemm_profile(true);
-    if (session(m, ds, &o, &st, &tr)) {
+    double wait_ms = -1; /* the ms a step the session's threads waited for a CPU */
+    if (session(m, ds, &o, &st, &tr, &wait_ms)) {
         fprintf(stderr, "bench_train: %s\n", lg_errmsg());
         return 4;
     }
@@ -406,8 +422,11 @@ int main(int argc, char **argv)
     if (bi->warning[0]) printf("  warning: %s\n", bi->warning);
     printf("  model built in %.3f s (VarMap %s, seeded init)\n", build_s,
            lg_fmt_bytes(b1, sizeof b1, (double)vm_bytes(tft_varmap_borrow(m))));
-    printf("  %.4f s/step, %.2f steps/s, %.1f samples/s (loss %.4f -> %.4f)\n",
-           st.seconds / st.steps, sps, sps * o.batch, st.first_loss, st.last_loss);
+    printf("  %.4f s/step, %.2f steps/s, %.1f samples/s (loss %.4f -> %.4f)", st.seconds / st.steps,
+           sps, sps * o.batch, st.first_loss, st.last_loss);
+    if (wait_ms >= 0) /* other processes' load: a quiet machine gives ~0 */
+        printf("; its threads waited %.1f ms a step for a CPU", wait_ms);
+    printf("\n");
     if (floor == 4 * params) /* a build with tracking compiled out sees no tags */
         printf("  peak tagged memory: n/a (tracking compiled out)\n");
     else

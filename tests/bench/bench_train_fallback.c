@@ -43,10 +43,12 @@ static void kernels_of(char *out, size_t size, const char *line)
     if (paren) paren[0] = ',', paren[1] = ' '; /* " (path " -> ", path " */
 }
 
-/* One bench_train process in environment k: its ms/step, or 0 when it failed. */
+/* One bench_train process in environment k: its ms/step, or 0 when it failed; *wait the ms a
+ * step its threads waited for a CPU, as it printed (-1 when it did not). */
 static double run_one(struct btf_runs *f, int k, const char *preset, int batch, int steps,
-                      FILE *log)
+                      FILE *log, double *wait)
 {
+    *wait = -1;
     char self[512], cmd[1200], line[1024];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
     if (len <= 0) return 0;
@@ -62,6 +64,8 @@ static double run_one(struct btf_runs *f, int k, const char *preset, int batch, 
         const char *sps = strstr(line, " s/step, "); /* "  0.0004 s/step, 2456.26 steps/s" */
         if (sps) /* the more digits of the two: s/step has 4 decimals, steps/s 2 */
             ms = atof(line) >= 0.01 || atof(sps + 9) <= 0 ? 1e3 * atof(line) : 1e3 / atof(sps + 9);
+        const char *w = sps ? strstr(sps, "its threads waited ") : NULL;
+        if (w) *wait = atof(w + strlen("its threads waited "));
     }
     return pclose(p) == 0 ? ms : 0;
 }
@@ -70,8 +74,9 @@ void btf_round(struct btf_runs *f, const char *preset, int batch, int steps, FIL
 {
     for (int k = 0; k < BTF_KINDS; k++) {
         if (log) fprintf(log, "leakgate, %s\n", kinds[k].name);
-        double ms = run_one(f, k, preset, batch, steps, log);
-        if (ms > 0 && f->got[k] < BTF_ROUNDS) f->ms[k][f->got[k]++] = ms;
+        double wait, ms = run_one(f, k, preset, batch, steps, log, &wait);
+        if (ms > 0 && f->got[k] < BTF_ROUNDS)
+            f->wait[k][f->got[k]] = wait, f->ms[k][f->got[k]++] = ms;
     }
 }
 
@@ -90,8 +95,11 @@ void btf_print(const struct btf_runs *f, double best_ms, const char *best_name)
         double lo = f->ms[k][0], hi = f->ms[k][0];
         for (int r = 1; r < f->got[k]; r++)
             lo = f->ms[k][r] < lo ? f->ms[k][r] : lo, hi = f->ms[k][r] > hi ? f->ms[k][r] : hi;
-        printf("%-70s %9.1f %8.1f-%-8.1f %7.2fx\n", name, med[k], lo, hi,
+        printf("%-70s %9.1f %8.1f-%-8.1f %7.2fx", name, med[k], lo, hi,
                best_ms > 0 ? med[k] / best_ms : 0);
+        if (f->wait[k][0] >= 0)
+            printf("  (waited %.1f ms a step for a CPU)", median_of(f->wait[k], f->got[k]));
+        printf("\n");
     }
     if (med[0] > 0 && med[1] > 0 && med[2] > 0)
         printf("  leakgate's step, fallback forced / feature-matched: %.2f; Prescott kept / "

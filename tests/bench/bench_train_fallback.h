@@ -2,7 +2,8 @@
  * its own, each round, in three environments: as it starts ("feature-matched"), with OpenBLAS's
  * generic core forced (OPENBLAS_CORETYPE=Prescott: the start-up choice replaces it, kn_blas.h)
  * and with that core kept (LG_BLAS_CORE=openblas on top: what ran before issue 40). Each run is
- * `bench_train --preset P --batch B --steps K --no-floor` under `env`, its "s/step" read back.
+ * `bench_train --preset P --batch B --steps K --no-floor` under `env`, its "s/step" read back
+ * with the ms a step its threads waited for a CPU (bench_sched.h), which the rows print.
  *
  *   struct btf_runs f = {0};
  *   for (int r = 0; r < rounds; r++) btf_round(&f, "electricity", 64, 5, log);
@@ -17,9 +18,10 @@
 #define BTF_ROUNDS 16
 
 struct btf_runs {
-    double ms[BTF_KINDS][BTF_ROUNDS]; /* ms/step of each environment's rounds */
-    int got[BTF_KINDS];               /* rounds that ran */
-    char kernels[BTF_KINDS][128];     /* "OpenBLAS 0.3.21 Cooperlake, path cpu-features" */
+    double ms[BTF_KINDS][BTF_ROUNDS];   /* ms/step of each environment's rounds */
+    double wait[BTF_KINDS][BTF_ROUNDS]; /* ms a step its threads waited for a CPU; < 0: unknown */
+    int got[BTF_KINDS];                 /* rounds that ran */
+    char kernels[BTF_KINDS][128];       /* "OpenBLAS 0.3.21 Cooperlake, path cpu-features" */
 };
 
 /* One round: a bench_train process in each environment; their output goes to log when not NULL. */
