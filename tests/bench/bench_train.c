@@ -2,6 +2,7 @@
  *
  *   build/tests/bench/bench_train [--preset electricity] [--steps 10] [--batch 64] [--stacks]
  *                                 [--no-floor] [--gemm-profile [--profile-rows 16]] [--allocs]
+ *                                 [--pairs N]
  *                                 [--torch [--rounds 3] [--torch-venv DIR]
  *                                 [--fallback] [--log FILE]]
  *
@@ -29,7 +30,12 @@
  * allocations of the measured session, tag by tag (trk_tag_stats' total_count after it less
  * before it), and prints them a step: the total, by class (the tag up to its '/': act, act.grad,
  * data, meta, …) and the --profile-rows tags that make the most (the session's own setup, such
- * as Adam's moments, is spread over its steps: run enough steps that it rounds away).
+ * as Adam's moments, is spread over its steps: run enough steps that it rounds away). With
+ * --pairs N it then runs N more sessions in this process, each beside the same session in a
+ * process of its own (`bench_train --no-floor`), in turn, every line with the ms a step each
+ * waited for a CPU, and the least-squares line of ms/step against that wait for each side: a
+ * session inside this process (after the floor's probes) against one alone, the load told
+ * apart from the place.
  *
  * With --torch it then runs tests/bench/tft_torch.py (the same model, the same factored
  * real-variable embeddings) in every PyTorch configuration of bench_torch.c, ROUNDS rounds, each
@@ -239,6 +245,62 @@ static void print_gemm_profile(int steps, double step_s, int top)
                100.0 * rest_s / steps / step_s);
 }
 
+/* The least-squares line ms = a + b·wait through n points; false when the waits do not vary. */
+static bool fit_line(const double *wait, const double *ms, int n, double *a, double *b)
+{
+    double mw = 0, mm = 0, sww = 0, swm = 0;
+    for (int i = 0; i < n; i++) mw += wait[i] / n, mm += ms[i] / n;
+    for (int i = 0; i < n; i++)
+        sww += (wait[i] - mw) * (wait[i] - mw), swm += (wait[i] - mw) * (ms[i] - mm);
+    if (n < 3 || sww < 1) return false; /* under 1 ms² of spread: no slope to read */
+    *b = swm / sww, *a = mm - *b * mw;
+    return true;
+}
+
+/* --pairs: n more sessions in this process, each beside one in a process of its own (bench_train
+ * --no-floor, as --fallback's "as it starts" row), in turn (in, alone; alone, in; …), each with
+ * the ms a step its threads waited for a CPU: whether a session inside this process, after the
+ * floor's probes, is slower than one alone at the same load (issue 40's open question). */
+static void pairs_run(struct tft_model *m, struct data_set *ds, const struct tr_options *o,
+                      const char *preset, int n)
+{
+    double in[MAX_ROUNDS], in_w[MAX_ROUNDS], out[MAX_ROUNDS], out_w[MAX_ROUNDS];
+    int got = 0;
+    printf("\nThis process's session against one alone (bench_train --no-floor), %d pair(s) in "
+           "turn, ms/step (ms a step its threads waited for a CPU):\n",
+           n);
+    for (int r = 0; r < n; r++) {
+        struct tr_train_stats st;
+        double w_in = -1, w_out = -1, ms_out = 0;
+        if (r % 2) ms_out = btf_alone(preset, o->batch, o->steps, NULL, &w_out);
+        int rc = session(m, ds, o, &st, NULL, &w_in);
+        if (r % 2 == 0) ms_out = btf_alone(preset, o->batch, o->steps, NULL, &w_out);
+        if (rc || ms_out <= 0 || w_in < 0 || w_out < 0) {
+            printf("  pair %d: %s\n", r + 1,
+                   rc ? lg_errmsg() : "the run alone failed or said no wait");
+            continue;
+        }
+        in[got] = 1e3 * st.seconds / st.steps, in_w[got] = w_in;
+        out[got] = ms_out, out_w[got] = w_out;
+        printf("  pair %d: in this process %.4g (%.1f), alone %.4g (%.1f)\n", r + 1, in[got], w_in,
+               ms_out, w_out);
+        fflush(stdout);
+        got++;
+    }
+    double a_in, b_in, a_out, b_out;
+    if (fit_line(in_w, in, got, &a_in, &b_in) && fit_line(out_w, out, got, &a_out, &b_out))
+        printf("  least squares over the pairs, ms/step at no wait + ms per ms waited: in this "
+               "process %.1f + %.2f x, alone %.1f + %.2f x; in / alone at no wait: %.3f\n",
+               a_in, b_in, a_out, b_out, a_in / a_out);
+    if (got) {
+        int q = 0; /* the quietest pair: the least wait of its two runs together */
+        for (int i = 1; i < got; i++)
+            if (in_w[i] + out_w[i] < in_w[q] + out_w[q]) q = i;
+        printf("  the quietest pair (%d ms a step waited in all): in / alone %.3f\n",
+               (int)(in_w[q] + out_w[q] + 0.5), in[q] / out[q]);
+    }
+}
+
 static void torch_rounds(struct tft_model *m, struct data_set *ds, const struct tr_options *o,
                          const char *preset, int rounds, const char *venv, bool fallback,
                          double floor_ms, double peak_ms, FILE *log)
@@ -331,13 +393,14 @@ static void torch_rounds(struct tft_model *m, struct data_set *ds, const struct 
 int main(int argc, char **argv)
 {
     const char *preset = "electricity", *venv = NULL, *logpath = NULL;
-    int steps = 10, batch = 0, rounds = 3, profile_rows = 16;
+    int steps = 10, batch = 0, rounds = 3, profile_rows = 16, pairs = 0;
     bool torch = false, stacks = false, gemm_profile = false, no_floor = false, allocs = false,
          fallback = false;
     const struct ba_option opts[] = {{"--preset", BA_STR, &preset},
                                      {"--steps", BA_INT, &steps},
                                      {"--batch", BA_INT, &batch},
                                      {"--rounds", BA_INT, &rounds},
+                                     {"--pairs", BA_INT, &pairs},
                                      {"--torch-venv", BA_STR, &venv},
                                      {"--log", BA_STR, &logpath},
                                      {"--torch", BA_FLAG, &torch},
@@ -350,7 +413,7 @@ int main(int argc, char **argv)
     if (!ba_parse(argc, argv, opts, LG_ARRAY_LEN(opts))) {
         fprintf(stderr,
                 "usage: bench_train [--preset P] [--steps K] [--batch B] [--stacks] [--no-floor] "
-                "[--gemm-profile [--profile-rows N]] [--allocs] [--torch [--rounds R] "
+                "[--gemm-profile [--profile-rows N]] [--allocs] [--pairs N] [--torch [--rounds R] "
                 "[--torch-venv DIR] [--fallback] [--log FILE]]\n");
         return 2;
     }
@@ -362,9 +425,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_train: --torch compares against the floor; drop --no-floor\n");
         return 2;
     }
-    if (rounds < 1 || rounds > MAX_ROUNDS || steps < 1 || profile_rows < 1) {
-        fprintf(stderr, "bench_train: --steps and --profile-rows at least 1, --rounds 1 to %d\n",
-                MAX_ROUNDS);
+    if (rounds < 1 || rounds > MAX_ROUNDS || steps < 1 || profile_rows < 1 || pairs < 0 ||
+        pairs > MAX_ROUNDS) {
+        fprintf(stderr,
+                "bench_train: --steps and --profile-rows at least 1, --rounds 1 to %d, --pairs 0 "
+                "to %d\n",
+                MAX_ROUNDS, MAX_ROUNDS);
         return 2;
     }
     if (!venv)
@@ -478,6 +544,7 @@ int main(int argc, char **argv)
         printf("; everything else %.4g ms\n", 1e3 * (step_s - gemm_s));
     }
     if (gemm_profile) print_gemm_profile(st.steps, step_s, profile_rows);
+    if (pairs) pairs_run(m, ds, &o, preset, pairs);
     if (torch) {
         FILE *log = logpath ? fopen(logpath, "w") : NULL;
         torch_rounds(m, ds, &o, preset, rounds, venv, fallback,

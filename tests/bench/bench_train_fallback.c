@@ -43,8 +43,9 @@ static void kernels_of(char *out, size_t size, const char *line)
     if (paren) paren[0] = ',', paren[1] = ' '; /* " (path " -> ", path " */
 }
 
-/* One bench_train process in environment k: its ms/step, or 0 when it failed; *wait the ms a
- * step its threads waited for a CPU, as it printed (-1 when it did not). */
+/* One bench_train process in environment k (its kernels into f when not NULL): its ms/step, or 0
+ * when it failed; *wait the ms a step its threads waited for a CPU, as it printed (-1 when it did
+ * not). */
 static double run_one(struct btf_runs *f, int k, const char *preset, int batch, int steps,
                       FILE *log, double *wait)
 {
@@ -60,7 +61,8 @@ static double run_one(struct btf_runs *f, int k, const char *preset, int batch, 
     double ms = 0;
     while (fgets(line, sizeof line, p)) {
         if (log) fprintf(log, "    | %s", line);
-        if (strstr(line, "GEMM kernels: ")) kernels_of(f->kernels[k], sizeof f->kernels[k], line);
+        if (f && strstr(line, "GEMM kernels: "))
+            kernels_of(f->kernels[k], sizeof f->kernels[k], line);
         const char *sps = strstr(line, " s/step, "); /* "  0.0004 s/step, 2456.26 steps/s" */
         if (sps) /* the more digits of the two: s/step has 4 decimals, steps/s 2 */
             ms = atof(line) >= 0.01 || atof(sps + 9) <= 0 ? 1e3 * atof(line) : 1e3 / atof(sps + 9);
@@ -78,6 +80,11 @@ void btf_round(struct btf_runs *f, const char *preset, int batch, int steps, FIL
         if (ms > 0 && f->got[k] < BTF_ROUNDS)
             f->wait[k][f->got[k]] = wait, f->ms[k][f->got[k]++] = ms;
     }
+}
+
+double btf_alone(const char *preset, int batch, int steps, FILE *log, double *wait)
+{
+    return run_one(NULL, 0, preset, batch, steps, log, wait);
 }
 
 void btf_print(const struct btf_runs *f, double best_ms, const char *best_name)

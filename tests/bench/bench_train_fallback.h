@@ -26,6 +26,9 @@ struct btf_runs {
 
 /* One round: a bench_train process in each environment; their output goes to log when not NULL. */
 void btf_round(struct btf_runs *f, const char *preset, int batch, int steps, FILE *log);
+/* One bench_train process as it starts (the first environment): its ms/step, or 0 when it
+ * failed; *wait the ms a step its threads waited for a CPU (-1 when it did not say). */
+double btf_alone(const char *preset, int batch, int steps, FILE *log, double *wait);
 /* The three rows for bench_train's table (their ratio to best_ms, the best PyTorch's median), the
  * forced and kept runs against the feature-matched one, and the forced one against best_ms. */
 void btf_print(const struct btf_runs *f, double best_ms, const char *best_name);
