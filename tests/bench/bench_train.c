@@ -33,9 +33,9 @@
  * as Adam's moments, is spread over its steps: run enough steps that it rounds away). With
  * --pairs N it then runs N more sessions in this process, each beside the same session in a
  * process of its own (`bench_train --no-floor`), in turn, every line with the ms a step each
- * waited for a CPU, and the least-squares line of ms/step against that wait for each side: a
- * session inside this process (after the floor's probes) against one alone, the load told
- * apart from the place.
+ * waited for a CPU, the least-squares line of ms/step against that wait for each side and the
+ * run of each side that waited least: a session inside this process (after the floor's probes)
+ * against one alone, the load told apart from the place.
  *
  * With --torch it then runs tests/bench/tft_torch.py (the same model, the same factored
  * real-variable embeddings) in every PyTorch configuration of bench_torch.c, ROUNDS rounds, each
@@ -292,12 +292,14 @@ static void pairs_run(struct tft_model *m, struct data_set *ds, const struct tr_
         printf("  least squares over the pairs, ms/step at no wait + ms per ms waited: in this "
                "process %.1f + %.2f x, alone %.1f + %.2f x; in / alone at no wait: %.3f\n",
                a_in, b_in, a_out, b_out, a_in / a_out);
-    if (got) {
-        int q = 0; /* the quietest pair: the least wait of its two runs together */
-        for (int i = 1; i < got; i++)
-            if (in_w[i] + out_w[i] < in_w[q] + out_w[q]) q = i;
-        printf("  the quietest pair (%d ms a step waited in all): in / alone %.3f\n",
-               (int)(in_w[q] + out_w[q] + 0.5), in[q] / out[q]);
+    if (got) { /* the run of each side that waited least: the nearest to a quiet machine */
+        int qi = 0, qo = 0;
+        for (int i = 1; i < got; i++) {
+            if (in_w[i] < in_w[qi]) qi = i;
+            if (out_w[i] < out_w[qo]) qo = i;
+        }
+        printf("  the runs that waited least: in this process %.4g (%.1f), alone %.4g (%.1f)\n",
+               in[qi], in_w[qi], out[qo], out_w[qo]);
     }
 }
 
