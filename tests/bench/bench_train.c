@@ -398,20 +398,22 @@ int main(int argc, char **argv)
     int steps = 10, batch = 0, rounds = 3, profile_rows = 16, pairs = 0;
     bool torch = false, stacks = false, gemm_profile = false, no_floor = false, allocs = false,
          fallback = false;
-    const struct ba_option opts[] = {{"--preset", BA_STR, &preset},
-                                     {"--steps", BA_INT, &steps},
-                                     {"--batch", BA_INT, &batch},
-                                     {"--rounds", BA_INT, &rounds},
-                                     {"--pairs", BA_INT, &pairs},
-                                     {"--torch-venv", BA_STR, &venv},
-                                     {"--log", BA_STR, &logpath},
-                                     {"--torch", BA_FLAG, &torch},
-                                     {"--fallback", BA_FLAG, &fallback},
-                                     {"--stacks", BA_FLAG, &stacks},
-                                     {"--no-floor", BA_FLAG, &no_floor},
-                                     {"--gemm-profile", BA_FLAG, &gemm_profile},
-                                     {"--profile-rows", BA_INT, &profile_rows},
-                                     {"--allocs", BA_FLAG, &allocs}};
+    const struct ba_option opts[] = {
+        {"--preset", BA_STR, &preset},
+        {"--steps", BA_INT, &steps},
+        {"--batch", BA_INT, &batch},
+        {"--rounds", BA_INT, &rounds},
+        {"--torch-venv", BA_STR, &venv},
+        {"--log", BA_STR, &logpath},
+        {"--torch", BA_FLAG, &torch},
+        {"--fallback", BA_FLAG, &fallback},
+        {"--stacks", BA_FLAG, &stacks},
+        {"--no-floor", BA_FLAG, &no_floor},
+        {"--gemm-profile", BA_FLAG, &gemm_profile},
+        {"--profile-rows", BA_INT, &profile_rows},
+        {"--allocs", BA_FLAG, &allocs},
+        {"--pairs", BA_INT, &pairs},
+    };
     if (!ba_parse(argc, argv, opts, LG_ARRAY_LEN(opts))) {
         fprintf(stderr,
                 "usage: bench_train [--preset P] [--steps K] [--batch B] [--stacks] [--no-floor] "
