@@ -8,8 +8,11 @@
  * and is counted (s->procs_within), never judged. A static child's fork is noted by the parent
  * that forked it; a process that left the tree (re-parented, a daemon) stays pending. A line
  * "-PID" says PID is leakgate's own, not CMD's: the Python binding's forked copy, which does a
- * session end's attribution (bindings/python/src/leakgate/_attrib.py), writes it first thing;
- * the pid is forgotten.
+ * session end's attribution (bindings/python/src/leakgate/_attrib.py) or a child's look at its
+ * Python lines (_child.py), writes it first thing (a child's copy is also named by the child,
+ * which forked it: the two lines and the copy's "PID PPID" come in any order). The pid is
+ * forgotten, and left out of the tree's readings from then on: a copy alive at a session's end
+ * is no child of CMD.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,35 +43,45 @@ void hx_births_fini(struct hx_births *b)
 {
     if (b->path[0]) unlink(b->path);
     free(b->pending);
+    free(b->own);
     memset(b, 0, sizeof *b);
 }
 
-static bool pending(const struct hx_births *b, int pid)
+static bool in(const int *v, int n, int pid)
 {
-    for (int i = 0; i < b->n; i++)
-        if (b->pending[i] == pid) return true;
+    for (int i = 0; i < n; i++)
+        if (v[i] == pid) return true;
     return false;
 }
 
-/* Adds pid to the pending (once); a pid memory refuses is not counted. */
-static void add_pending(struct hx_births *b, int pid)
+/* Adds pid to *v (once); false when memory refuses it. */
+static bool add(int **v, int *n, int *cap, int pid)
 {
-    if (pid <= 0 || pending(b, pid)) return;
-    if (b->n == b->cap) {
-        int cap = b->cap ? b->cap * 2 : 64;
-        int *v = realloc(b->pending, (size_t)cap * sizeof *v);
-        if (!v) return;
-        b->pending = v;
-        b->cap = cap;
+    if (in(*v, *n, pid)) return true;
+    if (*n == *cap) {
+        int c = *cap ? *cap * 2 : 64;
+        int *w = realloc(*v, (size_t)c * sizeof *w);
+        if (!w) return false;
+        *v = w;
+        *cap = c;
     }
-    b->pending[b->n++] = pid;
+    (*v)[(*n)++] = pid;
+    return true;
 }
 
-/* Takes pid out of the pending: a process of leakgate's own. */
+/* Adds pid to the pending, unless it is leakgate's own; a pid memory refuses is not counted. */
+static void add_pending(struct hx_births *b, int pid)
+{
+    if (pid > 0 && !in(b->own, b->n_own, pid)) add(&b->pending, &b->n, &b->cap, pid);
+}
+
+/* pid is a process of leakgate's own (its "PID PPID" may come before or after this line): out
+ * of the pending, and out of the tree's readings from now on. */
 static void forget(struct hx_births *b, int pid)
 {
     for (int i = 0; i < b->n; i++)
         if (b->pending[i] == pid) b->pending[i--] = b->pending[--b->n];
+    add(&b->own, &b->n_own, &b->cap_own, pid);
 }
 
 /* The lines appended since the last read, whole lines only, into the pending. */
@@ -118,6 +131,10 @@ void hx_births_session(struct hx_births *b, struct rpt_session *s)
     if (!b->path[0] || !s->procs_walked) return;
     read_new(b);
     int k = 0;
+    for (int j = 0; j < s->n_procs; j++) /* a copy the binding forked, seen as it ran */
+        if (!in(b->own, b->n_own, s->procs[j].pid)) s->procs[k++] = s->procs[j];
+    s->n_procs = k;
+    k = 0;
     for (int i = 0; i < b->n; i++) {
         int pid = b->pending[i];
         bool seen = false;

@@ -220,11 +220,14 @@ struct hx_births {
     long at;        /* bytes of it read so far */
     int *pending;   /* owned */
     int n, cap;
+    int *own; /* owned: leakgate's own processes ("-PID"): neither pending nor CMD's children */
+    int n_own, cap_own;
 };
 /* Creates DIR/tree.log and puts it in this process's environment for CMD to inherit;
  * LG_EIO with a message when it cannot (b then counts nothing). Finished with hx_births_fini. */
 int hx_births_init(struct hx_births *b, const char *dir);
-/* Reads what began since the last call and settles the pending against s->procs. */
+/* Reads what began since the last call, takes leakgate's own processes out of s->procs and
+ * settles the pending against it. */
 void hx_births_session(struct hx_births *b, struct rpt_session *s);
 void hx_births_fini(struct hx_births *b); /* removes the file */
 
