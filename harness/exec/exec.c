@@ -271,7 +271,10 @@ static void census_after(struct exec_run *r, const struct rpt_session *s, bool c
  * once and leaves the session without them. */
 static void read_tree(struct exec_run *r, struct rpt_session *s)
 {
-    if (r->o->stacks && r->eo->prof) hx_tree_prune(r->prof.dir); /* first and last kept */
+    if (r->o->stacks && r->eo->prof) {
+        hx_tree_prune(r->prof.dir); /* first and last kept */
+        hx_child_py_mark(r->prof.dir, s->index + 1);
+    }
     if (hx_tree_read(r->ch.pid, r->eo->agent, s) == LG_OK) {
         hx_births_session(&r->births, s);
         return;
@@ -514,7 +517,10 @@ static void judge(struct exec_run *r, struct rpt_verdict *v, int status, bool cm
     v->census = r->census;
     rpt_procs_judge(&r->procs, &o->budgets[RPT_CH_RSS], &v->procs);
     rpt_judge_series(&r->ser, o->budgets, v);
-    if (o->stacks && r->eo->prof) hx_tree_name(r->prof.dir, r->prof.sample, &v->procs);
+    if (o->stacks && r->eo->prof) { /* a Python child's line first: its stack is CPython's */
+        hx_child_py_name(r->prof.dir, &v->procs);
+        hx_tree_name(r->prof.dir, r->prof.sample, &v->procs);
+    }
     mark_unused(v, r->used, r->ch.cuda_static);
     rpt_conclude(v, o->budgets);
     if (v->census.counted) {

@@ -211,6 +211,23 @@ void hx_tree_name(const char *dir, int64_t prof_sample, struct rpt_procs_verdict
  * of half-megabyte profiles as it grows): called as each session ends. */
 void hx_tree_prune(const char *dir);
 
+/* ---- a Python child's lines (exec_child_py.c) ---------------------------------------------- */
+
+/* Under --stacks a Python child traces itself (bindings/python/src/leakgate/_child.py) and writes
+ * PREFIX.PID.py: the growth since the last warm-up by the line of its own code. */
+struct hx_child_py {
+    int from, to, frames;    /* sessions ended at its base and at its look; frames traced */
+    long long bytes, blocks; /* its top line's growth between them */
+    char where[320];         /* "loader.py:14 in Items.__getitem__"; "" when nothing grew */
+};
+/* Writes dir/PREFIX.sessions whole: the count of sessions ended, each child's clock. */
+void hx_child_py_mark(const char *dir, int ended);
+/* pid's file in dir into py: 1 named, 0 none (no file, nothing grew), -1 with why set (a file
+ * that cannot be read, or not in its format). */
+int hx_child_py_read(const char *dir, int pid, struct hx_child_py *py, char *why, size_t wsize);
+/* Appends each leaking child's top Python line to pv->why (before its native stack). */
+void hx_child_py_name(const char *dir, struct rpt_procs_verdict *pv);
+
 /* The processes of CMD's tree that said they began (agent/lga_init.c appends "PID PPID" to
  * LEAKGATE_AGENT_TREE at each fork and each image's start), read as sessions end: a child is
  * pending until a reading of the tree finds it (it is then the tree's) or /proc has it no more

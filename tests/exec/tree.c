@@ -15,7 +15,10 @@
  *   exec_tree idle       (internal) waits for its stdin to close
  *
  * Prints "tree: worker pid P" for each child (the tests find it in the verdict) and
- * "tree: N sessions". Exits 30 when a child could not be started or stopped.
+ * "tree: N sessions". Exits 30 when a child could not be started or stopped. With
+ * EXEC_TREE_PY_LINES in its environment (and LEAKGATE_AGENT_CHILD_PROF: --stacks), each
+ * worker writes that text as its Python lines (PREFIX.PID.py, harness/exec/exec_child_py.c), as
+ * a Python child's binding would: a well-formed file, or a broken one.
  */
 #define _GNU_SOURCE
 #include <leakgate.h>
@@ -47,6 +50,20 @@ static void work(int in, int out, int keep)
     _exit(0);
 }
 
+/* EXEC_TREE_PY_LINES into LEAKGATE_AGENT_CHILD_PROF.PID.py, in a worker. */
+static void python_lines(void)
+{
+    const char *text = getenv("EXEC_TREE_PY_LINES"), *prefix = getenv("LEAKGATE_AGENT_CHILD_PROF");
+    char path[1024];
+    if (!text || !prefix ||
+        snprintf(path, sizeof path, "%s.%d.py", prefix, (int)getpid()) >= (int)sizeof path)
+        return;
+    FILE *f = fopen(path, "w");
+    if (!f) _exit(4);
+    fputs(text, f);
+    if (fclose(f) != 0) _exit(4);
+}
+
 static int start_worker(struct worker *w, int keep)
 {
     int req[2], ans[2];
@@ -57,6 +74,7 @@ static int start_worker(struct worker *w, int keep)
     if (w->pid == 0) {
         close(req[1]);
         close(ans[0]);
+        python_lines();
         work(req[0], ans[1], keep);
     }
     close(req[0]);

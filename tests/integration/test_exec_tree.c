@@ -262,3 +262,59 @@ Test(exec_tree, with_stacks_a_leaking_child_is_named_by_where_it_allocated)
     cr_expect(strstr(r->verdict.procs.why, want), "the results keep it: %s", r->verdict.procs.why);
     rpt_results_free(r);
 }
+
+/* The Python lines a growing Python child writes (bindings/python/src/leakgate/_child.py) come
+ * first in the why: here tree.c's worker writes them itself, so the line they name is this
+ * test's, and a per-session figure is its bytes over its span. */
+Test(exec_tree, with_stacks_a_childs_python_lines_come_first)
+{
+    int pid[2];
+    const long long bytes = 9LL << 20, blocks = 72, from = 2, to = 11;
+    char text[200];
+    snprintf(text, sizeof text,
+             "leakgate-python-lines 1\nspan %lld %lld 8\n%lld %lld "
+             "loader.py:14 in Items.__getitem__\n512 1 other.py:1 in f\n",
+             from, to, bytes, blocks);
+    setenv("EXEC_TREE_PY_LINES", text, 1);
+    char *out = run_tree_opts("--stacks", "grow", "", 1, 1, pid);
+    char want[200], b[32];
+    snprintf(want, sizeof want,
+             "; pid %d grew at its Python line: +%s/session (%lld blocks) at loader.py:14 in "
+             "Items.__getitem__ (tracemalloc in the child, 8 frames, sessions #%lld-#%lld)",
+             pid[0], lg_fmt_bytes(b, sizeof b, (double)bytes / (double)(to - from)),
+             blocks / (to - from), from, to - 1);
+    const char *py = strstr(out, want);
+    cr_expect(py, "'%s' in:\n%s", want, out);
+    snprintf(want, sizeof want, "pid %d grew by allocation stack", pid[0]);
+    const char *native = strstr(out, want);
+    cr_expect(py && native && py < native, "the Python line before the native stack:\n%s", out);
+    free(out);
+}
+
+/* A child's file that is not what _child.py writes is said, not read: the leak is still named by
+ * its pid and its native stack. */
+static void expect_said(const char *text, const char *why)
+{
+    int pid[2];
+    setenv("EXEC_TREE_PY_LINES", text, 1);
+    char *out = run_tree_opts("--stacks", "grow", "", 1, 1, pid);
+    char want[200];
+    snprintf(want, sizeof want, "pid %d's Python lines (child.%d.py) could not be read: %s", pid[0],
+             pid[0], why);
+    cr_expect(strstr(out, want), "'%s' in:\n%s", want, out);
+    snprintf(want, sizeof want, "pid %d grew by allocation stack", pid[0]);
+    cr_expect(strstr(out, want), "still its native stack:\n%s", out);
+    free(out);
+}
+
+Test(exec_tree, with_stacks_a_broken_python_lines_file_is_said_not_read)
+{
+    expect_said("leakgate-python-lines 1\nspan 2 11 8\n1048576 8 loader.py:1", /* cut */
+                "its last line is cut");
+    expect_said("leakgate-python-lines 2\nspan 2 11 8\n", "its first line is not");
+    expect_said("leakgate-python-lines 1\nspan 11 2 8\n1 1 a.py:1 in f\n", /* backwards */
+                "its second line is not");
+    expect_said("leakgate-python-lines 1\nspan 2 11 8\n-5 1 a.py:1 in f\n", /* negative */
+                "its third line is not");
+    expect_said("leakgate-python-lines 1\nspan 2 11 8\n10 1 \n", "its third line is not");
+}

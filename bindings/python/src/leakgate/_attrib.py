@@ -64,7 +64,7 @@ import time
 import tracemalloc
 
 import leakgate
-from . import _lib
+from . import _child, _lib
 
 try:
     import _tracemalloc
@@ -390,11 +390,16 @@ class _Attribution:
         process, whose only cost is the fork and the lines read back."""
         others = _other_threads() if "keep-walk" in what else None
         r, w = os.pipe()
-        pid = os.fork()
+        _child.copying[0] = True  # no tracer of a child in this copy (--stacks: _child.py)
+        try:
+            pid = os.fork()
+        finally:
+            _child.copying[0] = False
         if pid == 0:  # the copy: the agent is inert here (its fork handler); never returns
             code = 1
             try:
                 self.others = others
+                _child.no_dumps()
                 _not_cmds()
                 os.close(r)
                 data = "\n".join(self.work(index, what)).encode("utf-8", "replace")

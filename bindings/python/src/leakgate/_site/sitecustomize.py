@@ -11,6 +11,9 @@ off with ``--no-python`` or LEAKGATE_PY=0), and Python imports this module at st
    as ``leakgate`` and its session hook installed (``_attrib.ensure``). A program that imports
    leakgate, or runs as ``python -m leakgate``, gets that same module: nothing is installed
    twice. A failure here is one line on stderr, never the program's end.
+3. Under ``leakgate exec --stacks`` (LEAKGATE_AGENT_CHILD_PROF), in every Python of CMD's tree:
+   the children it forks, and the process itself when it is a child of CMD, trace their own
+   allocations so that exec names a growing child by its Python line (``_child.py``).
 
 Keep this file importable by any Python 3 (a child of another version reads it too).
 """
@@ -59,6 +62,22 @@ def _load():
     _attrib.ensure()  # as python -m leakgate: before the program's first line
 
 
+def _children():
+    """Under --stacks: each Python child of the tree traces itself (_child.py). Loaded from the
+    package when CMD imported it, else alone: a child image does not load libleakgate."""
+    if "leakgate" in sys.modules:
+        from leakgate import _child
+    else:
+        import importlib.util
+
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "_child.py")
+        spec = importlib.util.spec_from_file_location("_leakgate_child", path)
+        _child = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(_child)
+    _child.install()
+
+
 try:
     _chain()
 finally:
@@ -68,4 +87,12 @@ finally:
         except Exception as e:  # the program runs anyway, without python: lines
             sys.stderr.write("leakgate: the Python binding was not set up in this program "
                              "(%s: %s); leakgate exec --no-python leaves it out\n"
+                             % (type(e).__name__, e))
+    if (os.environ.get("LEAKGATE_AGENT_CHILD_PROF") and os.environ.get("LEAKGATE_PY", "1") != "0"
+            and os.environ.get("LEAKGATE_PY_CHILD", "1") != "0"
+            and sys.implementation.name == "cpython"):
+        try:
+            _children()
+        except Exception as e:  # the program runs anyway, its children without python: lines
+            sys.stderr.write("leakgate: Python children will not name their lines (%s: %s)\n"
                              % (type(e).__name__, e))
