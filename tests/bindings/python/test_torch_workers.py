@@ -2,7 +2,9 @@
 num_workers=2 and persistent workers, whose dataset keeps what each item made inside the worker,
 is a leak named by the workers' pids while the main process passes; its twin, which keeps
 nothing, passes with three processes judged; without persistent workers, the two an epoch starts
-and joins are counted, not judged. Marker mode: the program knows nothing of leakgate.
+and joins are counted, not judged. With --stacks each grown worker is named by the dataset's
+line that allocates what it keeps (leakgate/_child.py), and the clean twin still passes with its
+workers tracing themselves. Marker mode: the program knows nothing of leakgate.
 Needs torch (Debian: python3-torch)."""
 import os
 import re
@@ -52,10 +54,11 @@ LOADER = textwrap.dedent("""\
 OPTS = ["--warmup", str(WARMUP), "--no-reports", "--session-marker", "^epoch [0-9]+ done"]
 
 
-def run_loader(leakgate_bin, tmp_path, mode):
+def run_loader(leakgate_bin, tmp_path, mode, opts=()):
     prog = tmp_path / "loader.py"
     prog.write_text(LOADER)
-    rc, out, lines = exec_py(leakgate_bin, tmp_path / mode, [str(prog), mode], opts=OPTS)
+    rc, out, lines = exec_py(leakgate_bin, tmp_path / mode, [str(prog), mode],
+                             opts=list(opts) + OPTS)
     pids = [int(p) for p in re.findall(r"worker pid (\d+)", out)]
     assert len(pids) == (2 * EPOCHS if mode == "brief" else 2), out
     verdict = next(x for x in lines if x.get("type") == "verdict")
@@ -99,3 +102,34 @@ def test_workers_that_live_within_an_epoch_are_counted(leakgate_bin, tmp_path):
     procs = verdict["processes"]
     assert procs["within"] == 2 * EPOCHS and procs["judged"] == 1, procs
     assert "%d child(ren) began and ended within a session" % (2 * EPOCHS) in procs["why"], procs
+
+
+def test_with_stacks_a_growing_worker_is_named_by_its_python_line(leakgate_bin, tmp_path):
+    """--stacks: each worker traces itself (leakgate/_child.py) and is named by the line of the
+    dataset that allocates what it keeps, before its native stack (CPython's)."""
+    rc, out, lines, pids, verdict = run_loader(leakgate_bin, tmp_path, "grow", ["--stacks"])
+    assert rc == 1, out
+    procs = verdict["processes"]
+    assert procs["status"] == "leak" and procs["judged"] == 3, procs
+    line = next(i for i, text in enumerate(LOADER.splitlines(), 1) if "bytes([i %" in text)
+    for pid in pids:
+        m = re.search(r"pid %d grew at its Python line: \+([0-9.]+) (KiB|MiB)/session \(\d+ "
+                      r"blocks\) at loader\.py:%d in Items\.__getitem__ \(tracemalloc in the "
+                      r"child, 8 frames, sessions #(\d+)-#(\d+)\)" % (pid, line), procs["why"])
+        assert m, procs["why"]
+        rate = float(m.group(1)) * (1 << (20 if m.group(2) == "MiB" else 10))
+        span = int(m.group(4)) - int(m.group(3)) + 1
+        want = ITEMS // 2 * ITEM_BYTES  # its half of the epoch's items
+        # epochs here take milliseconds: a look lands up to a session off at each end
+        assert want * (span - 1) / span <= rate <= want * (span + 1) / span, (m.group(0), want)
+        assert "LEAK: child pid %d (" % pid in out, out
+
+
+def test_with_stacks_a_dataloader_that_keeps_nothing_passes(leakgate_bin, tmp_path):
+    """--stacks: the workers' tracing adds no growth of their own (tracemalloc's tables hold
+    what they keep; the looks run in forked copies, which are not counted as children)."""
+    rc, out, lines, pids, verdict = run_loader(leakgate_bin, tmp_path, "clean", ["--stacks"])
+    assert rc == 0, out
+    procs = verdict["processes"]
+    assert procs["status"] == "pass" and procs["judged"] == 3 and procs["children"] == 2, procs
+    assert "Python line" not in procs["why"], procs
