@@ -11,29 +11,28 @@ Items.__getitem__``.
   Python of the tree (sitecustomize, harness/exec/exec_py.c). An image a child exec'd (the
   ``spawn`` start method, ``subprocess.run([sys.executable, ...])``): its sitecustomize, which
   tells it from CMD by LEAKGATE_AGENT_PID. CMD itself never traces here (_attrib.py does).
-  tracemalloc starts with LEAKGATE_PY_CHILD_FRAMES (8) frames, so that the line of the child's
-  own code is found below a library's allocation; LEAKGATE_PY_CHILD=0 turns it all off.
-- **When it looks.** A daemon thread reads /proc/self/statm every 0.1 s. Its base is the child
-  as the last warm-up session ended (exec writes PREFIX.sessions, the count of sessions ended,
-  at each session's end; a child begun after that has an empty base: all it traces is growth).
-  After the base it looks again whenever its resident memory reaches a new high by 256 KiB: a
-  settled child never looks again, a growing one looks as it grows.
-- **It costs the child's memory nothing but tracemalloc's tables.** Each look runs in a forked
-  copy of the child, as _attrib.py's do: the copy reads the traces, stops tracing, groups them,
-  and writes the result; the child only forks and waits. The copy says it is leakgate's own
-  ("-PID" in LEAKGATE_AGENT_TREE: not a child of CMD, exec_births.c) and removes any heap
-  profile jemalloc dumped for it. tracemalloc's tables in the child hold the blocks traced since
-  its start that are still alive: in a child that keeps nothing they stop growing when its own
-  memory does.
+  LEAKGATE_PY_CHILD=0 turns it all off.
+- **Traced only once it grows.** A daemon thread reads /proc/self/statm every 0.1 s. exec writes
+  PREFIX.sessions, the count of sessions ended, at each session's end. The child's resident
+  bytes as the last warm-up ended (or as it began, later) are where it settled; when it stands
+  256 KiB above that, tracemalloc starts with LEAKGATE_PY_CHILD_FRAMES (8) frames, so that the
+  line of the child's own code is found below a library's allocation. That moment is its base:
+  all it traces from then is growth. A child that keeps nothing is never traced and pays only
+  the thread's readings; one whose memory rose once pays tracemalloc's tables for the blocks it
+  keeps alive, once.
+- **When it looks.** Once tracing, whenever its resident memory reaches a new high by 256 KiB:
+  a growing child looks as it grows. Each look runs in a forked copy of the child, as
+  _attrib.py's do: the copy reads the traces, stops tracing, groups them and writes the result;
+  the child only forks and waits, its memory untouched. The copy turns jemalloc's dumps off
+  (``no_dumps``), says it is leakgate's own ("-PID" in LEAKGATE_AGENT_TREE: not a child of CMD,
+  exec_births.c) and removes any heap profile jemalloc dumped for it.
 - **The file** PREFIX.PID.py, written whole (a temporary file renamed): complete or absent,
   even when the child is killed. ``leakgate-python-lines 1``, then ``span A B FRAMES`` (the
-  sessions ended at the base and at the look), then up to 4 lines ``BYTES BLOCKS WHERE``: the
-  growth since the base grouped by the innermost frame of the child's own code (not the standard
-  library, site-packages or leakgate), largest first. The base's groups are pickled beside it
-  (PREFIX.PID.base).
+  sessions ended when tracing began and at the look), then up to 4 lines ``BYTES BLOCKS WHERE``:
+  the traced blocks still alive grouped by the innermost frame of the child's own code (not the
+  standard library, site-packages or leakgate), largest first.
 """
 import os
-import pickle
 import sys
 import sysconfig
 import threading
@@ -185,12 +184,10 @@ class _Tracer:
         self.prefix = os.environ["LEAKGATE_AGENT_CHILD_PROF"]
         self.pid = os.getpid()
         self.out = "%s.%d.py" % (self.prefix, self.pid)
-        self.base_path = "%s.%d.base" % (self.prefix, self.pid)
         self.warmup = _int_env("LEAKGATE_WARMUP", 1)
-        frames = max(1, _int_env("LEAKGATE_PY_CHILD_FRAMES", 8))
-        if tracemalloc.is_tracing():  # forked from a Python that traces: the same tables
-            tracemalloc.stop()  # its parent's traces are not this child's growth
-        tracemalloc.start(frames)
+        self.frames = max(1, _int_env("LEAKGATE_PY_CHILD_FRAMES", 8))
+        if tracemalloc.is_tracing():  # forked from a Python that traces (CMD's attribution):
+            tracemalloc.stop()  # its tables are not this child's, and it traces only if it grows
         paths = sysconfig.get_paths()
         self.lib_dirs = tuple(sorted({os.path.realpath(paths[k]) + os.sep
                                       for k in ("stdlib", "platstdlib", "purelib", "platlib")
@@ -199,10 +196,9 @@ class _Tracer:
         self.own = (here, os.path.dirname(os.path.abspath(_holders.__file__)) + os.sep,
                     os.path.dirname(os.path.abspath(tracemalloc.__file__)) + os.sep
                     + "tracemalloc.py")
-        # a child begun after the warm-up: everything it traces is growth, from an empty base
-        ended = self.ended()
-        self.base_at = ended if ended >= self.warmup else None
-        self.high = _resident()
+        self.settled = None  # its resident bytes as the last warm-up ended (or as it began)
+        self.base_at = None  # sessions ended when it began tracing
+        self.high = 0
         self.thread = threading.Thread(target=self.run, name="leakgate-child-lines",
                                        daemon=True)
         self.thread.start()
@@ -217,18 +213,29 @@ class _Tracer:
             time.sleep(POLL)
             if os.getpid() != self.pid:  # a fork's copy of this thread never runs: defensive
                 return
-            ended = self.ended()
             if self.base_at is None:
-                if ended >= self.warmup:
-                    self.look(ended, True)
-                    self.base_at = ended
-                    self.high = _resident()
+                self.arm()
             elif _resident() >= self.high + MARGIN:
-                self.look(ended, False)
+                ended = self.ended()
+                self.look(ended)
                 self.high = _resident()
 
-    def look(self, ended, base):
-        """The copy's work (base, or the lines since it) while this process waits."""
+    def arm(self):
+        """Tracing starts once the child grew past where it stood as the warm-up ended: a child
+        that keeps nothing is never traced."""
+        ended = self.ended()
+        if ended < self.warmup:
+            return
+        rss = _resident()
+        if self.settled is None:
+            self.settled = rss
+        elif rss >= self.settled + MARGIN:
+            tracemalloc.start(self.frames)  # its base: nothing traced yet
+            self.base_at = ended
+            self.high = _resident()
+
+    def look(self, ended):
+        """The copy's work while this process waits."""
         copying[0] = True
         try:
             pid = os.fork()
@@ -239,7 +246,7 @@ class _Tracer:
             try:
                 no_dumps()
                 _mark_own(os.getpid())
-                self.in_copy(ended, base)
+                self.in_copy(ended)
                 code = 0
             finally:
                 os._exit(code)
@@ -251,18 +258,14 @@ class _Tracer:
 
     # ---- in the copy ------------------------------------------------------------------------
 
-    def in_copy(self, ended, base):
+    def in_copy(self, ended):
         traces = _tracemalloc._get_traces()
         limit = tracemalloc.get_traceback_limit()
         tracemalloc.stop()  # the copy's own work untraced
         try:
             groups = self.group(traces)
             del traces
-            if base:
-                _write_whole(self.base_path, pickle.dumps(groups, pickle.HIGHEST_PROTOCOL))
-            else:
-                text = self.lines(groups, ended, limit)
-                _write_whole(self.out, text.encode("ascii", "replace"))
+            _write_whole(self.out, self.lines(groups, ended, limit).encode("ascii", "replace"))
         finally:
             self.drop_dumps()
 
@@ -289,15 +292,8 @@ class _Tracer:
         return v
 
     def lines(self, now, ended, limit):
-        """The file's text: the growth since the base by the innermost frame of user code."""
-        try:
-            with open(self.base_path, "rb") as f:
-                for tb, (size, count) in pickle.load(f).items():
-                    e = now.setdefault(tb, [0, 0])
-                    e[0] -= size
-                    e[1] -= count
-        except FileNotFoundError:  # begun after the warm-up: an empty base
-            pass
+        """The file's text: the growth since tracing began by the innermost frame of user
+        code."""
         user = {}
         by_line = {}
         for tb, (size, count) in now.items():
