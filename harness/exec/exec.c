@@ -271,10 +271,7 @@ static void census_after(struct exec_run *r, const struct rpt_session *s, bool c
  * once and leaves the session without them. */
 static void read_tree(struct exec_run *r, struct rpt_session *s)
 {
-    if (r->o->stacks && r->eo->prof) {
-        hx_tree_prune(r->prof.dir); /* first and last kept */
-        hx_child_py_mark(r->prof.dir, s->index + 1);
-    }
+    if (r->o->stacks && r->eo->prof) hx_tree_prune(r->prof.dir); /* first and last kept */
     if (hx_tree_read(r->ch.pid, r->eo->agent, s) == LG_OK) {
         hx_births_session(&r->births, s);
         return;
@@ -282,6 +279,15 @@ static void read_tree(struct exec_run *r, struct rpt_session *s)
     if (r->tree_failed) return;
     r->tree_failed = true;
     fprintf(stderr, "leakgate exec: CMD's child processes not measured: %s\n", lg_errmsg());
+}
+
+/* Under --stacks: the sessions ended, and which children leak so far (their series judged as
+ * the verdict will judge them): a Python child among them traces itself (exec_child_py.c). */
+static void tell_children(struct exec_run *r, const struct rpt_session *s)
+{
+    struct rpt_procs_verdict pv;
+    rpt_procs_judge(&r->procs, &r->o->budgets[RPT_CH_RSS], &pv);
+    hx_child_py_mark(r->prof.dir, s->index + 1, pv.leak_pids, pv.n_leak_pids);
 }
 
 static int on_session(struct exec_run *r, const unsigned char *p, size_t n)
@@ -315,6 +321,7 @@ static int on_session(struct exec_run *r, const unsigned char *p, size_t n)
         hx_gate_session(r->o, r->suppressed, &s);
         series_add(r, &s);
         (void)rpt_procs_add(&r->procs, &s); /* a reading it cannot keep is named in the verdict */
+        if (r->o->stacks && r->eo->prof) tell_children(r, &s);
         rc = rpt_writer_session(r->w, &s);
         keep_notes(r, &s);
         hx_progress_session(r->o, &s, r->n, LG_MAX(r->n + 1, r->o->sessions + r->o->warmup));

@@ -2,11 +2,12 @@
  *
  * A child's native allocation stack (exec_tree.c) is, in a Python worker, the interpreter's
  * (`PyObject_Malloc <- _PySlice_GetLongIndices`). So under --stacks every Python child of CMD
- * traces its own allocations (bindings/python/src/leakgate/_child.py): its base is the child as
- * the last warm-up ended, and as it grows a forked copy of it writes PREFIX.PID.py whole (a
- * temporary file renamed): the growth since the base by the innermost frame of its own code.
- * exec tells the children how many sessions have ended (PREFIX.sessions, also written whole, at
- * each session's end) and, for a leaking child, reads its file:
+ * can trace its own allocations (bindings/python/src/leakgate/_child.py). At each session's end
+ * exec writes PREFIX.sessions whole: the sessions ended, and the children whose RSS series leak
+ * so far, judged as the verdict judges them. Such a child, if it is Python, starts tracemalloc
+ * (its base), and for a few sessions, as it grows, a forked copy of it writes PREFIX.PID.py whole
+ * (a temporary file renamed): the blocks traced since, by the innermost frame of its own code. A
+ * child that does not leak is never traced. For a leaking child exec reads its file:
  *
  *     leakgate-python-lines 1
  *     span 2 11 8                  sessions ended at the base and at the look; frames traced
@@ -29,16 +30,19 @@
 #define PY_HEADER "leakgate-python-lines 1\n"
 #define PY_MAX    4096 /* bytes of a child's file; _child.py writes at most 4 lines of ~330 */
 
-void hx_child_py_mark(const char *dir, int ended)
+void hx_child_py_mark(const char *dir, int ended, const int *leaking, int n)
 {
-    char path[1024], tmp[1040], line[24];
+    char path[1024], tmp[1040], text[160];
     if (lg_snprintf(path, sizeof path, "%s/" HX_CHILD_PROF ".sessions", dir) ||
         lg_snprintf(tmp, sizeof tmp, "%s.tmp", path))
         return;
+    size_t k = (size_t)snprintf(text, sizeof text, "%d\narm", ended);
+    for (int i = 0; i < n && k < sizeof text - 16; i++)
+        k += (size_t)snprintf(text + k, sizeof text - k, " %d", leaking[i]);
+    text[k++] = '\n';
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) return;
-    int n = snprintf(line, sizeof line, "%d\n", ended);
-    bool whole = write(fd, line, (size_t)n) == n;
+    bool whole = write(fd, text, k) == (ssize_t)k;
     if (close(fd) != 0 || !whole || rename(tmp, path) != 0) unlink(tmp);
 }
 

@@ -220,8 +220,9 @@ struct hx_child_py {
     long long bytes, blocks; /* its top line's growth between them */
     char where[320];         /* "loader.py:14 in Items.__getitem__"; "" when nothing grew */
 };
-/* Writes dir/PREFIX.sessions whole: the count of sessions ended, each child's clock. */
-void hx_child_py_mark(const char *dir, int ended);
+/* Writes dir/PREFIX.sessions whole: the count of sessions ended (each child's clock), then
+ * "arm PID..." the children whose series leak so far (a Python one among them traces itself). */
+void hx_child_py_mark(const char *dir, int ended, const int *leaking, int n);
 /* pid's file in dir into py: 1 named, 0 none (no file, nothing grew), -1 with why set (a file
  * that cannot be read, or not in its format). */
 int hx_child_py_read(const char *dir, int pid, struct hx_child_py *py, char *why, size_t wsize);

@@ -12,16 +12,18 @@ Items.__getitem__``.
   ``spawn`` start method, ``subprocess.run([sys.executable, ...])``): its sitecustomize, which
   tells it from CMD by LEAKGATE_AGENT_PID. CMD itself never traces here (_attrib.py does).
   LEAKGATE_PY_CHILD=0 turns it all off.
-- **Traced only once it grows.** A daemon thread reads /proc/self/statm every 0.1 s. exec writes
-  PREFIX.sessions, the count of sessions ended, at each session's end. The child's resident
-  bytes as the last warm-up ended (or as it began, later) are where it settled; when it stands
-  256 KiB above that, tracemalloc starts with LEAKGATE_PY_CHILD_FRAMES (8) frames, so that the
-  line of the child's own code is found below a library's allocation. That moment is its base:
-  all it traces from then is growth. A child that keeps nothing is never traced and pays only
-  the thread's readings; one whose memory rose once pays tracemalloc's tables for the blocks it
-  keeps alive, once.
-- **When it looks.** Once tracing, whenever its resident memory reaches a new high by 256 KiB:
-  a growing child looks as it grows. Each look runs in a forked copy of the child, as
+- **Traced only once exec finds it leaking.** A daemon thread reads exec's PREFIX.sessions
+  every 0.1 s: exec writes it whole at each session's end, the count of sessions ended and
+  ``arm PID...``, the children whose RSS series leak so far (judged as the verdict judges them).
+  A child among them starts tracemalloc with LEAKGATE_PY_CHILD_FRAMES (8) frames, so that the
+  line of its own code is found below a library's allocation; that moment is its base. A child
+  that does not leak is never traced: its memory and its speed are as without --stacks' Python
+  lines, but for the thread's reading of a small file (the hard part: tracing's own tables would
+  otherwise be growth in a clean child's RSS). tracemalloc costs a traced child 10-20x on
+  allocation-heavy code, so it traces LEAKGATE_PY_CHILD_SESSIONS (3) sessions, looks a last
+  time and stops.
+- **When it looks.** While tracing, whenever its resident memory reaches a new high by 256 KiB,
+  and at the window's end. Each look runs in a forked copy of the child, as
   _attrib.py's do: the copy reads the traces, stops tracing, groups them and writes the result;
   the child only forks and waits, its memory untouched. The copy turns jemalloc's dumps off
   (``no_dumps``), says it is leakgate's own ("-PID" in LEAKGATE_AGENT_TREE: not a child of CMD,
@@ -184,7 +186,6 @@ class _Tracer:
         self.prefix = os.environ["LEAKGATE_AGENT_CHILD_PROF"]
         self.pid = os.getpid()
         self.out = "%s.%d.py" % (self.prefix, self.pid)
-        self.warmup = _int_env("LEAKGATE_WARMUP", 1)
         self.frames = max(1, _int_env("LEAKGATE_PY_CHILD_FRAMES", 8))
         if tracemalloc.is_tracing():  # forked from a Python that traces (CMD's attribution):
             tracemalloc.stop()  # its tables are not this child's, and it traces only if it grows
@@ -196,43 +197,38 @@ class _Tracer:
         self.own = (here, os.path.dirname(os.path.abspath(_holders.__file__)) + os.sep,
                     os.path.dirname(os.path.abspath(tracemalloc.__file__)) + os.sep
                     + "tracemalloc.py")
-        self.settled = None  # its resident bytes as the last warm-up ended (or as it began)
         self.base_at = None  # sessions ended when it began tracing
+        self.window = max(1, _int_env("LEAKGATE_PY_CHILD_SESSIONS", 3))
         self.high = 0
         self.thread = threading.Thread(target=self.run, name="leakgate-child-lines",
                                        daemon=True)
         self.thread.start()
 
-    def ended(self):
-        """Sessions ended, as exec last wrote them; -1 before the first."""
-        v = _read(self.prefix + ".sessions").strip()
-        return int(v) if v.isdigit() else -1
+    def told(self):
+        """exec's PREFIX.sessions: the sessions ended (-1 before the first) and whether this
+        child's series leaks so far ("arm PID...")."""
+        v = _read(self.prefix + ".sessions").split()
+        ended = int(v[0]) if v and v[0].isdigit() else -1
+        return ended, len(v) > 1 and v[1] == b"arm" and str(self.pid).encode() in v[2:]
 
     def run(self):
         while True:
             time.sleep(POLL)
             if os.getpid() != self.pid:  # a fork's copy of this thread never runs: defensive
                 return
+            ended, leaking = self.told()
             if self.base_at is None:
-                self.arm()
+                if leaking:  # its base: nothing traced yet
+                    tracemalloc.start(self.frames)
+                    self.base_at = ended
+                    self.high = _resident()
+            elif ended >= self.base_at + self.window:  # the last look, then no more tracing
+                self.look(ended)
+                tracemalloc.stop()
+                return
             elif _resident() >= self.high + MARGIN:
-                ended = self.ended()
                 self.look(ended)
                 self.high = _resident()
-
-    def arm(self):
-        """Tracing starts once the child grew past where it stood as the warm-up ended: a child
-        that keeps nothing is never traced."""
-        ended = self.ended()
-        if ended < self.warmup:
-            return
-        rss = _resident()
-        if self.settled is None:
-            self.settled = rss
-        elif rss >= self.settled + MARGIN:
-            tracemalloc.start(self.frames)  # its base: nothing traced yet
-            self.base_at = ended
-            self.high = _resident()
 
     def look(self, ended):
         """The copy's work while this process waits."""
