@@ -13,7 +13,7 @@ Items.__getitem__``.
   tells it from CMD by LEAKGATE_AGENT_PID. CMD itself never traces here (_attrib.py does).
   LEAKGATE_PY_CHILD=0 turns it all off.
 - **Traced only once exec finds it leaking.** A daemon thread reads exec's PREFIX.sessions
-  every 0.1 s: exec writes it whole at each session's end, the count of sessions ended and
+  every 0.05 s: exec writes it whole at each session's end, the count of sessions ended and
   ``arm PID...``, the children whose RSS series leak so far (judged as the verdict judges them).
   A child among them starts tracemalloc with LEAKGATE_PY_CHILD_FRAMES (8) frames, so that the
   line of its own code is found below a library's allocation; that moment is its base. A child
@@ -22,8 +22,9 @@ Items.__getitem__``.
   otherwise be growth in a clean child's RSS). tracemalloc costs a traced child 10-20x on
   allocation-heavy code, so it traces LEAKGATE_PY_CHILD_SESSIONS (3) sessions, looks a last
   time and stops.
-- **When it looks.** While tracing, whenever its resident memory reaches a new high by 256 KiB,
-  and at the window's end. Each look runs in a forked copy of the child, as
+- **When it looks.** While tracing, as it sees each session's end (within 0.05 s: a child of
+  CMD is often idle while CMD waits for exec, and then holds no transient of its work), and
+  whenever its resident memory reaches a new high by 256 KiB (a long session). Each look runs in a forked copy of the child, as
   _attrib.py's do: the copy reads the traces, stops tracing, groups them and writes the result;
   the child only forks and waits, its memory untouched. The copy turns jemalloc's dumps off
   (``no_dumps``), says it is leakgate's own ("-PID" in LEAKGATE_AGENT_TREE: not a child of CMD,
@@ -58,7 +59,7 @@ except ImportError:  # loaded alone, by sitecustomize in a child image
     _spec.loader.exec_module(_holders)
 
 HEADER = "leakgate-python-lines 1"
-POLL = 0.1  # seconds between two readings of /proc/self/statm
+POLL = 0.05  # seconds between two readings of exec's PREFIX.sessions (and, tracing, of statm)
 MARGIN = 256 * 1024  # a new high by this much makes the child look again
 TOP = 4  # lines written
 WHERE_MAX = 300  # bytes of one line's WHERE
@@ -212,6 +213,7 @@ class _Tracer:
         return ended, len(v) > 1 and v[1] == b"arm" and str(self.pid).encode() in v[2:]
 
     def run(self):
+        seen = -1
         while True:
             time.sleep(POLL)
             if os.getpid() != self.pid:  # a fork's copy of this thread never runs: defensive
@@ -220,15 +222,17 @@ class _Tracer:
             if self.base_at is None:
                 if leaking:  # its base: nothing traced yet
                     tracemalloc.start(self.frames)
-                    self.base_at = ended
+                    self.base_at = seen = ended
                     self.high = _resident()
-            elif ended >= self.base_at + self.window:  # the last look, then no more tracing
-                self.look(ended)
-                tracemalloc.stop()
-                return
-            elif _resident() >= self.high + MARGIN:
+            elif ended != seen or _resident() >= self.high + MARGIN:
+                # at a session's end (CMD's children often idle while it waits for exec), or as
+                # it grows (a long session)
                 self.look(ended)
                 self.high = _resident()
+                seen = ended
+                if ended >= self.base_at + self.window:  # the last look, then no more tracing
+                    tracemalloc.stop()
+                    return
 
     def look(self, ended):
         """The copy's work while this process waits."""
