@@ -119,7 +119,11 @@ def _after_fork():
 
 
 def _start():
-    """A tracer for this process (a grandchild forked from a traced child gets its own)."""
+    """A tracer for this process (a grandchild forked from a traced child gets its own); none
+    where the program traces itself (PYTHONTRACEMALLOC, -X tracemalloc): its tracemalloc is
+    left alone."""
+    if os.environ.get("PYTHONTRACEMALLOC") or "tracemalloc" in getattr(sys, "_xoptions", {}):
+        return
     try:
         _tracer[0] = _Tracer()
     except Exception as e:  # the child runs on, without its lines
