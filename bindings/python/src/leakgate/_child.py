@@ -24,11 +24,12 @@ Items.__getitem__``.
   time and stops.
 - **When it looks.** While tracing, as it sees each session's end (within 0.05 s: a child of
   CMD is often idle while CMD waits for exec, and then holds no transient of its work), and
-  whenever its resident memory reaches a new high by 256 KiB (a long session). Each look runs in a forked copy of the child, as
-  _attrib.py's do: the copy reads the traces, stops tracing, groups them and writes the result;
-  the child only forks and waits, its memory untouched. The copy turns jemalloc's dumps off
-  (``no_dumps``), says it is leakgate's own ("-PID" in LEAKGATE_AGENT_TREE: not a child of CMD,
-  exec_births.c) and removes any heap profile jemalloc dumped for it.
+  whenever its resident memory reaches a new high by 256 KiB (a long session). Each look runs
+  in a forked copy of the child, as _attrib.py's do: the copy reads the traces, stops tracing,
+  groups them and writes the result; the child only forks and waits, its memory untouched.
+  The copy turns jemalloc's dumps off (``no_dumps``), says it is leakgate's own ("-PID" in
+  LEAKGATE_AGENT_TREE: not a child of CMD, exec_births.c) and removes any heap profile
+  jemalloc dumped for it.
 - **The file** PREFIX.PID.py, written whole (a temporary file renamed): complete or absent,
   even when the child is killed. ``leakgate-python-lines 1``, then ``span A B FRAMES`` (the
   sessions ended when tracing began and at the look), then up to 4 lines ``BYTES BLOCKS WHERE``:
