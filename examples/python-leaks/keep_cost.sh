@@ -35,9 +35,11 @@ fi
 cd "$here"
 one "registry.py registry api" -- "$python" registry.py registry api
 one "registry.py classattr api" -- "$python" registry.py classattr api
+one "registry.py thread api" -- "$python" registry.py thread api
 if "$python" -c 'import torch' 2>/dev/null; then
     one "torch_shapes.py hook api" -- "$python" torch_shapes.py hook api
     one "torch_shapes.py optimizer api" -- "$python" torch_shapes.py optimizer api
+    one "loader_iters.py api" -- "$python" loader_iters.py api
 else
     echo "torch_shapes.py: SKIP, $python has no torch"
 fi
